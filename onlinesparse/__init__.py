@@ -1,0 +1,18 @@
+"""onlinesparse: sparse nonlinear models learned one sample at a time.
+
+The package is layered the way the mathematics is:
+
+``kernels`` (basis functions) → ``window`` (sufficient statistics of the window)
+→ ``ridge`` (Orr's incremental ridge state) → ``criteria`` (GCV, LOO, UEV, FPE, BIC and the
+GCV-optimal regularisation of one basis function) → buffer manager and pruner → estimators →
+replay, report and command line.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("onlinesparse")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0"
+
+__all__ = ["__version__"]
