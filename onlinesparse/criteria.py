@@ -1,0 +1,309 @@
+"""Model-selection criteria and the GCV-optimal regularisation of one basis function.
+
+Every criterion here is a function of a handful of numbers that the ridge state keeps at all
+times (Orr section 5, DESIGN.md §3): the training error ``e = yᵀP²y``, the effective number of
+parameters ``γ`` and the number of patterns ``p``. Nothing in this module forms a p × p
+matrix; leave-one-out, which needs the diagonal of P, is computed over the stored window only
+when asked for.
+
+Conventions
+-----------
+Where a criterion is undefined because the model has used up every degree of freedom
+(``p − γ ≤ 0``), it is ``inf`` rather than ``nan``: such a model is never preferred by a
+minimising search, which is what a caller wants.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from onlinesparse.ridge import IncrementalRidge
+
+__all__ = [
+    "gcv",
+    "uev",
+    "fpe",
+    "bic",
+    "noise_variance",
+    "LocalOptimum",
+    "optimal_lambda",
+    "basis_quantities",
+    "candidate_quantities",
+    "global_lambda_reestimate",
+]
+
+
+def _dof(effective_parameters: float, n_patterns: float) -> float:
+    return n_patterns - effective_parameters
+
+
+def gcv(training_error: float, effective_parameters: float, n_patterns: float) -> float:
+    """Generalised cross-validation, Orr eq. 5.6: ``p·yᵀP²y / (p − γ)²``."""
+    dof = _dof(effective_parameters, n_patterns)
+    if dof <= 0.0:
+        return math.inf
+    return n_patterns * training_error / (dof * dof)
+
+
+def uev(training_error: float, effective_parameters: float, n_patterns: float) -> float:
+    """Unbiased estimate of variance, Orr eq. 5.3: ``yᵀP²y / (p − γ)``."""
+    dof = _dof(effective_parameters, n_patterns)
+    if dof <= 0.0:
+        return math.inf
+    return training_error / dof
+
+
+def fpe(training_error: float, effective_parameters: float, n_patterns: float) -> float:
+    """Final prediction error, Orr eq. 5.4: ``(p + γ)/(p − γ) · yᵀP²y / p``."""
+    dof = _dof(effective_parameters, n_patterns)
+    if dof <= 0.0 or n_patterns <= 0.0:
+        return math.inf
+    return (n_patterns + effective_parameters) / dof * training_error / n_patterns
+
+
+def bic(training_error: float, effective_parameters: float, n_patterns: float) -> float:
+    """Bayesian information criterion, Orr eq. 5.5:
+    ``(p + (ln p − 1)γ)/(p − γ) · yᵀP²y / p``."""
+    dof = _dof(effective_parameters, n_patterns)
+    if dof <= 0.0 or n_patterns <= 1.0:
+        return math.inf
+    factor = n_patterns + (math.log(n_patterns) - 1.0) * effective_parameters
+    return factor / dof * training_error / n_patterns
+
+
+def noise_variance(training_error: float, effective_parameters: float, n_patterns: float) -> float:
+    """Noise estimate of FGCV eq. 8, ``yᵀP²y / tr(P)`` with ``tr(P) = p − γ``.
+
+    It is the same number as Orr's UEV (eq. 5.3); both names are kept because the papers use
+    both.
+    """
+    return uev(training_error, effective_parameters, n_patterns)
+
+
+# --------------------------------------------------------------------------------------------
+# GCV as a function of one regularisation parameter (Orr A.11 / FGCV appendix I)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LocalOptimum:
+    """The GCV-optimal λ of one basis function with all other λ's held fixed.
+
+    Attributes
+    ----------
+    lam
+        The optimal λ in ``[lambda_min, ∞]``; ``math.inf`` means the basis function should be
+        removed (or, for a candidate, not added).
+    gcv
+        GCV of the model after setting that λ.
+    gcv_removed
+        GCV of the model without the basis function (λ = ∞).
+    case
+        Which branch of the case analysis decided (for tests and diagnostics):
+        ``"interior"``, ``"zero"``, ``"infinite"`` or ``"boundary"`` (both ends compared).
+    """
+
+    lam: float
+    gcv: float
+    gcv_removed: float
+    case: str
+
+
+def _gcv_of_delta(delta: float, a: float, b: float, c: float, alpha: float, beta: float,
+                  n_patterns: float) -> float:
+    # Orr A.11: σ²(Δ) = p(aΔ² − 2bΔ + c) / (αΔ − β)²; Δ = λ + ψ.
+    denom = alpha * delta - beta
+    if denom <= 0.0:
+        return math.inf
+    num = (a * delta - 2.0 * b) * delta + c
+    return n_patterns * max(num, 0.0) / (denom * denom)
+
+
+def optimal_lambda(a: float, b: float, c: float, alpha: float, beta: float, psi: float,
+                   n_patterns: float, lambda_min: float = 0.0) -> LocalOptimum:
+    """Minimise GCV over one λⱼ ∈ [lambda_min, ∞], Orr A.11 (FGCV appendix I).
+
+    Parameters follow Orr A.11 with ``Pⱼ`` the projection matrix without basis function j:
+    ``a = yᵀPⱼ²y``, ``b = (yᵀPⱼ²hⱼ)(yᵀPⱼhⱼ)``, ``c = (hⱼᵀPⱼ²hⱼ)(yᵀPⱼhⱼ)²``,
+    ``alpha = tr(Pⱼ)``, ``beta = hⱼᵀPⱼ²hⱼ`` and ``psi = hⱼᵀPⱼhⱼ`` (so that ``Δ = λ + ψ``).
+
+    GCV is ``p(aΔ² − 2bΔ + c)/(αΔ − β)²`` and its derivative has the sign of
+    ``kΔ − m`` with ``k = bα − aβ`` and ``m = cα − bβ`` on the whole domain ``Δ ≥ ψ``
+    (the pole ``β/α`` lies below ψ). The cases:
+
+    * ``k > 0``: the stationary point ``Δ̂ = m/k`` is a minimum; if it lies below
+      ``ψ + lambda_min`` the derivative is positive on the domain and the optimum is the
+      lower end.
+    * ``k < 0``: a stationary point inside the domain is a *maximum*, so the minimum is at
+      one end; both ends are evaluated (FGCV appendix I case 4). With no stationary point in
+      the domain GCV falls all the way and the optimum is ∞.
+    * ``k = 0`` (to rounding): the sign of ``−m`` decides; a flat GCV prefers ∞, the simpler
+      model. Orr's first case (``aβ = αb`` ⇒ ∞) is the ``m ≥ 0`` half of this.
+    """
+    gcv_removed = n_patterns * a / (alpha * alpha) if alpha > 0.0 else math.inf
+    lower = psi + lambda_min
+
+    def at(delta: float) -> float:
+        return _gcv_of_delta(delta, a, b, c, alpha, beta, n_patterns)
+
+    k = b * alpha - a * beta
+    m = c * alpha - b * beta
+    # A relative tolerance on k: it is a difference of two products of the same magnitude.
+    scale = abs(b * alpha) + abs(a * beta)
+    if abs(k) <= 1e-13 * scale:
+        if m < 0.0:
+            return LocalOptimum(lambda_min, at(lower), gcv_removed, "zero")
+        return LocalOptimum(math.inf, gcv_removed, gcv_removed, "infinite")
+    delta_hat = m / k
+    if k > 0.0:
+        if delta_hat > lower:
+            value = at(delta_hat)
+            if value <= gcv_removed:
+                return LocalOptimum(delta_hat - psi, value, gcv_removed, "interior")
+            # Rounding can leave a "minimum" worse than the limit; keep the better end.
+            return LocalOptimum(math.inf, gcv_removed, gcv_removed, "infinite")
+        return LocalOptimum(lambda_min, at(lower), gcv_removed, "zero")
+    if delta_hat > lower:
+        at_lower = at(lower)
+        if at_lower < gcv_removed:
+            return LocalOptimum(lambda_min, at_lower, gcv_removed, "boundary")
+        return LocalOptimum(math.inf, gcv_removed, gcv_removed, "boundary")
+    return LocalOptimum(math.inf, gcv_removed, gcv_removed, "infinite")
+
+
+# The quantities of basis functions in and out of the model, and the global re-estimation
+# formula, need the ridge state; they are defined below the state classes' import to keep
+# this module importable on its own for the scalar criteria.
+
+
+def basis_quantities(model: IncrementalRidge, j: int) -> dict[str, float]:
+    """The five numbers of Orr A.11 and ψⱼ for basis function ``j`` of the model, in O(M²).
+
+    ``S' = S − sⱼsⱼᵀ/sⱼⱼ`` and ``w' = w − sⱼwⱼ/sⱼⱼ`` are the variance matrix and weights
+    with j removed (its λ → ∞ limit, FGCV appendix V with Kⱼ = 1/sⱼⱼ), kept at full size
+    with a zero row and column j. With ``gⱼ = G[:, j]`` (DESIGN.md §3):
+
+    * ``yᵀPⱼhⱼ = cⱼ − (Gw')ⱼ``
+    * ``ψ = hⱼᵀPⱼhⱼ = Gⱼⱼ − gⱼᵀS'gⱼ``
+    * ``β = hⱼᵀPⱼ²hⱼ = Gⱼⱼ − 2gⱼᵀS'gⱼ + gⱼᵀS'GS'gⱼ``
+    * ``yᵀPⱼ²hⱼ = yᵀPⱼhⱼ − (c − Gw')ᵀS'gⱼ``
+    * ``a = yᵀPⱼ²y = s − 2w'ᵀc + w'ᵀGw'``
+    * ``α = tr(Pⱼ) = p − γⱼ`` with ``γⱼ = (M − 1) − Σ_{i≠j} λᵢ S'ᵢᵢ``.
+    """
+    window, state = model.window, model.state
+    size = state.size
+    if not 0 <= j < size:
+        raise ValueError(f"basis index {j} is not in the model (it has {size} basis functions)")
+    S = state.variance
+    G = window.gram_model
+    c = window.cross_y_model
+    s_j = S[:, j].copy()
+    s_jj = s_j[j]
+    S_rem = S - np.outer(s_j, s_j) / s_jj  # Sⱼ': the model without j, zero row/column j
+    S_rem[j, :] = 0.0
+    S_rem[:, j] = 0.0
+    w_rem = state.weights - s_j * (state.weights[j] / s_jj)
+    w_rem[j] = 0.0
+    g_j = G[:, j]
+    G_w_rem = G @ w_rem
+    residual_corr = c - G_w_rem  # Hᵀ Pⱼ y
+    S_g = S_rem @ g_j  # (Hᵀ Hⱼ... ) S'gⱼ
+    yPh = c[j] - G_w_rem[j]
+    gSg = float(g_j @ S_g)
+    psi = G[j, j] - gSg
+    beta = G[j, j] - 2.0 * gSg + float(S_g @ (G @ S_g))
+    yP2h = yPh - float(residual_corr @ S_g)
+    a = window.yy - 2.0 * float(w_rem @ c) + float(w_rem @ G_w_rem)
+    lam = state.lambdas
+    diag_rem = np.diag(S_rem)
+    gamma_rem = (size - 1) - float(lam @ diag_rem)  # λⱼ·S'ⱼⱼ = 0 since S'ⱼⱼ = 0
+    alpha = window.count - gamma_rem
+    return {
+        "a": max(a, 0.0),
+        "b": yP2h * yPh,
+        "c": beta * yPh * yPh,
+        "alpha": alpha,
+        "beta": max(beta, 0.0),
+        "psi": max(psi, 0.0),
+        "yPh": yPh,
+        "yP2h": yP2h,
+    }
+
+
+def candidate_quantities(model: IncrementalRidge, positions: np.ndarray | None = None
+                         ) -> dict[str, np.ndarray]:
+    """FGCV's r, γ, ξ, u (eqs. 16–19) for candidate columns not in the model, vectorised.
+
+    With ``k = Hᵀφ`` (the candidate's cross statistics with the model columns):
+    ``r = yᵀPφ = φᵀy − kᵀw``, ``γ = φᵀPφ = φᵀφ − kᵀSk``,
+    ``ξ = yᵀP²φ = φᵀy − wᵀk − (c − Gw)ᵀSk``, ``u = φᵀP²φ = φᵀφ − 2kᵀSk + kᵀSGSk``.
+    O(M²) per candidate. ``positions`` index the window's candidate block (0-based within
+    it); the default is every candidate.
+    """
+    window, state = model.window, model.state
+    K = window.cross_candidates
+    phi_phi = window.candidate_sq_norms
+    phi_y = window.cross_y_candidates
+    if positions is not None:
+        K = K[:, positions]
+        phi_phi = phi_phi[positions]
+        phi_y = phi_y[positions]
+    if state.size == 0:
+        return {"r": phi_y.copy(), "gamma": phi_phi.copy(), "xi": phi_y.copy(),
+                "u": phi_phi.copy()}
+    S = state.variance
+    G = window.gram_model
+    w = state.weights
+    SK = S @ K
+    kSk = np.einsum("ij,ij->j", K, SK)
+    residual_corr = window.cross_y_model - G @ w
+    r = phi_y - w @ K
+    xi = r - residual_corr @ SK
+    u = phi_phi - 2.0 * kSk + np.einsum("ij,ij->j", SK, G @ SK)
+    return {"r": r, "gamma": phi_phi - kSk, "xi": xi, "u": u}
+
+
+def global_lambda_reestimate(gram: np.ndarray, cross_y: np.ndarray, yy: float,
+                             n_patterns: float, lam: float, iterations: int = 100,
+                             tol: float = 1e-6) -> tuple[float, list[float]]:
+    """Iterate Orr's GCV re-estimation formula for one global λ (eq. 6.5 / A.10).
+
+    ``λ̂ = yᵀP²y · tr(A⁻¹ − λA⁻²) / (ŵᵀA⁻¹ŵ · tr(P))``. One symmetric eigendecomposition of
+    ``G = HᵀH = V diag(μ) Vᵀ`` makes every iteration O(M): with ``z = Vᵀc``,
+    ``ŵᵀA⁻¹ŵ = Σ zᵢ²/(λ+μᵢ)³``, ``tr(A⁻¹ − λA⁻²) = Σ μᵢ/(λ+μᵢ)²``,
+    ``γ = Σ μᵢ/(λ+μᵢ)`` and ``yᵀP²y = s − Σ zᵢ²(λ+2μᵢ... )`` written out below.
+
+    Returns the final λ and the GCV value after each iteration.
+    """
+    if lam <= 0.0:
+        raise ValueError("global re-estimation needs a positive starting λ")
+    mu, V = np.linalg.eigh(gram)
+    mu = np.clip(mu, 0.0, None)
+    z = V.T @ cross_y
+    z2 = z * z
+    trace: list[float] = []
+    for _ in range(iterations):
+        d = lam + mu
+        # e = yᵀy − 2wᵀc + wᵀGw with w = V z/d: Σ z²(μ/d² − 2/d) + s
+        error = max(yy + float(np.sum(z2 * (mu / (d * d) - 2.0 / d))), 0.0)
+        gamma = float(np.sum(mu / d))
+        trace.append(gcv(error, gamma, n_patterns))
+        wAw = float(np.sum(z2 / (d * d * d)))
+        tr_term = float(np.sum(mu / (d * d)))
+        tr_P = n_patterns - gamma
+        if wAw <= 0.0 or tr_P <= 0.0:
+            break
+        new = error * tr_term / (wAw * tr_P)
+        converged = abs(new - lam) <= tol * lam
+        lam = new
+        if converged or lam <= 0.0:
+            break
+    d = lam + mu
+    error = max(yy + float(np.sum(z2 * (mu / (d * d) - 2.0 / d))), 0.0)
+    trace.append(gcv(error, float(np.sum(mu / d)), n_patterns))
+    return lam, trace

@@ -1,0 +1,129 @@
+"""The boundary between river's feature dicts and the numerical core's arrays.
+
+Every estimator turns ``x`` (a dict) into a fixed-order float vector through a
+:class:`FeatureMap`, which is where bad input is caught. The policy, shared by all models:
+
+* A value that is not a finite real number (NaN, ±inf, a string, ``None``…) raises
+  ``ValueError`` naming the feature. Booleans count as 0/1.
+* The input space is fixed by the first sample learned. Feature order is by name, so the
+  order of keys in the dict never matters.
+* ``strict=True``: a feature the model has seen that is missing from ``x``, or a feature it
+  has never seen, raises ``ValueError`` naming it. This is the mode for a control loop, where
+  a silently missing sensor is a fault.
+* ``strict=False`` (default, river's convention that models cope with emerging and
+  disappearing features): a missing feature takes its running mean over the samples
+  learned so far (the neutral value, which is 0 behind a ``StandardScaler``), and a feature
+  first seen after the first sample is ignored; its name is kept in ``ignored``.
+
+Nothing is changed by :meth:`FeatureMap.transform`; an estimator calls :meth:`commit` only
+after its own update has succeeded, so a rejected sample leaves the model exactly as it was.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Hashable, Mapping
+
+import numpy as np
+
+__all__ = ["FeatureMap"]
+
+
+def _number(name: Hashable, value: object) -> float:
+    if isinstance(value, bool | np.bool_):
+        return float(value)
+    if not isinstance(value, numbers.Real):
+        raise ValueError(f"feature {name!r} is not a number: {value!r}")
+    out = float(value)
+    if not math.isfinite(out):
+        raise ValueError(f"feature {name!r} is not finite: {out}")
+    return out
+
+
+class FeatureMap:
+    """Maps feature dicts to vectors in a fixed order and validates them.
+
+    Parameters
+    ----------
+    strict
+        Raise on missing or unseen features instead of imputing / ignoring them.
+
+    Examples
+    --------
+    >>> fm = FeatureMap()
+    >>> v = fm.transform({"b": 2, "a": 1.0}, learning=True)
+    >>> fm.commit(v)
+    >>> fm.names, fm.transform({"a": 3.0}).tolist()
+    (['a', 'b'], [3.0, 2.0])
+    >>> fm.transform({"a": float("nan"), "b": 1})
+    Traceback (most recent call last):
+    ...
+    ValueError: feature 'a' is not finite: nan
+    """
+
+    def __init__(self, strict: bool = False) -> None:
+        self.strict = strict
+        self.names: list[Hashable] = []
+        self.index: dict[Hashable, int] = {}
+        self.means = np.zeros(0)
+        self.n_committed = 0
+        self.ignored: set[Hashable] = set()
+        self._pending_names: list[Hashable] | None = None
+
+    @property
+    def n_features(self) -> int:
+        return len(self.names)
+
+    @property
+    def is_fitted(self) -> bool:
+        return bool(self.names)
+
+    def transform(self, x: Mapping[Hashable, object], learning: bool = False) -> np.ndarray:
+        """Validate ``x`` and return its vector (changes nothing).
+
+        Before the first commit, ``learning=True`` defines the input space from ``x``;
+        ``learning=False`` returns an empty vector (the model has no inputs yet).
+        """
+        if not isinstance(x, Mapping):
+            raise ValueError(f"features must be a dict, got {type(x).__name__}")
+        values = {name: _number(name, value) for name, value in x.items()}
+        if not self.names:
+            if not learning:
+                return np.zeros(0)
+            names = sorted(values, key=lambda n: (type(n).__name__, str(n)))
+            self._pending_names = names
+            return np.array([values[n] for n in names], dtype=float)
+        if self.strict:
+            unseen = [n for n in values if n not in self.index]
+            if unseen:
+                raise ValueError(f"feature {unseen[0]!r} was not seen in the first sample")
+        out = self.means.copy()
+        missing = []
+        for name, value in values.items():
+            i = self.index.get(name)
+            if i is not None:
+                out[i] = value
+        if len(values) < len(self.names) or self.strict:
+            missing = [n for n in self.names if n not in values]
+            if missing and self.strict:
+                raise ValueError(f"feature {missing[0]!r} is missing")
+        return out
+
+    def commit(self, vector: np.ndarray, x: Mapping[Hashable, object] | None = None) -> None:
+        """Record a learned sample: fix the input space on the first, update running means."""
+        if not self.names:
+            if self._pending_names is None:
+                raise ValueError("commit() must follow transform(..., learning=True)")
+            self.names = self._pending_names
+            self.index = {n: i for i, n in enumerate(self.names)}
+            self.means = np.zeros(len(self.names))
+            self._pending_names = None
+        if x is not None and not self.strict:
+            self.ignored.update(n for n in x if n not in self.index)
+        self.n_committed += 1
+        self.means += (vector - self.means) / self.n_committed
+
+    def to_dict(self, vector: np.ndarray) -> dict[Hashable, float]:
+        """Inverse mapping, for reports (e.g. relevance per input)."""
+        return {name: float(v) for name, v in zip(self.names, vector, strict=True)}

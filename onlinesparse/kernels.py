@@ -1,0 +1,259 @@
+"""Basis functions: radial kernels (Orr A.3), a constant and one linear function per input.
+
+A :class:`Basis` is an ordered set of columns of a design matrix. Each column is one of
+
+* ``constant`` — ``h(x) = 1`` (the bias),
+* ``linear`` — ``h(x) = x[i]`` for one input ``i``,
+* a radial function ``h(x) = φ(‖x − c‖² / r²)`` with centre ``c`` and radius ``r``, where
+  φ is one of Orr's four types (A.3, with ``z = ‖x − c‖²/r²``):
+
+  =====================  ======================
+  ``gaussian``           ``exp(−z)``
+  ``multiquadric``       ``√(1 + z)``
+  ``inverse_multiquadric`` ``1/√(1 + z)``
+  ``cauchy``             ``1/(1 + z)``
+  =====================  ======================
+
+Evaluation is vectorised over columns (one input against every centre) and over inputs
+(many inputs at once); there is no Python loop over centres. The order of the columns
+matters to the caller (the window keeps model columns first, candidates after), so the
+class supports the swaps and truncations the window needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["KERNELS", "BasisSpec", "Basis", "radial_profile"]
+
+# Column kinds. Kernels are numbered from 2 so that a kind < 2 means "not radial".
+CONSTANT, LINEAR = 0, 1
+KERNELS: dict[str, int] = {
+    "gaussian": 2,
+    "multiquadric": 3,
+    "inverse_multiquadric": 4,
+    "cauchy": 5,
+}
+_KIND_NAMES = {CONSTANT: "constant", LINEAR: "linear"} | {v: k for k, v in KERNELS.items()}
+
+
+def radial_profile(kind: int, z: np.ndarray) -> np.ndarray:
+    """φ(z) for one radial type, Orr A.3, on scaled squared distances ``z = ‖x − c‖²/r²``."""
+    if kind == KERNELS["gaussian"]:
+        return np.exp(-z)
+    if kind == KERNELS["multiquadric"]:
+        return np.sqrt(1.0 + z)
+    if kind == KERNELS["inverse_multiquadric"]:
+        return 1.0 / np.sqrt(1.0 + z)
+    if kind == KERNELS["cauchy"]:
+        return 1.0 / (1.0 + z)
+    raise ValueError(f"unknown radial kind {kind}")
+
+
+@dataclass(frozen=True)
+class BasisSpec:
+    """One column of a design matrix, as a user or the buffer manager describes it.
+
+    Use the constructors :meth:`constant`, :meth:`linear` and :meth:`radial`.
+    """
+
+    kind: str
+    centre: tuple[float, ...] = ()
+    radius: float = 1.0
+    feature: int = -1
+
+    @staticmethod
+    def constant() -> BasisSpec:
+        return BasisSpec("constant")
+
+    @staticmethod
+    def linear(feature: int) -> BasisSpec:
+        if feature < 0:
+            raise ValueError(f"a linear basis function needs an input index ≥ 0, got {feature}")
+        return BasisSpec("linear", feature=int(feature))
+
+    @staticmethod
+    def radial(centre: Sequence[float] | np.ndarray, radius: float,
+               kind: str = "gaussian") -> BasisSpec:
+        if kind not in KERNELS:
+            raise ValueError(f"unknown kernel {kind!r}; choose one of {sorted(KERNELS)}")
+        centre_arr = np.asarray(centre, dtype=float).ravel()
+        if not np.all(np.isfinite(centre_arr)):
+            raise ValueError("a kernel centre must be finite")
+        if not (np.isfinite(radius) and radius > 0.0):
+            raise ValueError(f"a kernel radius must be positive and finite, got {radius}")
+        return BasisSpec(kind, tuple(float(v) for v in centre_arr), float(radius))
+
+
+class Basis:
+    """An ordered, growable set of basis functions over ``n_features`` inputs.
+
+    Parameters
+    ----------
+    n_features
+        Input dimension ``d``. Every radial centre has this length.
+    capacity
+        Initial storage; it doubles when exceeded.
+
+    Examples
+    --------
+    >>> basis = Basis(n_features=1)
+    >>> basis.append(BasisSpec.constant())
+    0
+    >>> basis.append(BasisSpec.radial([0.0], radius=1.0))
+    1
+    >>> basis.evaluate(np.array([1.0])).round(4).tolist()
+    [1.0, 0.3679]
+    """
+
+    def __init__(self, n_features: int, capacity: int = 16) -> None:
+        if n_features < 0:
+            raise ValueError("n_features must be ≥ 0")
+        self.n_features = int(n_features)
+        capacity = max(int(capacity), 1)
+        self._kind = np.zeros(capacity, dtype=np.int8)
+        self._centres = np.zeros((capacity, self.n_features))
+        self._inv_r2 = np.ones(capacity)
+        self._feature = np.full(capacity, -1, dtype=np.int64)
+        self.size = 0
+        # Cached kernel type when every radial column shares it (the common case): the hot
+        # path then applies one ufunc instead of one per type.
+        self._uniform_kind: int | None = None
+
+    # -- structure ------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self.size
+
+    def _grow(self, needed: int) -> None:
+        capacity = len(self._kind)
+        if needed <= capacity:
+            return
+        new_capacity = max(needed, 2 * capacity)
+        self._kind = np.resize(self._kind, new_capacity)
+        centres = np.zeros((new_capacity, self.n_features))
+        centres[: self.size] = self._centres[: self.size]
+        self._centres = centres
+        self._inv_r2 = np.resize(self._inv_r2, new_capacity)
+        self._feature = np.resize(self._feature, new_capacity)
+
+    def append(self, spec: BasisSpec) -> int:
+        """Add a column at the end and return its position."""
+        i = self.size
+        if spec.kind == "constant":
+            kind, centre, inv_r2, feature = CONSTANT, None, 1.0, -1
+        elif spec.kind == "linear":
+            if spec.feature >= self.n_features:
+                raise ValueError(
+                    f"linear basis on input {spec.feature} but there are {self.n_features} inputs"
+                )
+            kind, centre, inv_r2, feature = LINEAR, None, 1.0, spec.feature
+        elif spec.kind in KERNELS:
+            if len(spec.centre) != self.n_features:
+                raise ValueError(
+                    f"centre has {len(spec.centre)} coordinates, expected {self.n_features}"
+                )
+            kind, centre = KERNELS[spec.kind], spec.centre
+            inv_r2, feature = 1.0 / (spec.radius * spec.radius), -1
+        else:
+            raise ValueError(f"unknown basis kind {spec.kind!r}")
+        self._grow(i + 1)
+        self._kind[i] = kind
+        self._centres[i] = 0.0 if centre is None else centre
+        self._inv_r2[i] = inv_r2
+        self._feature[i] = feature
+        self.size += 1
+        self._refresh_uniform_kind()
+        return i
+
+    def swap(self, i: int, j: int) -> None:
+        """Exchange columns ``i`` and ``j``."""
+        if i == j:
+            return
+        for arr in (self._kind, self._inv_r2, self._feature):
+            arr[i], arr[j] = arr[j], arr[i]
+        self._centres[[i, j]] = self._centres[[j, i]]
+
+    def truncate(self, size: int) -> None:
+        """Drop every column from position ``size`` on."""
+        if not 0 <= size <= self.size:
+            raise ValueError(f"cannot truncate a basis of {self.size} columns to {size}")
+        self.size = size
+        self._refresh_uniform_kind()
+
+    def _refresh_uniform_kind(self) -> None:
+        kinds = self._kind[: self.size]
+        radial = kinds[kinds >= 2]
+        self._uniform_kind = int(radial[0]) if len(radial) and np.all(radial == radial[0]) else None
+
+    def spec(self, i: int) -> BasisSpec:
+        """The :class:`BasisSpec` of column ``i``."""
+        if not 0 <= i < self.size:
+            raise IndexError(i)
+        kind = int(self._kind[i])
+        if kind == CONSTANT:
+            return BasisSpec.constant()
+        if kind == LINEAR:
+            return BasisSpec.linear(int(self._feature[i]))
+        return BasisSpec(_KIND_NAMES[kind], tuple(self._centres[i].tolist()),
+                         float(1.0 / np.sqrt(self._inv_r2[i])))
+
+    @property
+    def kinds(self) -> list[str]:
+        return [_KIND_NAMES[int(k)] for k in self._kind[: self.size]]
+
+    @property
+    def centres(self) -> np.ndarray:
+        """Centres of all columns (rows of zeros for constant and linear columns)."""
+        return self._centres[: self.size]
+
+    @property
+    def radii(self) -> np.ndarray:
+        """Radii of all columns (1 for constant and linear columns)."""
+        return 1.0 / np.sqrt(self._inv_r2[: self.size])
+
+    @property
+    def radial_mask(self) -> np.ndarray:
+        return self._kind[: self.size] >= 2
+
+    # -- evaluation -----------------------------------------------------------------------
+    def _apply(self, kinds: np.ndarray, z: np.ndarray, x_lin: np.ndarray) -> np.ndarray:
+        """Map scaled squared distances to column values; ``z`` is (..., n)."""
+        if self._uniform_kind is not None and np.all(kinds >= 2):
+            return radial_profile(self._uniform_kind, z)
+        out = np.ones_like(z)
+        for kind in np.unique(kinds):
+            mask = kinds == kind
+            if kind == LINEAR:
+                out[..., mask] = x_lin[..., mask]
+            elif kind >= 2:
+                out[..., mask] = radial_profile(int(kind), z[..., mask])
+        return out
+
+    def evaluate(self, x: np.ndarray, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Values of columns ``start:stop`` at one input ``x`` of shape ``(d,)``."""
+        stop = self.size if stop is None else stop
+        kinds = self._kind[start:stop]
+        diff = self._centres[start:stop] - x
+        z = np.einsum("ij,ij->i", diff, diff) * self._inv_r2[start:stop]
+        features = self._feature[start:stop]
+        x_lin = x[np.clip(features, 0, None)] if self.n_features else np.zeros(len(kinds))
+        return self._apply(kinds, z, x_lin)
+
+    def evaluate_many(self, X: np.ndarray, start: int = 0, stop: int | None = None
+                      ) -> np.ndarray:
+        """Design matrix of columns ``start:stop`` at inputs ``X`` of shape ``(N, d)``."""
+        stop = self.size if stop is None else stop
+        X = np.atleast_2d(np.asarray(X, dtype=float))
+        kinds = self._kind[start:stop]
+        centres = self._centres[start:stop]
+        # ‖x − c‖² expanded through one matrix product; clipped because rounding can make a
+        # tiny distance negative.
+        sq = (np.einsum("ij,ij->i", X, X)[:, None] - 2.0 * X @ centres.T
+              + np.einsum("ij,ij->i", centres, centres)[None, :])
+        z = np.clip(sq, 0.0, None) * self._inv_r2[start:stop]
+        features = self._feature[start:stop]
+        x_lin = X[:, np.clip(features, 0, None)] if self.n_features else np.zeros_like(z)
+        return self._apply(kinds, z, x_lin)

@@ -1,0 +1,578 @@
+"""Orr's incremental ridge regression: ``A⁻¹ = (G + Λ)⁻¹`` and ``w`` kept exact in O(M²).
+
+:class:`RidgeState` holds the variance matrix ``S = A⁻¹``, the weights ``w = S c`` and one
+regularisation parameter λⱼ per basis function, and implements the incremental operations
+of Orr appendix A.7 and FGCV appendices V–VI on them:
+
+========================  =====================================  ==========================
+operation                 formula                                reference
+========================  =====================================  ==========================
+add a pattern             ``S ← S − uuᵀ/(1 + hᵀu)``, ``u = Sh``  Orr A.8
+remove a pattern          ``S ← S + uuᵀ/(1 − hᵀu)``              Orr A.11
+add a basis function      partitioned inverse                    Orr A.4, FGCV (48)
+remove a basis function   ``S ← S − sⱼsⱼᵀ/sⱼⱼ`` (λⱼ → ∞)         FGCV App. V, Kⱼ = 1/sⱼⱼ
+change one λⱼ             rank one, ``Kⱼ = (sⱼⱼ + 1/δ)⁻¹``        FGCV App. V
+========================  =====================================  ==========================
+
+:class:`IncrementalRidge` composes a :class:`~onlinesparse.window.WindowStatistics` with a
+:class:`RidgeState`, keeps them consistent, validates input at the boundary, watches the
+numerical health of ``S`` (DESIGN.md §4) and exposes the model-selection criteria. No
+operation forms a p × p matrix.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import linalg
+
+from onlinesparse import criteria
+from onlinesparse.kernels import BasisSpec
+from onlinesparse.window import WindowStatistics
+
+__all__ = ["IllConditionedError", "RidgeState", "IncrementalRidge"]
+
+
+class IllConditionedError(np.linalg.LinAlgError):
+    """``HᵀH + Λ`` is (numerically) singular, so the requested model does not exist.
+
+    A subclass of :class:`numpy.linalg.LinAlgError` and hence of :class:`ValueError`.
+    """
+
+
+# A pattern whose leverage hᵀSh is this close to 1 carries a direction no other pattern
+# supports; removing it would leave HᵀH + Λ singular.
+_MIN_RESIDUAL_LEVERAGE = 1e-10
+# A new column whose Δ = λ + hᵀPh is this small relative to hᵀh + λ is a combination of the
+# model's columns (to rounding) and cannot be added without regularisation.
+_MIN_RELATIVE_DELTA = 1e-12
+
+
+class RidgeState:
+    """Variance matrix, weights and regularisation parameters of a linear model.
+
+    The state knows nothing about the data: every operation receives the numbers it needs
+    (a row ``h``, a Gram column ``g``…), which :class:`IncrementalRidge` reads from the window
+    statistics. Operations either complete or raise before changing anything.
+    """
+
+    def __init__(self) -> None:
+        self.variance = np.zeros((0, 0))
+        self.weights = np.zeros(0)
+        self.lambdas = np.zeros(0)
+
+    @property
+    def size(self) -> int:
+        return len(self.weights)
+
+    # -- patterns (Orr A.7.3, A.7.4) -------------------------------------------------------
+    def add_pattern(self, h: np.ndarray, y: float) -> float:
+        """Orr A.8: ``S ← S − uuᵀ/(1 + hᵀu)`` with ``u = Sh``; ``w ← w + u(y − hᵀw)/(1 + hᵀu)``.
+
+        Every operation returns its *cancellation factor*: how much the rounding of its inputs
+        can be amplified (the inverse of a denominator that is a difference). Adding a
+        pattern divides by ``1 + hᵀSh ≥ 1``, so it returns 1.
+        """
+        if self.size == 0:
+            return 1.0
+        u = self.variance @ h
+        denom = 1.0 + float(h @ u)
+        residual = y - float(h @ self.weights)
+        self.variance -= np.outer(u, u / denom)
+        self.weights += u * (residual / denom)
+        return 1.0
+
+    def remove_pattern(self, h: np.ndarray, y: float) -> float:
+        """Orr A.11: ``S ← S + uuᵀ/(1 − hᵀu)``; ``w ← w − u(y − hᵀw)/(1 − hᵀu)``.
+
+        Raises :class:`IllConditionedError` (state unchanged) when the pattern's leverage is 1
+        to rounding: without it ``HᵀH + Λ`` would be singular. Returns ``1/(1 − hᵀSh)``.
+        """
+        if self.size == 0:
+            return 1.0
+        u = self.variance @ h
+        denom = 1.0 - float(h @ u)
+        if not denom > _MIN_RESIDUAL_LEVERAGE:
+            raise IllConditionedError(
+                f"removing this pattern leaves HᵀH + Λ singular (its leverage is {1 - denom:.12g}); "
+                "give the basis functions λ > 0 or keep more patterns than basis functions"
+            )
+        residual = y - float(h @ self.weights)
+        self.variance += np.outer(u, u / denom)
+        self.weights -= u * (residual / denom)
+        return 1.0 / denom
+
+    def scale(self, factor: float) -> None:
+        """Forgetting: ``A ← factor·A`` (data and regularisation fade together), ``w`` unchanged."""
+        self.variance /= factor
+        self.lambdas *= factor
+
+    # -- basis functions (Orr A.7.1, A.7.2; FGCV appendices V and VI) ----------------------
+    def add_basis(self, g: np.ndarray, g_jj: float, c_j: float, lam: float) -> float:
+        """Orr A.4: append a column with ``g = Hᵀh``, ``g_jj = hᵀh``, ``c_j = hᵀy`` and λ.
+
+        With ``l = Sg`` and ``Δ = λ + hᵀPh = λ + g_jj − gᵀl`` the new variance matrix is
+        ``[[S + llᵀ/Δ, −l/Δ], [−lᵀ/Δ, 1/Δ]]``; the new weight is ``yᵀPh/Δ`` with
+        ``yᵀPh = c_j − gᵀw`` and the old weights move by ``−l·wⱼ``. Returns
+        ``(g_jj + λ)/Δ``, the cancellation in ``Δ``.
+        """
+        if not (lam >= 0.0 and math.isfinite(lam)):
+            raise ValueError(f"λ must be finite and ≥ 0, got {lam}")
+        m = self.size
+        l_vec = self.variance @ g if m else np.zeros(0)
+        delta = lam + g_jj - float(g @ l_vec) if m else lam + g_jj
+        if not delta > _MIN_RELATIVE_DELTA * (g_jj + lam) or not math.isfinite(delta):
+            raise IllConditionedError(
+                "this basis function is (numerically) a linear combination of the model's "
+                f"columns over the window (hᵀPh + λ = {delta:.3g}); add it with λ > 0"
+            )
+        w_new = (c_j - float(g @ self.weights)) / delta if m else c_j / delta
+        variance = np.empty((m + 1, m + 1))
+        variance[:m, :m] = self.variance + np.outer(l_vec, l_vec / delta)
+        variance[:m, m] = -l_vec / delta
+        variance[m, :m] = -l_vec / delta
+        variance[m, m] = 1.0 / delta
+        self.variance = variance
+        self.weights = np.append(self.weights - l_vec * w_new, w_new)
+        self.lambdas = np.append(self.lambdas, lam)
+        return (g_jj + lam) / delta
+
+    def remove_basis(self, j: int) -> float:
+        """λⱼ → ∞ then drop j: ``S ← S − sⱼsⱼᵀ/sⱼⱼ``, ``w ← w − sⱼwⱼ/sⱼⱼ`` (FGCV App. V)."""
+        self._check_index(j)
+        s_j = self.variance[:, j].copy()
+        s_jj = s_j[j]
+        weights = self.weights - s_j * (self.weights[j] / s_jj)
+        variance = self.variance - np.outer(s_j, s_j / s_jj)
+        keep = np.arange(self.size) != j
+        self.variance = variance[np.ix_(keep, keep)]
+        self.weights = weights[keep]
+        self.lambdas = self.lambdas[keep]
+        return 1.0
+
+    def set_lambda(self, j: int, lam: float, g: np.ndarray, g_jj: float, c_j: float) -> float:
+        """Change λⱼ, FGCV App. V re-estimation: with ``δ = λ_new − λ_old`` and
+        ``Kⱼ = δ/(1 + δsⱼⱼ)``, ``S ← S − Kⱼsⱼsⱼᵀ`` and ``w ← w − Kⱼwⱼsⱼ``.
+
+        When λ falls by a lot (``−δ·sⱼⱼ > ½``) the denominator ``1 + δsⱼⱼ`` is a difference
+        of nearly equal numbers, so the column is instead removed and added back in place
+        (Orr A.4 on ``S' = S − sⱼsⱼᵀ/sⱼⱼ``), which is exact whatever the change. ``g``,
+        ``g_jj`` and ``c_j`` are the column's Gram column, squared norm and ``hⱼᵀy``.
+        """
+        self._check_index(j)
+        if not (lam >= 0.0 and math.isfinite(lam)):
+            raise ValueError(f"λ must be finite and ≥ 0 (remove the basis function for ∞), got {lam}")
+        delta_lam = lam - self.lambdas[j]
+        s_j = self.variance[:, j].copy()
+        s_jj = s_j[j]
+        if delta_lam == 0.0:
+            return 1.0
+        if -delta_lam * s_jj <= 0.5:
+            k = delta_lam / (1.0 + delta_lam * s_jj)
+            self.variance -= np.outer(s_j, k * s_j)
+            self.weights -= s_j * (k * self.weights[j])
+            self.lambdas[j] = lam
+            return 1.0 / (1.0 + delta_lam * s_jj) if delta_lam < 0.0 else 1.0
+        # Remove j (λⱼ → ∞) keeping a zero row/column, then add it back at position j.
+        variance = self.variance - np.outer(s_j, s_j / s_jj)
+        variance[j, :] = 0.0
+        variance[:, j] = 0.0
+        weights = self.weights - s_j * (self.weights[j] / s_jj)
+        weights[j] = 0.0
+        l_vec = variance @ g
+        delta = lam + g_jj - float(g @ l_vec)
+        if not delta > _MIN_RELATIVE_DELTA * (g_jj + lam):
+            raise IllConditionedError(
+                f"with λ = {lam:g} basis function {j} is a combination of the others "
+                f"(hᵀPⱼh + λ = {delta:.3g})"
+            )
+        w_j = (c_j - float(g @ weights)) / delta
+        variance += np.outer(l_vec, l_vec / delta)
+        variance[:, j] = -l_vec / delta
+        variance[j, :] = -l_vec / delta
+        variance[j, j] = 1.0 / delta
+        weights -= l_vec * w_j
+        weights[j] = w_j
+        self.variance, self.weights = variance, weights
+        self.lambdas[j] = lam
+        return (g_jj + lam) / delta
+
+    def swap(self, i: int, j: int) -> None:
+        """Exchange basis functions ``i`` and ``j`` (S is permutation-equivariant)."""
+        if i == j:
+            return
+        self.variance[[i, j], :] = self.variance[[j, i], :]
+        self.variance[:, [i, j]] = self.variance[:, [j, i]]
+        self.weights[[i, j]] = self.weights[[j, i]]
+        self.lambdas[[i, j]] = self.lambdas[[j, i]]
+
+    def refresh(self, gram: np.ndarray, cross_y: np.ndarray) -> None:
+        """Recompute ``S`` and ``w`` from the statistics by a Cholesky factorisation."""
+        m = self.size
+        if m == 0:
+            return
+        A = gram + np.diag(self.lambdas)
+        try:
+            factor = linalg.cho_factor(A, lower=True, check_finite=True)
+        except (linalg.LinAlgError, ValueError) as exc:
+            raise IllConditionedError(
+                "HᵀH + Λ is not positive definite: some basis functions are linear "
+                "combinations of others with λ = 0; raise their λ or remove them"
+            ) from exc
+        self.variance = linalg.cho_solve(factor, np.eye(m))
+        self.variance = 0.5 * (self.variance + self.variance.T)
+        self.weights = linalg.cho_solve(factor, cross_y)
+
+    def _check_index(self, j: int) -> None:
+        if not (isinstance(j, int | np.integer) and 0 <= j < self.size):
+            raise ValueError(f"basis index {j!r} is not in the model (it has {self.size})")
+
+
+def _as_input(x: np.ndarray | list[float], n_features: int) -> np.ndarray:
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim != 1 or arr.shape[0] != n_features:
+        raise ValueError(f"expected an input of shape ({n_features},), got shape {arr.shape}")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if len(bad):
+        raise ValueError(f"input {int(bad[0])} is not finite ({arr[bad[0]]})")
+    return arr
+
+
+def _as_target(y: float) -> float:
+    try:
+        value = float(y)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the target must be a number, got {y!r}") from exc
+    if not math.isfinite(value):
+        raise ValueError(f"the target is not finite ({value})")
+    return value
+
+
+def _as_lambda(lam: float) -> float:
+    lam = float(lam)
+    if not (lam >= 0.0 and math.isfinite(lam)):
+        raise ValueError(f"λ must be finite and ≥ 0, got {lam}")
+    return lam
+
+
+class IncrementalRidge:
+    """A ridge-regression model whose patterns and basis functions change one at a time.
+
+    The five operations (add / remove a pattern, add / remove a basis function, set one λⱼ)
+    each cost O(M²) plus O(M·C) for the candidates' statistics, and leave the model equal to
+    a from-scratch solve on the same patterns, basis functions and λ's. Criteria (training
+    error, γ, GCV, UEV, FPE, BIC, noise) are available at any moment from the state alone;
+    LOO over the stored window on demand.
+
+    Parameters
+    ----------
+    n_features
+        Input dimension.
+    memory, size, factor
+        Memory policy of the :class:`~onlinesparse.window.WindowStatistics`.
+    refresh_every
+        Recompute the statistics from the stored window and ``S`` by Cholesky every this many
+        patterns (for a window the default is its size), so rounding never accumulates
+        without bound.
+    check_every
+        Probe ``‖S(G + Λ)v − v‖`` every this many operations; a drift above
+        ``drift_tolerance`` triggers a refresh (DESIGN.md §4).
+
+    Examples
+    --------
+    Orr's section 4.5 example: a straight line through three points.
+
+    >>> model = IncrementalRidge(n_features=1, size=10)
+    >>> for x, y in [(1, 1.1), (2, 1.8), (3, 3.1)]:
+    ...     model.add_pattern([x], y)
+    >>> _ = model.add_basis(BasisSpec.constant(), lam=0.0)
+    >>> _ = model.add_basis(BasisSpec.linear(0), lam=0.0)
+    >>> model.weights.round(12).tolist(), round(model.training_error, 12)
+    ([0.0, 1.0], 0.06)
+    """
+
+    def __init__(self, n_features: int, memory: str = "window", size: int = 1000,
+                 factor: float = 1.0, refresh_every: int | None = None,
+                 check_every: int = 64, drift_tolerance: float = 1e-7) -> None:
+        self.window = WindowStatistics(n_features, memory=memory, size=size, factor=factor)
+        self.state = RidgeState()
+        self.refresh_every = (
+            refresh_every if refresh_every is not None
+            else (size if memory == "window" else 10_000)
+        )
+        self.check_every = int(check_every)
+        self.drift_tolerance = float(drift_tolerance)
+        self.n_refreshes = 0
+        self.ill_conditioned = False
+        self._since_refresh = 0
+        self._since_check = 0
+
+    # -- read-only views ------------------------------------------------------------------
+    @property
+    def n_features(self) -> int:
+        return self.window.n_features
+
+    @property
+    def size(self) -> int:
+        """Number of basis functions in the model, M."""
+        return self.state.size
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.state.weights
+
+    @property
+    def lambdas(self) -> np.ndarray:
+        return self.state.lambdas
+
+    @property
+    def variance(self) -> np.ndarray:
+        """``A⁻¹ = (HᵀH + Λ)⁻¹``."""
+        return self.state.variance
+
+    @property
+    def n_patterns(self) -> float:
+        """p: the number of patterns in memory (effective count when forgetting)."""
+        return self.window.count
+
+    # -- predictions ----------------------------------------------------------------------
+    def model_row(self, x: np.ndarray) -> np.ndarray:
+        """Values of the model's basis functions at ``x``."""
+        return self.window.basis.evaluate(np.asarray(x, dtype=float), 0, self.size)
+
+    def predict(self, x: np.ndarray) -> float:
+        return float(self.model_row(x) @ self.state.weights) if self.size else 0.0
+
+    # -- the five operations --------------------------------------------------------------
+    def add_pattern(self, x: np.ndarray | list[float], y: float) -> None:
+        """Add one pattern; a full window first drops its oldest (Orr A.8, A.11).
+
+        Invalid input raises ``ValueError`` and changes nothing.
+        """
+        x = _as_input(x, self.n_features)
+        y = _as_target(y)
+        h = self.window.row(x)
+        m = self.size
+        amplification = 1.0
+        if self.window.is_full:
+            h_old, y_old = self.window.oldest()
+            try:
+                amplification = self.state.remove_pattern(h_old[:m], y_old)
+            except IllConditionedError:
+                # The oldest pattern is the only support of some direction; with the new
+                # pattern in, it may not be. Add first, then remove; restore if not.
+                snapshot = (self.state.variance.copy(), self.state.weights.copy())
+                self.state.add_pattern(h[:m], y)
+                try:
+                    amplification = self.state.remove_pattern(h_old[:m], y_old)
+                except IllConditionedError:
+                    self.state.variance, self.state.weights = snapshot
+                    raise
+                self.window.pop_oldest()
+                self.window.push(x, y, h)
+                self._after_update(amplification, pattern=True)
+                return
+            self.window.pop_oldest()
+        if self.window.factor != 1.0:
+            self.state.scale(self.window.factor)
+        self.window.push(x, y, h)
+        self.state.add_pattern(h[:m], y)
+        self._after_update(amplification, pattern=True)
+
+    def remove_oldest(self) -> None:
+        """Remove the oldest pattern of a window (Orr A.11). State unchanged on error."""
+        if self.window.memory != "window":
+            raise ValueError(f"memory={self.window.memory!r} does not remove patterns")
+        h_old, y_old = self.window.oldest()
+        amplification = self.state.remove_pattern(h_old[: self.size], y_old)
+        self.window.pop_oldest()
+        self._after_update(amplification)
+
+    def add_candidate(self, spec: BasisSpec) -> int:
+        """Track a candidate basis function (not in the model); returns its column id."""
+        return self.window.add_column(spec)
+
+    def add_basis(self, spec_or_id: BasisSpec | int, lam: float = 0.0) -> int:
+        """Add a basis function to the model with regularisation ``lam`` (Orr A.4).
+
+        ``spec_or_id`` is a new :class:`BasisSpec` or the id of a tracked candidate. Returns
+        the column id. State unchanged on error.
+        """
+        lam = _as_lambda(lam)
+        window = self.window
+        created = isinstance(spec_or_id, BasisSpec)
+        column_id = window.add_column(spec_or_id) if created else int(spec_or_id)
+        position = window.position_of(column_id)
+        if position < window.n_model:
+            raise ValueError(f"column {column_id} is already in the model")
+        m = window.n_model
+        gram = window.gram
+        try:
+            amplification = self.state.add_basis(
+                gram[:m, position].copy(), float(gram[position, position]),
+                float(window._cross_y[position]), lam)
+        except IllConditionedError:
+            if created:
+                window.drop_column(position)
+            raise
+        window.promote(position)
+        self._after_update(amplification)
+        return column_id
+
+    def remove_basis(self, j: int, keep_as_candidate: bool = False) -> int:
+        """Remove basis function ``j`` (position in the model); returns its column id."""
+        self.state._check_index(j)
+        last = self.size - 1
+        self.state.swap(j, last)
+        self.window.swap_columns(j, last)
+        amplification = self.state.remove_basis(last)
+        self.window.demote(last)
+        column_id = int(self.window.ids[last])
+        if not keep_as_candidate:
+            self.window.drop_column(last)
+        self._after_update(amplification)
+        return column_id
+
+    def set_lambda(self, j: int, lam: float) -> None:
+        """Set λⱼ of basis function ``j`` (rank one, FGCV App. V)."""
+        lam = _as_lambda(lam)
+        self.state._check_index(j)
+        gram = self.window.gram_model
+        amplification = self.state.set_lambda(j, lam, gram[:, j].copy(), float(gram[j, j]),
+                                              float(self.window.cross_y_model[j]))
+        self._after_update(amplification)
+
+    # -- numerical health (DESIGN.md §4) --------------------------------------------------
+    def condition_bound(self) -> float:
+        """A cheap O(M) lower bound on cond(G + Λ): ``max(diag A)·max(diag S)``.
+
+        ``λ_max(A) ≥ max Aᵢᵢ`` and ``λ_max(S) = 1/λ_min(A) ≥ max Sᵢᵢ``.
+        """
+        if not self.size:
+            return 1.0
+        diag_a = np.diagonal(self.window.gram_model) + self.state.lambdas
+        return float(np.max(diag_a) * np.max(np.diagonal(self.state.variance)))
+
+    def _after_update(self, amplification: float = 1.0, pattern: bool = False) -> None:
+        """Decide whether the incremental result can be trusted, else refresh.
+
+        * An update whose denominator cancelled by more than four digits
+          (``amplification > 1e4``) is replaced by a refresh.
+        * Cheap O(M) checks every time: positive diagonal of S, finite weights.
+        * The O(M²) drift probe every ``check_every`` operations, and after every operation
+          while the system is badly conditioned (``condition_bound() > 1e6``), when rounding
+          in S grows fastest.
+        * A full refresh every ``refresh_every`` patterns.
+        """
+        if pattern:
+            self._since_refresh += 1
+            if self._since_refresh >= self.refresh_every:
+                self.refresh()
+                return
+        if self.window.n_stored == 0 and self.window.memory == "window":
+            self.window.refresh()  # an empty window has exactly zero statistics
+        self._since_check += 1
+        diag = np.diagonal(self.state.variance)
+        healthy = (amplification <= 1e4 and bool(np.all(diag > 0.0))
+                   and bool(np.all(np.isfinite(self.state.weights))))
+        if healthy and (self._since_check >= self.check_every
+                        or self.condition_bound() > 1e6):
+            self._since_check = 0
+            healthy = self.drift() <= self.drift_tolerance
+        if not healthy:
+            try:
+                self.refresh()
+            except IllConditionedError:
+                # The operation itself passed its checks; the system is singular to working
+                # precision. Keep the incremental answer and say so rather than fail an
+                # update that has already been applied.
+                self.ill_conditioned = True
+            else:
+                self.ill_conditioned = False
+
+    def drift(self) -> float:
+        """Relative residual ``‖S(G + Λ)v − v‖/‖v‖`` for a fixed probe v: O(M²)."""
+        m = self.size
+        if m == 0:
+            return 0.0
+        v = np.cos(np.arange(1, m + 1))  # deterministic, not aligned with any axis
+        Av = self.window.gram_model @ v + self.state.lambdas * v
+        return float(np.linalg.norm(self.state.variance @ Av - v) / np.linalg.norm(v))
+
+    def refresh(self) -> None:
+        """Recompute the window statistics (from stored rows) and ``S``, ``w`` by Cholesky."""
+        self.window.refresh()
+        self.state.refresh(self.window.gram_model, self.window.cross_y_model)
+        self.n_refreshes += 1
+        self._since_refresh = 0
+        self._since_check = 0
+
+    # -- criteria (Orr section 5; DESIGN.md §3) -------------------------------------------
+    @property
+    def training_error(self) -> float:
+        """``yᵀP²y = yᵀy − 2wᵀc + wᵀGw`` (clipped at 0 against rounding)."""
+        w = self.state.weights
+        if not len(w):
+            return max(self.window.yy, 0.0)
+        G, c = self.window.gram_model, self.window.cross_y_model
+        return max(self.window.yy - float(w @ (2.0 * c - G @ w)), 0.0)
+
+    @property
+    def effective_parameters(self) -> float:
+        """γ = tr(SG) = M − Σⱼ λⱼ Sⱼⱼ (Orr 4.10, A.8)."""
+        if not self.size:
+            return 0.0
+        return self.size - float(self.state.lambdas @ np.diagonal(self.state.variance))
+
+    def _criterion(self, fn) -> float:
+        return fn(self.training_error, self.effective_parameters, self.n_patterns)
+
+    @property
+    def gcv(self) -> float:
+        return self._criterion(criteria.gcv)
+
+    @property
+    def uev(self) -> float:
+        return self._criterion(criteria.uev)
+
+    @property
+    def fpe(self) -> float:
+        return self._criterion(criteria.fpe)
+
+    @property
+    def bic(self) -> float:
+        return self._criterion(criteria.bic)
+
+    @property
+    def noise_variance(self) -> float:
+        """FGCV eq. 8: ``yᵀP²y / tr(P)``."""
+        return self._criterion(criteria.noise_variance)
+
+    def loo(self) -> float:
+        """Leave-one-out error over the stored window, Orr 5.1 / A.9: O(pM²), on demand.
+
+        ``(yᵢ − fᵢ)`` over ``Pᵢᵢ = 1 − hᵢᵀShᵢ``; ``inf`` when a pattern has leverage 1.
+        """
+        if self.window.memory != "window":
+            raise ValueError("leave-one-out needs the stored patterns of memory='window'")
+        if self.window.n_stored == 0:
+            raise ValueError("leave-one-out of an empty window is undefined")
+        H = self.window.stored_rows()
+        y = self.window.stored_targets()
+        residuals = y - H @ self.state.weights if self.size else y
+        diag_p = 1.0 - np.einsum("ij,ij->i", H @ self.state.variance, H) if self.size else 1.0
+        diag_p = np.broadcast_to(diag_p, residuals.shape)
+        if np.any(diag_p <= _MIN_RESIDUAL_LEVERAGE):
+            return math.inf
+        return float(np.mean((residuals / diag_p) ** 2))
+
+    def predictive_variance(self, h: np.ndarray, noise_variance: float) -> float:
+        """Variance of a prediction at a model row ``h``: ``σ²(1 + hᵀSh)``.
+
+        With the ridge prior ``w ~ N(0, σ²Λ⁻¹)`` the weight posterior covariance is
+        ``σ²A⁻¹``, so the predictive variance of a new observation is ``σ² + σ²hᵀA⁻¹h``.
+        """
+        if not self.size:
+            return noise_variance
+        return noise_variance * (1.0 + float(h @ self.state.variance @ h))

@@ -1,0 +1,370 @@
+"""Sufficient statistics of the patterns in memory, for the model and a pool of candidates.
+
+Every model in the library is a linear combination of basis functions, so everything it
+needs from the data is (DESIGN.md §2): ``G = HᵀH``, ``c = Hᵀy``, ``yᵀy`` and ``p``. This
+module keeps those numbers for a set of *tracked columns*: the basis functions of the model
+followed by a pool of candidate basis functions. Keeping the candidates' cross statistics
+(``Hᵀφ``, ``φᵀφ``, ``φᵀy``) in the same Gram matrix means a candidate can join the model
+without looking at the data again, and a model column can step back into the pool.
+
+Layout: positions ``0 … M−1`` are the model (``n_model``), ``M … n−1`` the candidates. The
+blocks the ridge state and the criteria read are views, so reading them costs nothing.
+
+Memory policies
+---------------
+``"window"``
+    The last ``size`` patterns. They are stored (inputs, targets and their rows over every
+    tracked column), so the oldest can be removed exactly (Orr A.7.4), a new candidate's
+    column can be computed over the window, leave-one-out is available, and a periodic
+    :meth:`refresh` recomputes the statistics from the stored rows to wipe out the rounding
+    that adding and subtracting accumulates.
+``"unbounded"``
+    Every pattern ever seen, as statistics only. Nothing is stored, so candidates must be
+    registered before the first pattern; adding one later raises ``ValueError``.
+``"forgetting"``
+    Exponential forgetting: before each new pattern the statistics are multiplied by
+    ``factor`` in (0, 1], so ``p`` is the effective count ``Σ factorᵃᵍᵉ``. The recent
+    patterns whose weight is still above ``tolerance`` are stored, so a new candidate's
+    column is exact up to that relative weight.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from onlinesparse.kernels import Basis, BasisSpec
+
+__all__ = ["WindowStatistics", "MEMORY_POLICIES"]
+
+MEMORY_POLICIES = ("window", "unbounded", "forgetting")
+
+
+class WindowStatistics:
+    """``HᵀH``, ``Hᵀy``, ``yᵀy`` and ``p`` over the patterns in memory.
+
+    Parameters
+    ----------
+    n_features
+        Input dimension.
+    memory
+        ``"window"``, ``"unbounded"`` or ``"forgetting"`` (see the module docstring).
+    size
+        Number of patterns of a ``"window"``.
+    factor
+        Forgetting factor in (0, 1] of ``"forgetting"``.
+    tolerance
+        ``"forgetting"`` stores patterns whose weight ``factorᵃᵍᵉ`` is at least this.
+
+    Examples
+    --------
+    >>> stats = WindowStatistics(n_features=1, memory="window", size=2)
+    >>> _ = stats.add_column(BasisSpec.constant())
+    >>> stats.promote(0)
+    >>> for x, y in [(0.0, 1.0), (1.0, 2.0), (2.0, 4.0)]:
+    ...     if stats.is_full:
+    ...         _ = stats.pop_oldest()
+    ...     _ = stats.push(np.array([x]), y)
+    >>> stats.count, stats.yy, stats.cross_y_model.tolist()
+    (2.0, 20.0, [6.0])
+    """
+
+    def __init__(self, n_features: int, memory: str = "window", size: int = 1000,
+                 factor: float = 1.0, tolerance: float = 1e-12) -> None:
+        if memory not in MEMORY_POLICIES:
+            raise ValueError(f"memory must be one of {MEMORY_POLICIES}, got {memory!r}")
+        if memory == "window" and not (isinstance(size, int | np.integer) and size >= 1):
+            raise ValueError(f"a window needs an integer size ≥ 1, got {size!r}")
+        if memory == "forgetting" and not (0.0 < factor <= 1.0):
+            raise ValueError(f"the forgetting factor must lie in (0, 1], got {factor}")
+        self.memory = memory
+        self.factor = float(factor) if memory == "forgetting" else 1.0
+        if memory == "window":
+            self.store_capacity = int(size)
+        elif memory == "forgetting":
+            # Patterns older than this weigh less than `tolerance` and are no longer stored.
+            # (factor 1 forgets nothing: it is unbounded memory and stores nothing.)
+            self.store_capacity = (
+                0 if self.factor == 1.0
+                else max(1, math.ceil(math.log(tolerance) / math.log(self.factor)))
+            )
+        else:
+            self.store_capacity = 0
+        self.n_features = int(n_features)
+        self.basis = Basis(self.n_features)
+        self.ids = np.zeros(16, dtype=np.int64)
+        self._next_id = 0
+        self.n_model = 0
+        self.n_columns = 0
+        self._gram = np.zeros((16, 16))
+        self._cross_y = np.zeros(16)
+        self.yy = 0.0
+        self.count = 0.0
+        self.n_seen = 0
+        # Ring buffer of stored patterns, oldest at `_head`.
+        rows = min(self.store_capacity, 64)
+        self._X = np.zeros((rows, self.n_features))
+        self._y = np.zeros(rows)
+        self._H = np.zeros((rows, 16))
+        self._head = 0
+        self.n_stored = 0
+
+    # -- views ----------------------------------------------------------------------------
+    @property
+    def stores_patterns(self) -> bool:
+        return self.store_capacity > 0
+
+    @property
+    def is_full(self) -> bool:
+        """True when a ``"window"`` holds ``size`` patterns (the next push must pop first)."""
+        return self.memory == "window" and self.n_stored >= self.store_capacity
+
+    @property
+    def n_candidates(self) -> int:
+        return self.n_columns - self.n_model
+
+    @property
+    def gram(self) -> np.ndarray:
+        """Gram matrix of every tracked column (model block first)."""
+        return self._gram[: self.n_columns, : self.n_columns]
+
+    @property
+    def gram_model(self) -> np.ndarray:
+        """``G = HᵀH`` of the model's columns."""
+        return self._gram[: self.n_model, : self.n_model]
+
+    @property
+    def cross_y_model(self) -> np.ndarray:
+        """``c = Hᵀy`` of the model's columns."""
+        return self._cross_y[: self.n_model]
+
+    @property
+    def cross_candidates(self) -> np.ndarray:
+        """``Hᵀφ`` for every candidate: an ``M × C`` block."""
+        return self._gram[: self.n_model, self.n_model : self.n_columns]
+
+    @property
+    def candidate_sq_norms(self) -> np.ndarray:
+        """``φᵀφ`` of every candidate."""
+        idx = np.arange(self.n_model, self.n_columns)
+        return self._gram[idx, idx]
+
+    @property
+    def cross_y_candidates(self) -> np.ndarray:
+        """``φᵀy`` of every candidate."""
+        return self._cross_y[self.n_model : self.n_columns]
+
+    def position_of(self, column_id: int) -> int:
+        """Current position of the column with a given id (ids survive swaps)."""
+        hits = np.flatnonzero(self.ids[: self.n_columns] == column_id)
+        if len(hits) == 0:
+            raise ValueError(f"no tracked column has id {column_id}")
+        return int(hits[0])
+
+    # -- stored patterns ------------------------------------------------------------------
+    def _order(self) -> np.ndarray:
+        cap = len(self._y)
+        return (self._head + np.arange(self.n_stored)) % cap
+
+    def stored_inputs(self) -> np.ndarray:
+        """Stored inputs, oldest first."""
+        return self._X[self._order()]
+
+    def stored_targets(self) -> np.ndarray:
+        return self._y[self._order()]
+
+    def stored_rows(self, model_only: bool = True) -> np.ndarray:
+        """Stored design rows, oldest first (the model's columns, or every tracked column)."""
+        stop = self.n_model if model_only else self.n_columns
+        return self._H[self._order(), :stop]
+
+    def stored_weights(self) -> np.ndarray:
+        """Weight of each stored pattern in the statistics (1 unless forgetting)."""
+        if self.factor == 1.0:
+            return np.ones(self.n_stored)
+        ages = np.arange(self.n_stored - 1, -1, -1)
+        return self.factor ** ages
+
+    # -- columns --------------------------------------------------------------------------
+    def _ensure_columns(self, needed: int) -> None:
+        cap = self._gram.shape[0]
+        if needed <= cap:
+            return
+        new_cap = max(needed, 2 * cap)
+        gram = np.zeros((new_cap, new_cap))
+        gram[:cap, :cap] = self._gram
+        self._gram = gram
+        self._cross_y = np.concatenate([self._cross_y, np.zeros(new_cap - cap)])
+        self.ids = np.concatenate([self.ids, np.zeros(new_cap - cap, dtype=np.int64)])
+        H = np.zeros((self._H.shape[0], new_cap))
+        H[:, :cap] = self._H
+        self._H = H
+
+    def add_column(self, spec: BasisSpec) -> int:
+        """Track a new candidate column; returns its id.
+
+        Its statistics are computed over the stored patterns (exact for a window, exact to
+        ``tolerance`` for forgetting). With unbounded memory it is only possible before the
+        first pattern.
+        """
+        if not self.stores_patterns and self.count > 0:
+            raise ValueError(
+                "unbounded memory keeps statistics only, so a new basis function cannot be "
+                "evaluated over past patterns; register candidates before learning or use "
+                "memory='window'"
+            )
+        n = self.n_columns
+        self._ensure_columns(n + 1)
+        self.basis.append(spec)
+        if self.n_stored:
+            order = self._order()
+            column = self.basis.evaluate_many(self._X[order], n, n + 1)[:, 0]
+            weighted = column * self.stored_weights()
+            cross = weighted @ self._H[order, :n]
+            self._gram[:n, n] = cross
+            self._gram[n, :n] = cross
+            self._gram[n, n] = weighted @ column
+            self._cross_y[n] = weighted @ self._y[order]
+            self._H[order, n] = column
+        else:
+            self._gram[: n + 1, n] = 0.0
+            self._gram[n, : n + 1] = 0.0
+            self._cross_y[n] = 0.0
+        self.ids[n] = self._next_id
+        self._next_id += 1
+        self.n_columns += 1
+        return int(self.ids[n])
+
+    def swap_columns(self, i: int, j: int) -> None:
+        """Exchange the positions of two tracked columns (statistics, rows, spec, id)."""
+        if i == j:
+            return
+        n = self.n_columns
+        if not (0 <= i < n and 0 <= j < n):
+            raise ValueError(f"column positions {i}, {j} out of range 0…{n - 1}")
+        g = self._gram
+        g[[i, j], :] = g[[j, i], :]
+        g[:, [i, j]] = g[:, [j, i]]
+        self._cross_y[[i, j]] = self._cross_y[[j, i]]
+        self.ids[[i, j]] = self.ids[[j, i]]
+        self._H[:, [i, j]] = self._H[:, [j, i]]
+        self.basis.swap(i, j)
+
+    def promote(self, position: int) -> None:
+        """Move the candidate at ``position`` to the end of the model block."""
+        if not self.n_model <= position < self.n_columns:
+            raise ValueError(f"position {position} is not a candidate")
+        self.swap_columns(position, self.n_model)
+        self.n_model += 1
+
+    def demote(self, position: int) -> None:
+        """Move model column ``position`` into the candidate pool (it lands at ``n_model``).
+
+        The caller moves it to the last model position first, so that the ridge state's
+        order and the window's stay the same; this method requires that.
+        """
+        if position != self.n_model - 1:
+            raise ValueError("demote the last model column; swap it there first")
+        self.n_model -= 1
+
+    def drop_column(self, position: int) -> None:
+        """Forget a candidate column entirely."""
+        if not self.n_model <= position < self.n_columns:
+            raise ValueError(f"position {position} is not a candidate")
+        last = self.n_columns - 1
+        self.swap_columns(position, last)
+        self.n_columns -= 1
+        self.basis.truncate(self.n_columns)
+
+    # -- patterns -------------------------------------------------------------------------
+    def row(self, x: np.ndarray) -> np.ndarray:
+        """Values of every tracked column at input ``x``."""
+        return self.basis.evaluate(x, 0, self.n_columns)
+
+    def push(self, x: np.ndarray, y: float, h: np.ndarray | None = None) -> np.ndarray:
+        """Add one pattern (forgetting first if the policy forgets). Returns its row ``h``.
+
+        The caller checks :attr:`is_full` and pops first: a window never holds more than
+        ``size`` patterns.
+        """
+        if h is None:
+            h = self.row(x)
+        n = self.n_columns
+        if self.factor != 1.0:
+            self._gram[:n, :n] *= self.factor
+            self._cross_y[:n] *= self.factor
+            self.yy *= self.factor
+            self.count *= self.factor
+        self._gram[:n, :n] += np.outer(h, h)
+        self._cross_y[:n] += y * h
+        self.yy += y * y
+        self.count += 1.0
+        self.n_seen += 1
+        if self.stores_patterns:
+            self._store(x, y, h)
+        return h
+
+    def _store(self, x: np.ndarray, y: float, h: np.ndarray) -> None:
+        cap = len(self._y)
+        if self.n_stored == cap:
+            if cap < self.store_capacity:
+                self._grow_store(min(2 * cap, self.store_capacity))
+                cap = len(self._y)
+            else:  # forgetting horizon: the oldest stored pattern no longer matters
+                self._head = (self._head + 1) % cap
+                self.n_stored -= 1
+        slot = (self._head + self.n_stored) % cap
+        self._X[slot] = x
+        self._y[slot] = y
+        self._H[slot, : len(h)] = h
+        self.n_stored += 1
+
+    def _grow_store(self, rows: int) -> None:
+        order = self._order()
+        X = np.zeros((rows, self.n_features))
+        y = np.zeros(rows)
+        H = np.zeros((rows, self._H.shape[1]))
+        X[: self.n_stored] = self._X[order]
+        y[: self.n_stored] = self._y[order]
+        H[: self.n_stored] = self._H[order]
+        self._X, self._y, self._H, self._head = X, y, H, 0
+
+    def oldest(self) -> tuple[np.ndarray, float]:
+        """Row (every tracked column) and target of the oldest stored pattern."""
+        if self.n_stored == 0:
+            raise ValueError("the window is empty: there is no pattern to remove")
+        return self._H[self._head, : self.n_columns], float(self._y[self._head])
+
+    def pop_oldest(self) -> tuple[np.ndarray, float]:
+        """Remove the oldest stored pattern from the statistics (Orr A.7.4); returns it."""
+        if self.memory != "window":
+            raise ValueError(f"memory={self.memory!r} does not remove patterns one by one")
+        h, y = self.oldest()
+        h = h.copy()
+        n = self.n_columns
+        self._gram[:n, :n] -= np.outer(h, h)
+        self._cross_y[:n] -= y * h
+        self.yy -= y * y
+        self.count -= 1.0
+        self._head = (self._head + 1) % len(self._y)
+        self.n_stored -= 1
+        return h, y
+
+    def refresh(self) -> bool:
+        """Recompute the statistics from the stored rows (only when they are the whole memory).
+
+        Returns whether it did: a window's statistics are exactly its stored rows, so the
+        rounding accumulated by adding and subtracting patterns is wiped out.
+        """
+        if self.memory != "window":
+            return False
+        order = self._order()
+        n = self.n_columns
+        H = self._H[order, :n]
+        y = self._y[order]
+        self._gram[:n, :n] = H.T @ H
+        self._cross_y[:n] = H.T @ y
+        self.yy = float(y @ y)
+        self.count = float(self.n_stored)
+        return True

@@ -1,0 +1,88 @@
+"""From-scratch reference computations with explicit H and P, for the property tests.
+
+Everything here is deliberately the slow, obvious formula (p × p matrices included) so that it
+shares no code with the incremental core it checks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from onlinesparse.kernels import Basis
+
+
+def design(model, X: np.ndarray | None = None) -> np.ndarray:
+    """H over the stored window, recomputed from the stored inputs and the column specs."""
+    window = model.window
+    basis = Basis(window.n_features)
+    for i in range(model.size):
+        basis.append(window.basis.spec(i))
+    X = window.stored_inputs() if X is None else X
+    return basis.evaluate_many(X) if model.size else np.zeros((len(X), 0))
+
+
+def from_scratch(model, weights: np.ndarray | None = None) -> dict[str, object]:
+    """Every quantity of the incremental model, recomputed from H, y, Λ (and pattern weights)."""
+    window = model.window
+    H = design(model)
+    y = window.stored_targets()
+    sw = window.stored_weights() if weights is None else weights
+    Hw = H * np.sqrt(sw)[:, None]
+    yw = y * np.sqrt(sw)
+    p = float(np.sum(sw))
+    lam = np.asarray(model.lambdas, dtype=float)
+    A = Hw.T @ Hw + np.diag(lam)
+    S = np.linalg.inv(A) if len(lam) else np.zeros((0, 0))
+    w = S @ Hw.T @ yw
+    P = np.eye(len(y)) - Hw @ S @ Hw.T
+    Py = P @ yw
+    error = float(Py @ Py)
+    gamma = len(y) - float(np.trace(P)) if weights is None and window.factor == 1.0 else (
+        float(np.trace(S @ (Hw.T @ Hw)))
+    )
+    dof = p - gamma
+    diag = np.diag(P)
+    out = {
+        "H": H, "y": y, "A": A, "S": S, "w": w, "P": P, "error": error, "gamma": gamma,
+        "p": p, "cond": float(np.linalg.cond(A)) if len(lam) else 1.0,
+        "gcv": p * error / dof**2 if dof > 0 else math.inf,
+        "uev": error / dof if dof > 0 else math.inf,
+        "fpe": (p + gamma) / dof * error / p if dof > 0 else math.inf,
+        "bic": (p + (math.log(p) - 1) * gamma) / dof * error / p if dof > 0 and p > 1 else math.inf,
+        "loo": float(np.mean((Py / diag) ** 2)) if np.all(diag > 1e-10) else math.inf,
+    }
+    return out
+
+
+def projection_without(model, j: int) -> np.ndarray:
+    """Pⱼ: the projection matrix of the model with basis function j removed."""
+    ref = from_scratch(model)
+    H, lam = ref["H"], np.asarray(model.lambdas)
+    keep = np.arange(model.size) != j
+    Hj = H[:, keep]
+    Aj = Hj.T @ Hj + np.diag(lam[keep])
+    return np.eye(len(H)) - Hj @ np.linalg.solve(Aj, Hj.T) if keep.any() else np.eye(len(H))
+
+
+def gcv_with_lambda(model, j: int, lam_j: float) -> float:
+    """GCV of the model with λⱼ replaced (∞ removes the basis function)."""
+    ref = from_scratch(model)
+    H, y, lam = ref["H"], ref["y"], np.asarray(model.lambdas, dtype=float).copy()
+    p = len(y)
+    if math.isinf(lam_j):
+        keep = np.arange(model.size) != j
+        H, lam = H[:, keep], lam[keep]
+    else:
+        lam[j] = lam_j
+    P = np.eye(p) - H @ np.linalg.solve(H.T @ H + np.diag(lam), H.T) if len(lam) else np.eye(p)
+    Py = P @ y
+    tr = np.trace(P)
+    return p * float(Py @ Py) / tr**2
+
+
+def rel_err(a, b) -> float:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    scale = max(float(np.max(np.abs(b))) if b.size else 0.0, 1e-300)
+    return float(np.max(np.abs(a - b))) / scale if b.size else 0.0
