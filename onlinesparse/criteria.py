@@ -212,7 +212,7 @@ def basis_quantities(model: IncrementalRidge, j: int) -> dict[str, float]:
     g_j = G[:, j]
     G_w_rem = G @ w_rem
     residual_corr = c - G_w_rem  # Hᵀ Pⱼ y
-    S_g = S_rem @ g_j  # (Hᵀ Hⱼ... ) S'gⱼ
+    S_g = S_rem @ g_j
     yPh = c[j] - G_w_rem[j]
     gSg = float(g_j @ S_g)
     psi = G[j, j] - gSg
@@ -276,7 +276,7 @@ def global_lambda_reestimate(gram: np.ndarray, cross_y: np.ndarray, yy: float,
     ``λ̂ = yᵀP²y · tr(A⁻¹ − λA⁻²) / (ŵᵀA⁻¹ŵ · tr(P))``. One symmetric eigendecomposition of
     ``G = HᵀH = V diag(μ) Vᵀ`` makes every iteration O(M): with ``z = Vᵀc``,
     ``ŵᵀA⁻¹ŵ = Σ zᵢ²/(λ+μᵢ)³``, ``tr(A⁻¹ − λA⁻²) = Σ μᵢ/(λ+μᵢ)²``,
-    ``γ = Σ μᵢ/(λ+μᵢ)`` and ``yᵀP²y = s − Σ zᵢ²(λ+2μᵢ... )`` written out below.
+    ``γ = Σ μᵢ/(λ+μᵢ)`` and ``yᵀP²y = yᵀy − 2Σ zᵢ²/(λ+μᵢ) + Σ μᵢzᵢ²/(λ+μᵢ)²``.
 
     Returns the final λ and the GCV value after each iteration.
     """

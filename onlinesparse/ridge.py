@@ -95,8 +95,9 @@ class RidgeState:
         denom = 1.0 - float(h @ u)
         if not denom > _MIN_RESIDUAL_LEVERAGE:
             raise IllConditionedError(
-                f"removing this pattern leaves HᵀH + Λ singular (its leverage is {1 - denom:.12g}); "
-                "give the basis functions λ > 0 or keep more patterns than basis functions"
+                "removing this pattern leaves HᵀH + Λ singular (its leverage is "
+                f"{1 - denom:.12g}); give the basis functions λ > 0 or keep more patterns "
+                "than basis functions"
             )
         residual = y - float(h @ self.weights)
         self.variance += np.outer(u, u / denom)
@@ -162,7 +163,8 @@ class RidgeState:
         """
         self._check_index(j)
         if not (lam >= 0.0 and math.isfinite(lam)):
-            raise ValueError(f"λ must be finite and ≥ 0 (remove the basis function for ∞), got {lam}")
+            raise ValueError(
+                f"λ must be finite and ≥ 0 (remove the basis function for ∞), got {lam}")
         delta_lam = lam - self.lambdas[j]
         s_j = self.variance[:, j].copy()
         s_jj = s_j[j]
