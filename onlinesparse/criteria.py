@@ -194,34 +194,39 @@ def basis_quantities(model: IncrementalRidge, j: int) -> dict[str, float]:
     * ``yᵀPⱼ²hⱼ = yᵀPⱼhⱼ − (c − Gw')ᵀS'gⱼ``
     * ``a = yᵀPⱼ²y = s − 2w'ᵀc + w'ᵀGw'``
     * ``α = tr(Pⱼ) = p − γⱼ`` with ``γⱼ = (M − 1) − Σ_{i≠j} λᵢ S'ᵢᵢ``.
+
+    Returns a dict with ``a, b, c, alpha, beta, psi`` (the arguments of
+    :func:`optimal_lambda`) and ``yPh``, ``yP2h``.
     """
     window, state = model.window, model.state
     size = state.size
     if not 0 <= j < size:
         raise ValueError(f"basis index {j} is not in the model (it has {size} basis functions)")
+    # S' and w' are never formed: each product with them is a product with S or G plus a
+    # correction along sⱼ, so the cost is four M × M matrix-vector products.
     S = state.variance
     G = window.gram_model
     c = window.cross_y_model
-    s_j = S[:, j].copy()
+    w = state.weights
+    s_j = S[:, j]
     s_jj = s_j[j]
-    S_rem = S - np.outer(s_j, s_j) / s_jj  # Sⱼ': the model without j, zero row/column j
-    S_rem[j, :] = 0.0
-    S_rem[:, j] = 0.0
-    w_rem = state.weights - s_j * (state.weights[j] / s_jj)
-    w_rem[j] = 0.0
     g_j = G[:, j]
-    G_w_rem = G @ w_rem
-    residual_corr = c - G_w_rem  # Hᵀ Pⱼ y
-    S_g = S_rem @ g_j
+    S_g = S @ g_j
+    S_g -= s_j * (S_g[j] / s_jj)  # S'gⱼ
+    S_g[j] = 0.0
+    ratio = w[j] / s_jj
+    w_rem = w - s_j * ratio  # w'
+    w_rem[j] = 0.0
+    G_w_rem = G @ w - (G @ s_j) * ratio
     yPh = c[j] - G_w_rem[j]
     gSg = float(g_j @ S_g)
     psi = G[j, j] - gSg
     beta = G[j, j] - 2.0 * gSg + float(S_g @ (G @ S_g))
-    yP2h = yPh - float(residual_corr @ S_g)
+    yP2h = yPh - float((c - G_w_rem) @ S_g)
     a = window.yy - 2.0 * float(w_rem @ c) + float(w_rem @ G_w_rem)
+    # γⱼ = Σᵢ (1 − λᵢS'ᵢᵢ) over i ≠ j, with S'ᵢᵢ = Sᵢᵢ − sᵢⱼ²/sⱼⱼ (zero at i = j).
     lam = state.lambdas
-    diag_rem = np.diag(S_rem)
-    gamma_rem = (size - 1) - float(lam @ diag_rem)  # λⱼ·S'ⱼⱼ = 0 since S'ⱼⱼ = 0
+    gamma_rem = (size - 1) - float(lam @ (np.diagonal(S) - s_j * s_j / s_jj))
     alpha = window.count - gamma_rem
     return {
         "a": max(a, 0.0),

@@ -41,6 +41,11 @@ def _number(name: Hashable, value: object) -> float:
     return out
 
 
+def _ordered(names) -> list[Hashable]:
+    """Feature order by name (type first, so that mixed key types still sort)."""
+    return sorted(names, key=lambda n: (type(n).__name__, str(n)))
+
+
 class FeatureMap:
     """Maps feature dicts to vectors in a fixed order and validates them.
 
@@ -53,7 +58,7 @@ class FeatureMap:
     --------
     >>> fm = FeatureMap()
     >>> v = fm.transform({"b": 2, "a": 1.0}, learning=True)
-    >>> fm.commit(v)
+    >>> fm.commit(v, {"b": 2, "a": 1.0})
     >>> fm.names, fm.transform({"a": 3.0}).tolist()
     (['a', 'b'], [3.0, 2.0])
     >>> fm.transform({"a": float("nan"), "b": 1})
@@ -69,7 +74,6 @@ class FeatureMap:
         self.means = np.zeros(0)
         self.n_committed = 0
         self.ignored: set[Hashable] = set()
-        self._pending_names: list[Hashable] | None = None
 
     @property
     def n_features(self) -> int:
@@ -91,9 +95,7 @@ class FeatureMap:
         if not self.names:
             if not learning:
                 return np.zeros(0)
-            names = sorted(values, key=lambda n: (type(n).__name__, str(n)))
-            self._pending_names = names
-            return np.array([values[n] for n in names], dtype=float)
+            return np.array([values[n] for n in _ordered(values)], dtype=float)
         if self.strict:
             unseen = [n for n in values if n not in self.index]
             if unseen:
@@ -110,16 +112,14 @@ class FeatureMap:
                 raise ValueError(f"feature {missing[0]!r} is missing")
         return out
 
-    def commit(self, vector: np.ndarray, x: Mapping[Hashable, object] | None = None) -> None:
-        """Record a learned sample: fix the input space on the first, update running means."""
+    def commit(self, vector: np.ndarray, x: Mapping[Hashable, object]) -> None:
+        """Record a learned sample (``x`` and its vector from :meth:`transform`): the first
+        fixes the input space; every one updates the running means."""
         if not self.names:
-            if self._pending_names is None:
-                raise ValueError("commit() must follow transform(..., learning=True)")
-            self.names = self._pending_names
+            self.names = _ordered(x)
             self.index = {n: i for i, n in enumerate(self.names)}
             self.means = np.zeros(len(self.names))
-            self._pending_names = None
-        if x is not None and not self.strict:
+        if not self.strict:
             self.ignored.update(n for n in x if n not in self.index)
         self.n_committed += 1
         self.means += (vector - self.means) / self.n_committed

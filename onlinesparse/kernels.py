@@ -119,9 +119,23 @@ class Basis:
         self._inv_r2 = np.ones(capacity)
         self._feature = np.full(capacity, -1, dtype=np.int64)
         self.size = 0
+        self._cache: dict | None = None
         # Cached kernel type when every radial column shares it (the common case): the hot
         # path then applies one ufunc instead of one per type.
         self._uniform_kind: int | None = None
+
+    # -- pickling: only the columns in use ------------------------------------------------
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        for name in ("_kind", "_centres", "_inv_r2", "_feature"):
+            state[name] = getattr(self, name)[: self.size].copy()
+        state["_cache"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self.size == 0:  # keep room for one column so that append can index
+            self._grow(1)
 
     # -- structure ------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -166,6 +180,7 @@ class Basis:
         self._feature[i] = feature
         self.size += 1
         self._refresh_uniform_kind()
+        self._cache = None
         return i
 
     def swap(self, i: int, j: int) -> None:
@@ -175,6 +190,7 @@ class Basis:
         for arr in (self._kind, self._inv_r2, self._feature):
             arr[i], arr[j] = arr[j], arr[i]
         self._centres[[i, j]] = self._centres[[j, i]]
+        self._cache = None
 
     def truncate(self, size: int) -> None:
         """Drop every column from position ``size`` on."""
@@ -182,6 +198,7 @@ class Basis:
             raise ValueError(f"cannot truncate a basis of {self.size} columns to {size}")
         self.size = size
         self._refresh_uniform_kind()
+        self._cache = None
 
     def _refresh_uniform_kind(self) -> None:
         kinds = self._kind[: self.size]
@@ -219,41 +236,69 @@ class Basis:
         return self._kind[: self.size] >= 2
 
     # -- evaluation -----------------------------------------------------------------------
-    def _apply(self, kinds: np.ndarray, z: np.ndarray, x_lin: np.ndarray) -> np.ndarray:
-        """Map scaled squared distances to column values; ``z`` is (..., n)."""
-        if self._uniform_kind is not None and np.all(kinds >= 2):
-            return radial_profile(self._uniform_kind, z)
-        out = np.ones_like(z)
-        for kind in np.unique(kinds):
-            mask = kinds == kind
-            if kind == LINEAR:
-                out[..., mask] = x_lin[..., mask]
-            elif kind >= 2:
-                out[..., mask] = radial_profile(int(kind), z[..., mask])
+    def _layout(self) -> dict[str, np.ndarray | int | None]:
+        """Index arrays of the current columns, rebuilt only after a structural change, so
+        that evaluating one input is a handful of vector operations."""
+        if self._cache is None or self._cache["size"] != self.size:
+            kinds = self._kind[: self.size]
+            centres = self._centres[: self.size]
+            linear = np.flatnonzero(kinds == LINEAR)
+            self._cache = {
+                "size": self.size,
+                "sq_norms": np.einsum("ij,ij->i", centres, centres),
+                "constant": np.flatnonzero(kinds == CONSTANT),
+                "linear": linear,
+                "linear_feature": self._feature[linear].copy(),
+                "kinds": [int(k) for k in np.unique(kinds[kinds >= 2])],
+            }
+        return self._cache
+
+    def _finish(self, z: np.ndarray, X: np.ndarray, start: int, stop: int) -> np.ndarray:
+        """Turn scaled squared distances ``z`` (..., stop − start) into column values."""
+        layout = self._layout()
+        kinds = layout["kinds"]
+        if len(kinds) == 1:
+            out = radial_profile(kinds[0], z)
+        else:
+            out = np.ones_like(z)
+            kind_of = self._kind[start:stop]
+            for kind in kinds:
+                mask = kind_of == kind
+                out[..., mask] = radial_profile(kind, z[..., mask])
+        constant, linear, feature = layout["constant"], layout["linear"], layout["linear_feature"]
+        if start or stop != self.size:  # a block of columns: shift the indices into it
+            keep = (constant >= start) & (constant < stop)
+            constant = constant[keep] - start
+            keep = (linear >= start) & (linear < stop)
+            linear, feature = linear[keep] - start, feature[keep]
+        if len(constant):
+            out[..., constant] = 1.0
+        if len(linear):
+            out[..., linear] = X[..., feature]
         return out
 
     def evaluate(self, x: np.ndarray, start: int = 0, stop: int | None = None) -> np.ndarray:
-        """Values of columns ``start:stop`` at one input ``x`` of shape ``(d,)``."""
+        """Values of columns ``start:stop`` at one input ``x`` of shape ``(d,)``.
+
+        ``‖x − c‖² = ‖c‖² − 2cᵀx + ‖x‖²`` through one matrix-vector product; clipped at 0
+        because rounding can make a tiny distance negative.
+        """
         stop = self.size if stop is None else stop
-        kinds = self._kind[start:stop]
-        diff = self._centres[start:stop] - x
-        z = np.einsum("ij,ij->i", diff, diff) * self._inv_r2[start:stop]
-        features = self._feature[start:stop]
-        x_lin = x[np.clip(features, 0, None)] if self.n_features else np.zeros(len(kinds))
-        return self._apply(kinds, z, x_lin)
+        layout = self._layout()
+        z = layout["sq_norms"][start:stop] - 2.0 * (self._centres[start:stop] @ x)
+        z += float(x @ x)
+        np.maximum(z, 0.0, out=z)
+        z *= self._inv_r2[start:stop]
+        return self._finish(z, x, start, stop)
 
     def evaluate_many(self, X: np.ndarray, start: int = 0, stop: int | None = None
                       ) -> np.ndarray:
         """Design matrix of columns ``start:stop`` at inputs ``X`` of shape ``(N, d)``."""
         stop = self.size if stop is None else stop
         X = np.atleast_2d(np.asarray(X, dtype=float))
-        kinds = self._kind[start:stop]
-        centres = self._centres[start:stop]
-        # ‖x − c‖² expanded through one matrix product; clipped because rounding can make a
-        # tiny distance negative.
-        sq = (np.einsum("ij,ij->i", X, X)[:, None] - 2.0 * X @ centres.T
-              + np.einsum("ij,ij->i", centres, centres)[None, :])
-        z = np.clip(sq, 0.0, None) * self._inv_r2[start:stop]
-        features = self._feature[start:stop]
-        x_lin = X[:, np.clip(features, 0, None)] if self.n_features else np.zeros_like(z)
-        return self._apply(kinds, z, x_lin)
+        layout = self._layout()
+        z = (np.einsum("ij,ij->i", X, X)[:, None] - 2.0 * X @ self._centres[start:stop].T
+             + layout["sq_norms"][None, start:stop])
+        np.maximum(z, 0.0, out=z)
+        z *= self._inv_r2[start:stop]
+        return self._finish(z, X, start, stop)

@@ -67,30 +67,33 @@ class RidgeState:
         return len(self.weights)
 
     # -- patterns (Orr A.7.3, A.7.4) -------------------------------------------------------
-    def add_pattern(self, h: np.ndarray, y: float) -> float:
+    def add_pattern(self, h: np.ndarray, y: float) -> tuple[float, float]:
         """Orr A.8: ``S ← S − uuᵀ/(1 + hᵀu)`` with ``u = Sh``; ``w ← w + u(y − hᵀw)/(1 + hᵀu)``.
 
-        Every operation returns its *cancellation factor*: how much the rounding of its inputs
-        can be amplified (the inverse of a denominator that is a difference). Adding a
-        pattern divides by ``1 + hᵀSh ≥ 1``, so it returns 1.
+        Every operation returns a first-order rounding-error account ``(propagation, fresh)``:
+        the factor by which it multiplies the relative error already in ``S``, and the new
+        relative error it creates, in units of machine ε. Adding a pattern contracts the old
+        error by ``1/(1 + hᵀSh)`` but computes a result ``1 + hᵀSh`` times smaller than the
+        terms it subtracts, so the fresh error is ``1 + hᵀSh``.
         """
         if self.size == 0:
-            return 1.0
+            return 1.0, 0.0
         u = self.variance @ h
         denom = 1.0 + float(h @ u)
         residual = y - float(h @ self.weights)
         self.variance -= np.outer(u, u / denom)
         self.weights += u * (residual / denom)
-        return 1.0
+        return 1.0 / denom, denom
 
-    def remove_pattern(self, h: np.ndarray, y: float) -> float:
+    def remove_pattern(self, h: np.ndarray, y: float) -> tuple[float, float]:
         """Orr A.11: ``S ← S + uuᵀ/(1 − hᵀu)``; ``w ← w − u(y − hᵀw)/(1 − hᵀu)``.
 
         Raises :class:`IllConditionedError` (state unchanged) when the pattern's leverage is 1
-        to rounding: without it ``HᵀH + Λ`` would be singular. Returns ``1/(1 − hᵀSh)``.
+        to rounding: without it ``HᵀH + Λ`` would be singular. Both error factors are
+        ``1/(1 − hᵀSh)``: the denominator is a difference.
         """
         if self.size == 0:
-            return 1.0
+            return 1.0, 0.0
         u = self.variance @ h
         denom = 1.0 - float(h @ u)
         if not denom > _MIN_RESIDUAL_LEVERAGE:
@@ -102,7 +105,7 @@ class RidgeState:
         residual = y - float(h @ self.weights)
         self.variance += np.outer(u, u / denom)
         self.weights -= u * (residual / denom)
-        return 1.0 / denom
+        return 1.0 / denom, 1.0 / denom
 
     def scale(self, factor: float) -> None:
         """Forgetting: ``A ← factor·A`` (data and regularisation fade together), ``w`` unchanged."""
@@ -110,13 +113,14 @@ class RidgeState:
         self.lambdas *= factor
 
     # -- basis functions (Orr A.7.1, A.7.2; FGCV appendices V and VI) ----------------------
-    def add_basis(self, g: np.ndarray, g_jj: float, c_j: float, lam: float) -> float:
+    def add_basis(self, g: np.ndarray, g_jj: float, c_j: float, lam: float
+                  ) -> tuple[float, float]:
         """Orr A.4: append a column with ``g = Hᵀh``, ``g_jj = hᵀh``, ``c_j = hᵀy`` and λ.
 
         With ``l = Sg`` and ``Δ = λ + hᵀPh = λ + g_jj − gᵀl`` the new variance matrix is
         ``[[S + llᵀ/Δ, −l/Δ], [−lᵀ/Δ, 1/Δ]]``; the new weight is ``yᵀPh/Δ`` with
-        ``yᵀPh = c_j − gᵀw`` and the old weights move by ``−l·wⱼ``. Returns
-        ``(g_jj + λ)/Δ``, the cancellation in ``Δ``.
+        ``yᵀPh = c_j − gᵀw`` and the old weights move by ``−l·wⱼ``. The error account is
+        ``(g_jj + λ)/Δ`` for both factors: the cancellation in ``Δ``.
         """
         if not (lam >= 0.0 and math.isfinite(lam)):
             raise ValueError(f"λ must be finite and ≥ 0, got {lam}")
@@ -137,9 +141,10 @@ class RidgeState:
         self.variance = variance
         self.weights = np.append(self.weights - l_vec * w_new, w_new)
         self.lambdas = np.append(self.lambdas, lam)
-        return (g_jj + lam) / delta
+        amplification = (g_jj + lam) / delta
+        return amplification, amplification
 
-    def remove_basis(self, j: int) -> float:
+    def remove_basis(self, j: int) -> tuple[float, float]:
         """λⱼ → ∞ then drop j: ``S ← S − sⱼsⱼᵀ/sⱼⱼ``, ``w ← w − sⱼwⱼ/sⱼⱼ`` (FGCV App. V)."""
         self._check_index(j)
         s_j = self.variance[:, j].copy()
@@ -150,9 +155,10 @@ class RidgeState:
         self.variance = variance[np.ix_(keep, keep)]
         self.weights = weights[keep]
         self.lambdas = self.lambdas[keep]
-        return 1.0
+        return 1.0, 1.0
 
-    def set_lambda(self, j: int, lam: float, g: np.ndarray, g_jj: float, c_j: float) -> float:
+    def set_lambda(self, j: int, lam: float, g: np.ndarray, g_jj: float, c_j: float
+                   ) -> tuple[float, float]:
         """Change λⱼ, FGCV App. V re-estimation: with ``δ = λ_new − λ_old`` and
         ``Kⱼ = δ/(1 + δsⱼⱼ)``, ``S ← S − Kⱼsⱼsⱼᵀ`` and ``w ← w − Kⱼwⱼsⱼ``.
 
@@ -169,13 +175,16 @@ class RidgeState:
         s_j = self.variance[:, j].copy()
         s_jj = s_j[j]
         if delta_lam == 0.0:
-            return 1.0
+            return 1.0, 0.0
         if -delta_lam * s_jj <= 0.5:
             k = delta_lam / (1.0 + delta_lam * s_jj)
             self.variance -= np.outer(s_j, k * s_j)
             self.weights -= s_j * (k * self.weights[j])
             self.lambdas[j] = lam
-            return 1.0 / (1.0 + delta_lam * s_jj) if delta_lam < 0.0 else 1.0
+            # Raising λ shrinks Sⱼⱼ and wⱼ by 1 + δsⱼⱼ through a subtraction, lowering it
+            # divides by that: either way the cancellation is the larger of the two.
+            factor = max(1.0 + delta_lam * s_jj, 1.0 / (1.0 + delta_lam * s_jj))
+            return factor, factor
         # Remove j (λⱼ → ∞) keeping a zero row/column, then add it back at position j.
         variance = self.variance - np.outer(s_j, s_j / s_jj)
         variance[j, :] = 0.0
@@ -198,7 +207,8 @@ class RidgeState:
         weights[j] = w_j
         self.variance, self.weights = variance, weights
         self.lambdas[j] = lam
-        return (g_jj + lam) / delta
+        amplification = (g_jj + lam) / delta
+        return amplification, amplification
 
     def swap(self, i: int, j: int) -> None:
         """Exchange basis functions ``i`` and ``j`` (S is permutation-equivariant)."""
@@ -287,7 +297,7 @@ class IncrementalRidge:
 
     >>> model = IncrementalRidge(n_features=1, size=10)
     >>> for x, y in [(1, 1.1), (2, 1.8), (3, 3.1)]:
-    ...     model.add_pattern([x], y)
+    ...     _ = model.add_pattern([x], y)
     >>> _ = model.add_basis(BasisSpec.constant(), lam=0.0)
     >>> _ = model.add_basis(BasisSpec.linear(0), lam=0.0)
     >>> model.weights.round(12).tolist(), round(model.training_error, 12)
@@ -307,6 +317,7 @@ class IncrementalRidge:
         self.drift_tolerance = float(drift_tolerance)
         self.n_refreshes = 0
         self.ill_conditioned = False
+        self._error_estimate = 1.0
         self._since_refresh = 0
         self._since_check = 0
 
@@ -347,49 +358,52 @@ class IncrementalRidge:
         return float(self.model_row(x) @ self.state.weights) if self.size else 0.0
 
     # -- the five operations --------------------------------------------------------------
-    def add_pattern(self, x: np.ndarray | list[float], y: float) -> None:
+    def add_pattern(self, x: np.ndarray | list[float], y: float) -> np.ndarray:
         """Add one pattern; a full window first drops its oldest (Orr A.8, A.11).
 
+        Returns the pattern's row over every tracked column (model, then candidates).
         Invalid input raises ``ValueError`` and changes nothing.
         """
         x = _as_input(x, self.n_features)
         y = _as_target(y)
         h = self.window.row(x)
         m = self.size
-        amplification = 1.0
         if self.window.is_full:
             h_old, y_old = self.window.oldest()
             try:
-                amplification = self.state.remove_pattern(h_old[:m], y_old)
+                removal = self.state.remove_pattern(h_old[:m], y_old)
             except IllConditionedError:
                 # The oldest pattern is the only support of some direction; with the new
                 # pattern in, it may not be. Add first, then remove; restore if not.
                 snapshot = (self.state.variance.copy(), self.state.weights.copy())
-                self.state.add_pattern(h[:m], y)
+                addition = self.state.add_pattern(h[:m], y)
                 try:
-                    amplification = self.state.remove_pattern(h_old[:m], y_old)
+                    removal = self.state.remove_pattern(h_old[:m], y_old)
                 except IllConditionedError:
                     self.state.variance, self.state.weights = snapshot
                     raise
                 self.window.pop_oldest()
                 self.window.push(x, y, h)
-                self._after_update(amplification, pattern=True)
-                return
+                self._after_update(addition, removal, self._statistics_cancellation(h_old[:m]),
+                                   pattern=True)
+                return h
             self.window.pop_oldest()
+            self._account(removal)
+            self._account(self._statistics_cancellation(h_old[:m]))
         if self.window.factor != 1.0:
             self.state.scale(self.window.factor)
         self.window.push(x, y, h)
-        self.state.add_pattern(h[:m], y)
-        self._after_update(amplification, pattern=True)
+        self._after_update(self.state.add_pattern(h[:m], y), pattern=True)
+        return h
 
     def remove_oldest(self) -> None:
         """Remove the oldest pattern of a window (Orr A.11). State unchanged on error."""
         if self.window.memory != "window":
             raise ValueError(f"memory={self.window.memory!r} does not remove patterns")
         h_old, y_old = self.window.oldest()
-        amplification = self.state.remove_pattern(h_old[: self.size], y_old)
+        account = self.state.remove_pattern(h_old[: self.size], y_old)
         self.window.pop_oldest()
-        self._after_update(amplification)
+        self._after_update(account, self._statistics_cancellation(h_old[: self.size]))
 
     def add_candidate(self, spec: BasisSpec) -> int:
         """Track a candidate basis function (not in the model); returns its column id."""
@@ -411,15 +425,16 @@ class IncrementalRidge:
         m = window.n_model
         gram = window.gram
         try:
-            amplification = self.state.add_basis(
+            account = self.state.add_basis(
                 gram[:m, position].copy(), float(gram[position, position]),
                 float(window._cross_y[position]), lam)
         except IllConditionedError:
             if created:
                 window.drop_column(position)
+                window._next_id -= 1
             raise
         window.promote(position)
-        self._after_update(amplification)
+        self._after_update(account)
         return column_id
 
     def remove_basis(self, j: int, keep_as_candidate: bool = False) -> int:
@@ -428,12 +443,12 @@ class IncrementalRidge:
         last = self.size - 1
         self.state.swap(j, last)
         self.window.swap_columns(j, last)
-        amplification = self.state.remove_basis(last)
+        account = self.state.remove_basis(last)
         self.window.demote(last)
         column_id = int(self.window.ids[last])
         if not keep_as_candidate:
             self.window.drop_column(last)
-        self._after_update(amplification)
+        self._after_update(account)
         return column_id
 
     def set_lambda(self, j: int, lam: float) -> None:
@@ -441,9 +456,9 @@ class IncrementalRidge:
         lam = _as_lambda(lam)
         self.state._check_index(j)
         gram = self.window.gram_model
-        amplification = self.state.set_lambda(j, lam, gram[:, j].copy(), float(gram[j, j]),
-                                              float(self.window.cross_y_model[j]))
-        self._after_update(amplification)
+        account = self.state.set_lambda(j, lam, gram[:, j].copy(), float(gram[j, j]),
+                                        float(self.window.cross_y_model[j]))
+        self._after_update(account)
 
     # -- numerical health (DESIGN.md §4) --------------------------------------------------
     def condition_bound(self) -> float:
@@ -456,42 +471,71 @@ class IncrementalRidge:
         diag_a = np.diagonal(self.window.gram_model) + self.state.lambdas
         return float(np.max(diag_a) * np.max(np.diagonal(self.state.variance)))
 
-    def _after_update(self, amplification: float = 1.0, pattern: bool = False) -> None:
+    def _statistics_cancellation(self, h_old: np.ndarray) -> tuple[float, float]:
+        """Error account of subtracting a pattern from ``G``: its diagonal loses the digits
+        by which ``hᵢ²`` exceeds what is left, ``max hᵢ²/Gᵢᵢ``."""
+        if not len(h_old):
+            return 1.0, 0.0
+        left = np.diagonal(self.window.gram_model)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(left > 0.0, h_old * h_old / left, 0.0)
+        return 1.0, float(np.max(ratio))
+
+    def _account(self, account: tuple[float, float]) -> None:
+        propagation, fresh = account
+        self._error_estimate = self._error_estimate * propagation + fresh
+
+    def _after_update(self, *accounts: tuple[float, float], pattern: bool = False) -> None:
         """Decide whether the incremental result can be trusted, else refresh.
 
-        * An update whose denominator cancelled by more than four digits
-          (``amplification > 1e4``) is replaced by a refresh.
+        * A first-order estimate of the relative error in S, in units of machine ε, is
+          carried from operation to operation (each reports how it propagates the old error
+          and how much it adds, see :meth:`RidgeState.add_pattern`). Past ``1e5`` ε
+          (about 1e-11) the state is refreshed.
         * Cheap O(M) checks every time: positive diagonal of S, finite weights.
         * The O(M²) drift probe every ``check_every`` operations, and after every operation
           while the system is badly conditioned (``condition_bound() > 1e6``), when rounding
           in S grows fastest.
         * A full refresh every ``refresh_every`` patterns.
         """
+        for account in accounts:
+            self._account(account)
         if pattern:
             self._since_refresh += 1
             if self._since_refresh >= self.refresh_every:
-                self.refresh()
+                self._safe_refresh()
                 return
         if self.window.n_stored == 0 and self.window.memory == "window":
-            self.window.refresh()  # an empty window has exactly zero statistics
+            # An empty window has exactly zero statistics and the weights exactly zero.
+            self._safe_refresh()
+            return
         self._since_check += 1
         diag = np.diagonal(self.state.variance)
-        healthy = (amplification <= 1e4 and bool(np.all(diag > 0.0))
+        healthy = (self._error_estimate <= 1e5 and bool(np.all(diag > 0.0))
                    and bool(np.all(np.isfinite(self.state.weights))))
         if healthy and (self._since_check >= self.check_every
                         or self.condition_bound() > 1e6):
             self._since_check = 0
             healthy = self.drift() <= self.drift_tolerance
         if not healthy:
-            try:
-                self.refresh()
-            except IllConditionedError:
-                # The operation itself passed its checks; the system is singular to working
-                # precision. Keep the incremental answer and say so rather than fail an
-                # update that has already been applied.
-                self.ill_conditioned = True
-            else:
-                self.ill_conditioned = False
+            self._safe_refresh()
+
+    def _safe_refresh(self) -> None:
+        try:
+            self.refresh()
+        except IllConditionedError:
+            # The operation itself passed its checks; the system is singular to working
+            # precision. Keep the incremental answer and say so rather than fail an update
+            # that has already been applied.
+            self.ill_conditioned = True
+        else:
+            self.ill_conditioned = False
+
+    def check_health(self) -> float:
+        """Probe the drift now and refresh if it exceeds the tolerance; returns the drift."""
+        self._since_check = self.check_every
+        self._after_update()
+        return self.drift()
 
     def drift(self) -> float:
         """Relative residual ``‖S(G + Λ)v − v‖/‖v‖`` for a fixed probe v: O(M²)."""
@@ -507,6 +551,7 @@ class IncrementalRidge:
         self.window.refresh()
         self.state.refresh(self.window.gram_model, self.window.cross_y_model)
         self.n_refreshes += 1
+        self._error_estimate = 1.0
         self._since_refresh = 0
         self._since_check = 0
 

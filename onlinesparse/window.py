@@ -110,6 +110,29 @@ class WindowStatistics:
         self._head = 0
         self.n_stored = 0
 
+    # -- pickling: only what is in use, so a checkpoint does not carry spare capacity ------
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        n = self.n_columns
+        state["_gram"] = self._gram[:n, :n].copy()
+        state["_cross_y"] = self._cross_y[:n].copy()
+        state["ids"] = self.ids[:n].copy()
+        state["_H"] = self._H[:, :n].copy()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        n = self.n_columns
+        cap = max(n, 1)
+        gram = np.zeros((cap, cap))
+        gram[:n, :n] = self._gram
+        self._gram = gram
+        self._cross_y = np.concatenate([self._cross_y, np.zeros(cap - n)])
+        self.ids = np.concatenate([self.ids, np.zeros(cap - n, dtype=np.int64)])
+        H = np.zeros((self._H.shape[0], cap))
+        H[:, :n] = self._H
+        self._H = H
+
     # -- views ----------------------------------------------------------------------------
     @property
     def stores_patterns(self) -> bool:

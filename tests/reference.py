@@ -51,7 +51,8 @@ def from_scratch(model, weights: np.ndarray | None = None) -> dict[str, object]:
         "uev": error / dof if dof > 0 else math.inf,
         "fpe": (p + gamma) / dof * error / p if dof > 0 else math.inf,
         "bic": (p + (math.log(p) - 1) * gamma) / dof * error / p if dof > 0 and p > 1 else math.inf,
-        "loo": float(np.mean((Py / diag) ** 2)) if np.all(diag > 1e-10) else math.inf,
+        "loo": (float(np.mean((Py / diag) ** 2)) if len(y) and np.all(diag > 1e-10)
+                else math.inf),
     }
     return out
 
