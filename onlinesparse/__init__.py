@@ -15,4 +15,15 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
 
-__all__ = ["__version__"]
+from onlinesparse import batch
+from onlinesparse.lin1 import Lin1MultiTargetRegressor, Lin1Regressor
+from onlinesparse.vbls import VBLSClassifier, VBLSRegressor
+
+__all__ = [
+    "__version__",
+    "batch",
+    "Lin1Regressor",
+    "Lin1MultiTargetRegressor",
+    "VBLSRegressor",
+    "VBLSClassifier",
+]

@@ -1,0 +1,487 @@
+"""lin-1: the DELVE linear baseline (Rasmussen 1996, seed 004) as river regressors.
+
+The model is ``f(x) = w₀ + Σᵢ wᵢxᵢ`` fitted by maximum likelihood (least squares). Its
+equations, lost in the machine-converted text of seed 004, are restated in DESIGN.md §5:
+
+* ``A = XᵀX`` over the inputs augmented with a constant 1 (``m + 1`` square);
+* SVD ``A = U diag(s) Vᵀ``; the reciprocal of ``sᵢ`` is set to 0 whenever
+  ``sᵢ < 10⁻⁶ · max(s)``, giving the regularised inverse ``A⁺`` (seed 004 eq. 5);
+* ``w = A⁺ Xᵀy`` (eq. 6);
+* ``σ̂² = SSE / (n − k)`` with ``k`` the number of singular values kept (eq. 7);
+* the predictive distribution at ``x*`` is Gaussian with mean ``wᵀx*`` and variance
+  ``σ̂²(1 + x*ᵀA⁺x*)`` (eq. 9);
+* several outputs share the one decomposition of ``A`` (last paragraph of seed 004).
+
+Streaming
+---------
+Nothing is stored per sample. The sufficient statistics ``XᵀX``, ``Xᵀy``, ``yᵀy`` and ``n`` are
+kept in a numerically stable parametrisation: the count, the running means of inputs and
+targets and their centred co-moment matrix (Welford's update). The augmented ``XᵀX`` and
+``Xᵀy`` are rebuilt from them exactly when needed, and the training error
+``yᵀy − 2wᵀXᵀy + wᵀXᵀXw`` is evaluated in centred coordinates — the same quadratic form, but
+without the cancellation that accumulating raw sums of squares suffers when the data have a
+large offset. The SVD is done lazily, the first time a prediction (or a diagnostic) follows new
+data.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import numpy as np
+from river import base, proba
+
+__all__ = ["Lin1Regressor", "Lin1MultiTargetRegressor"]
+
+# The three river checks that feed a model a changing set of features. A fixed-schema model
+# rejects such samples by design (river's own scikit-learn wrappers skip the same three).
+_FEATURE_DRIFT_CHECKS = frozenset({
+    "check_emerging_features",
+    "check_disappearing_features",
+    "check_radically_disappearing_features",
+})
+
+
+def _order_key(name: Hashable) -> tuple[str, str]:
+    # Feature names may be of mixed types; a key on (type, repr) orders any hashable names
+    # deterministically, so two models fed the same dicts in a different key order build the
+    # same matrices (river's check_shuffle_features_no_impact).
+    return type(name).__name__, repr(name)
+
+
+def _as_number(value: Any, what: str) -> float:
+    """``value`` as a finite float, or a ``ValueError`` naming ``what``."""
+    if isinstance(value, bool | np.bool_) or isinstance(value, numbers.Real):
+        number = float(value)
+    else:
+        raise ValueError(f"{what} has a non-numeric value {value!r} ({type(value).__name__})")
+    if not math.isfinite(number):
+        raise ValueError(f"{what} is not finite ({number})")
+    return number
+
+
+class _Lin1Base(base.Estimator):
+    """State and numerics shared by the single- and multi-target lin-1 estimators.
+
+    Layout of the running statistics: the vector ``z = (x₁ … x_d, y₁ … y_t)`` of the current
+    sample has running mean ``_mean`` and centred co-moment matrix
+    ``_comoment = Σ (z − z̄)(z − z̄)ᵀ``, both of size ``d + t``.
+    """
+
+    def __init__(self, rcond: float = 1e-6, sparse: bool = False) -> None:
+        if not (isinstance(rcond, numbers.Real) and 0.0 <= float(rcond) < 1.0):
+            raise ValueError(f"rcond must be in [0, 1), got {rcond!r}")
+        self.rcond = rcond
+        self.sparse = sparse
+        self._features: list[Hashable] = []
+        self._feature_index: dict[Hashable, int] = {}
+        self._targets: list[Hashable] = []
+        self._count = 0
+        self._mean = np.zeros(0)
+        self._comoment = np.zeros((0, 0))
+        self._fit: dict[str, Any] | None = None
+
+    # -- river plumbing ---------------------------------------------------------------------
+    def _unit_test_skips(self) -> set[str]:
+        # A fixed schema is the documented behaviour of the default (non-sparse) model.
+        return set() if self.sparse else set(_FEATURE_DRIFT_CHECKS)
+
+    @property
+    def n_samples(self) -> int:
+        """Number of samples learnt so far."""
+        return self._count
+
+    @property
+    def features(self) -> list[Hashable]:
+        """Input names in the order of the rows of ``XᵀX`` (after the constant)."""
+        return list(self._features)
+
+    # -- validation (no state is touched here) ----------------------------------------------
+    def _parse_inputs(self, x: Any, learning: bool) -> tuple[np.ndarray, list[Hashable]]:
+        """Values of ``x`` in the model's feature order, plus the names it would add.
+
+        Raises ``ValueError`` naming the offending feature; never modifies the model.
+        """
+        if not isinstance(x, Mapping):
+            raise ValueError(f"x must be a dict of features, got {type(x).__name__}")
+        values = {name: _as_number(value, f"feature {name!r}") for name, value in x.items()}
+        known = self._feature_index
+        unseen = sorted((name for name in values if name not in known), key=_order_key)
+        first_sample = self._count == 0
+        if not self.sparse and not first_sample:
+            if unseen:
+                raise ValueError(
+                    f"feature {unseen[0]!r} was not in the first sample; this model has a fixed "
+                    "set of inputs (use sparse=True to treat absent features as 0)"
+                )
+            missing = [name for name in self._features if name not in values]
+            if missing:
+                raise ValueError(
+                    f"feature {missing[0]!r} is missing; every sample must carry the features "
+                    "of the first one (use sparse=True to treat absent features as 0)"
+                )
+        if not learning:
+            # Prediction never grows the schema: unseen features have no weight (sparse mode)
+            # and are rejected above otherwise.
+            unseen = []
+        row = np.zeros(len(self._features) + len(unseen))
+        for name, value in values.items():
+            position = known.get(name)
+            if position is not None:
+                row[position] = value
+        for offset, name in enumerate(unseen):
+            row[len(self._features) + offset] = values[name]
+        return row, unseen
+
+    # -- learning ---------------------------------------------------------------------------
+    def _learn(self, row: np.ndarray, unseen: list[Hashable], targets: np.ndarray) -> None:
+        """Welford update of the running means and co-moments with ``z = (row, targets)``."""
+        n_features = len(self._features)
+        if unseen:
+            # A feature first seen now was 0 in every earlier sample (sparse convention): its
+            # mean and every co-moment involving it are exactly 0, so the statistics grow by
+            # zero rows and columns, inserted before the target block.
+            grow = len(unseen)
+            mean = np.insert(self._mean, n_features, np.zeros(grow))
+            comoment = np.insert(self._comoment, [n_features] * grow, 0.0, axis=0)
+            comoment = np.insert(comoment, [n_features] * grow, 0.0, axis=1)
+            self._mean, self._comoment = mean, comoment
+            for name in unseen:
+                self._feature_index[name] = len(self._features)
+                self._features.append(name)
+        z = np.concatenate([row, targets])
+        count = self._count + 1
+        delta = z - self._mean
+        self._mean = self._mean + delta / count
+        # Σ(z − z̄)(z − z̄)ᵀ grows by (n/(n+1))·δδᵀ; written this way it stays exactly symmetric.
+        self._comoment = self._comoment + (self._count / count) * np.outer(delta, delta)
+        self._count = count
+        self._fit = None
+
+    # -- the lin-1 fit (seed 004 eqs. 5–7) ---------------------------------------------------
+    def _raw_statistics(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Augmented ``XᵀX`` ((d+1)²), ``XᵀY`` ((d+1) × t) and ``diag(YᵀY)`` (t,)."""
+        d = len(self._features)
+        n = float(self._count)
+        mean_x, mean_y = self._mean[:d], self._mean[d:]
+        cxx = self._comoment[:d, :d]
+        cxy = self._comoment[:d, d:]
+        cyy = np.diag(self._comoment[d:, d:])
+        gram = np.empty((d + 1, d + 1))
+        gram[0, 0] = n
+        gram[0, 1:] = gram[1:, 0] = n * mean_x
+        gram[1:, 1:] = cxx + n * np.outer(mean_x, mean_x)
+        cross = np.empty((d + 1, len(mean_y)))
+        cross[0] = n * mean_y
+        cross[1:] = cxy + n * np.outer(mean_x, mean_y)
+        yy = cyy + n * mean_y * mean_y
+        return gram, cross, yy
+
+    def _ensure_fit(self) -> dict[str, Any]:
+        """Decompose ``A`` once per batch of new data (lazy, DESIGN.md §5)."""
+        if self._fit is not None:
+            return self._fit
+        d = len(self._features)
+        n = float(self._count)
+        gram, cross, _ = self._raw_statistics()
+        # seed 004 eq. 5: SVD of A, reciprocal of sᵢ set to 0 when sᵢ < rcond·max(s).
+        u, s, vt = np.linalg.svd(gram)
+        top = s[0] if len(s) else 0.0
+        keep = s >= self.rcond * top if top > 0.0 else np.zeros(len(s), dtype=bool)
+        inv_s = np.zeros_like(s)
+        inv_s[keep] = 1.0 / s[keep]
+        pinv = (vt.T * inv_s) @ u.T
+        pinv = 0.5 * (pinv + pinv.T)
+        weights = pinv @ cross  # eq. 6, one column per target
+        n_kept = int(np.count_nonzero(keep))
+        # Training error yᵀy − 2wᵀXᵀy + wᵀXᵀXw, evaluated in centred coordinates: with
+        # w = (b, v), SSE = Cyy − 2vᵀCxy + vᵀCxx v + n(ȳ − b − vᵀx̄)².
+        mean_x, mean_y = self._mean[:d], self._mean[d:]
+        cxx = self._comoment[:d, :d]
+        cxy = self._comoment[:d, d:]
+        cyy = np.diag(self._comoment[d:, d:])
+        bias, slopes = weights[0], weights[1:]
+        offset = mean_y - bias - mean_x @ slopes
+        sse = (cyy - 2.0 * np.einsum("it,it->t", slopes, cxy)
+               + np.einsum("it,it->t", slopes, cxx @ slopes) + n * offset * offset)
+        sse = np.maximum(sse, 0.0)
+        # eq. 7; undefined when n ≤ k (no degrees of freedom left): +inf, so that the
+        # predictive distribution is honest about knowing nothing of the noise.
+        dof = n - n_kept
+        noise_var = sse / dof if dof > 0 else np.full(len(sse), math.inf)
+        self._fit = {
+            "pinv": pinv,
+            "weights": weights,
+            "n_kept": n_kept,
+            "sse": sse,
+            "noise_var": noise_var,
+        }
+        return self._fit
+
+    def _predict_arrays(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Predictive means and variances (one per target) at ``x`` (seed 004 eq. 9)."""
+        n_targets = max(len(self._targets), 1)
+        if self._count == 0:
+            # River convention: predict 0 before any data; nothing is known about the noise.
+            if not isinstance(x, Mapping):
+                raise ValueError(f"x must be a dict of features, got {type(x).__name__}")
+            for name, value in x.items():
+                _as_number(value, f"feature {name!r}")
+            return np.zeros(n_targets), np.full(n_targets, math.inf)
+        row, _ = self._parse_inputs(x, learning=False)
+        fit = self._ensure_fit()
+        augmented = np.concatenate([[1.0], row])
+        means = augmented @ fit["weights"]
+        leverage = max(float(augmented @ fit["pinv"] @ augmented), 0.0)
+        with np.errstate(invalid="ignore"):
+            variances = fit["noise_var"] * (1.0 + leverage)
+        return means, variances
+
+    # -- reporting --------------------------------------------------------------------------
+    def _relevance_matrix(self) -> np.ndarray:
+        """|slope| × running (population) standard deviation of the input, per target."""
+        fit = self._ensure_fit()
+        d = len(self._features)
+        std = np.sqrt(np.maximum(np.diag(self._comoment[:d, :d]), 0.0) / self._count)
+        return np.abs(fit["weights"][1:]) * std[:, None]
+
+    def _base_diagnostics(self) -> dict[str, float]:
+        if self._count == 0:
+            return {"n_basis": 0.0, "n_samples": 0.0, "noise_std": math.inf}
+        fit = self._ensure_fit()
+        return {
+            "n_basis": float(fit["n_kept"]),
+            "n_samples": float(self._count),
+            # One number for all targets: the root of the mean noise variance.
+            "noise_std": math.sqrt(float(np.mean(fit["noise_var"]))),
+        }
+
+
+class Lin1Regressor(_Lin1Base, base.Regressor):
+    """The DELVE linear model lin-1 (Rasmussen 1996) learnt from a stream.
+
+    Maximum-likelihood linear regression with a bias, whose normal equations are solved through
+    an SVD of ``A = XᵀX`` with the reciprocals of tiny singular values set to zero (seed 004
+    eqs. 5–6; DESIGN.md §5). Only ``XᵀX``, ``Xᵀy``, ``yᵀy`` and ``n`` are kept (as running means
+    and centred co-moments), so each ``learn_one`` costs O(d²) and memory does not grow with
+    the stream. The decomposition is redone lazily when a prediction follows new data, O(d³).
+
+    Parameters
+    ----------
+    rcond
+        Relative cut-off of seed 004 eq. 5: the reciprocal of a singular value ``sᵢ`` of ``A``
+        is set to 0 when ``sᵢ < rcond · max(s)``. The paper's value, 10⁻⁶, is a conservative
+        estimate of machine precision for normalised inputs; ``A``'s conditioning depends on
+        the scale of the inputs, so put a ``preprocessing.StandardScaler`` in front of the
+        model as DELVE normalises its data.
+    sparse
+        ``False`` (default): the first sample fixes the set of inputs and a sample that lacks
+        one of them, or brings a new one, is rejected with a ``ValueError``. ``True``: river's
+        sparse convention — an absent feature is 0, a feature first seen later was 0 in every
+        earlier sample (the statistics grow by zero rows, which is exact under that
+        convention), and a feature never seen in training is ignored at prediction time.
+
+    Notes
+    -----
+    * **Noise and predictive distribution.** ``σ̂² = SSE/(n − k)`` (seed 004 eq. 7) with ``k``
+      the number of singular values kept; the training error comes from the statistics,
+      ``yᵀy − 2wᵀXᵀy + wᵀXᵀXw``. ``predict_one(x, with_dist=True)`` returns a
+      ``river.proba.Gaussian`` with mean ``wᵀx*`` and variance ``σ̂²(1 + x*ᵀA⁺x*)`` (eq. 9),
+      with ``x*`` the augmented input.
+    * **Too few samples.** When ``n ≤ k`` the noise estimate is undefined; then ``σ̂² = +inf``,
+      so the predictive standard deviation is ``inf`` (the mean is still ``wᵀx*``) and
+      ``diagnostics()["noise_std"]`` is ``inf``. Before any data the prediction is 0 (river's
+      convention) with infinite variance.
+    * **Bad input** — a non-dict ``x``, a non-numeric, NaN or infinite feature or target, and
+      (unless ``sparse``) a missing or new feature — raises ``ValueError`` naming the feature
+      and leaves the model exactly as it was.
+    * ``input_relevance()`` is ``|wᵢ|`` times the running (population) standard deviation of
+      input ``i``: the typical change in prediction that input causes.
+
+    Examples
+    --------
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> from onlinesparse.lin1 import Lin1Regressor
+
+    >>> model = preprocessing.StandardScaler() | Lin1Regressor()
+    >>> evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
+    MAE: 0.886991
+
+    A noisy plane ``y = 1 + 2a − b``; the predictive distribution and the diagnostics:
+
+    >>> model = Lin1Regressor()
+    >>> for i in range(100):
+    ...     x = {"a": i % 10, "b": i % 7}
+    ...     model.learn_one(x, 1 + 2 * x["a"] - x["b"] + ((i * 37) % 11 - 5) / 10)
+    >>> model.predict_one({"a": 3, "b": 2}, with_dist=True)
+    𝒩(μ=4.993, σ=0.326)
+    >>> {name: round(w, 3) for name, w in model.weights.items()}, round(model.intercept, 3)
+    ({'a': 1.998, 'b': -0.995}, 0.989)
+    >>> model.diagnostics()["n_basis"]
+    3.0
+    """
+
+    def __init__(self, rcond: float = 1e-6, sparse: bool = False) -> None:
+        super().__init__(rcond=rcond, sparse=sparse)
+        self._targets = ["y"]
+        # One target: the statistics start with its (empty) slot.
+        self._mean = np.zeros(1)
+        self._comoment = np.zeros((1, 1))
+
+    def learn_one(self, x: dict, y: float) -> None:
+        """Update ``XᵀX``, ``Xᵀy``, ``yᵀy`` and ``n`` with one sample, O(d²).
+
+        Raises
+        ------
+        ValueError
+            On bad input (see the class notes); the model is then left unchanged.
+        """
+        row, unseen = self._parse_inputs(x, learning=True)
+        target = _as_number(y, "target y")
+        self._learn(row, unseen, np.array([target]))
+
+    def predict_one(self, x: dict, with_dist: bool = False) -> float | proba.Gaussian:
+        """Predictive mean ``wᵀx*``, or the Gaussian predictive distribution (seed 004 eq. 9).
+
+        Parameters
+        ----------
+        x
+            A dict of features.
+        with_dist
+            Return a ``river.proba.Gaussian`` with variance ``σ̂²(1 + x*ᵀA⁺x*)`` instead of
+            the mean.
+        """
+        means, variances = self._predict_arrays(x)
+        mean = float(means[0])
+        if not with_dist:
+            return mean
+        return proba.Gaussian._from_state(n=1, m=mean, var=float(variances[0]), ddof=0)
+
+    @property
+    def weights(self) -> dict[Hashable, float]:
+        """Fitted slope of each input (``w₁ … w_d`` of seed 004 eq. 1)."""
+        if self._count == 0:
+            return {}
+        slopes = self._ensure_fit()["weights"][1:, 0]
+        return dict(zip(self._features, slopes.tolist(), strict=True))
+
+    @property
+    def intercept(self) -> float:
+        """Fitted bias ``w₀``."""
+        if self._count == 0:
+            return 0.0
+        return float(self._ensure_fit()["weights"][0, 0])
+
+    def diagnostics(self) -> dict[str, float]:
+        """``n_basis`` (k, parameters not zeroed), ``noise_std`` (σ̂, inf when n ≤ k) and
+        ``n_samples``."""
+        return self._base_diagnostics()
+
+    def input_relevance(self) -> dict[Hashable, float]:
+        """``|wᵢ| · std(xᵢ)`` for each input, with the running population standard deviation."""
+        if self._count == 0:
+            return {}
+        relevance = self._relevance_matrix()[:, 0]
+        return dict(zip(self._features, relevance.tolist(), strict=True))
+
+
+class Lin1MultiTargetRegressor(_Lin1Base, base.MultiTargetRegressor):
+    """lin-1 with several outputs sharing one decomposition of ``A = XᵀX`` (seed 004).
+
+    The weights of every output come from the same regularised inverse ``A⁺``; each output has
+    its own noise estimate ``σ̂ⱼ² = SSEⱼ/(n − k)`` and its own Gaussian predictive distribution
+    (the joint density is taken as Gaussian with diagonal covariance, as in seed 004). The
+    first sample fixes the set of targets; a sample with a missing or new target is rejected.
+    Everything else — parameters, streaming statistics, bad-input handling, ``n ≤ k`` — is as
+    in :class:`Lin1Regressor`.
+
+    Parameters
+    ----------
+    rcond
+        Relative cut-off for singular values of ``A`` (seed 004 eq. 5).
+    sparse
+        River's sparse convention for features (see :class:`Lin1Regressor`).
+
+    Examples
+    --------
+    >>> from onlinesparse.lin1 import Lin1MultiTargetRegressor
+    >>> model = Lin1MultiTargetRegressor()
+    >>> for t in range(20):
+    ...     x = {"a": t / 10, "b": (t % 3) / 2}
+    ...     model.learn_one(x, {"sum": x["a"] + x["b"], "diff": x["a"] - x["b"] + 1})
+    >>> {k: round(v, 6) for k, v in model.predict_one({"a": 1.0, "b": 0.5}).items()}
+    {'diff': 1.5, 'sum': 1.5}
+    """
+
+    def __init__(self, rcond: float = 1e-6, sparse: bool = False) -> None:
+        super().__init__(rcond=rcond, sparse=sparse)
+
+    def _parse_targets(self, y: Any) -> tuple[np.ndarray, list[Hashable]]:
+        if not isinstance(y, Mapping):
+            raise ValueError(f"y must be a dict of targets, got {type(y).__name__}")
+        values = {name: _as_number(value, f"target {name!r}") for name, value in y.items()}
+        if self._count == 0:
+            names = sorted(values, key=_order_key)
+            if not names:
+                raise ValueError("y has no targets")
+            return np.array([values[name] for name in names]), names
+        for name in values:
+            if name not in self._targets:
+                raise ValueError(f"target {name!r} was not in the first sample")
+        for name in self._targets:
+            if name not in values:
+                raise ValueError(f"target {name!r} is missing")
+        return np.array([values[name] for name in self._targets]), self._targets
+
+    def learn_one(self, x: dict, y: dict) -> None:  # type: ignore[override]
+        """Update the shared statistics with one sample (O((d + t)²)).
+
+        Raises
+        ------
+        ValueError
+            On bad input; the model is then left unchanged.
+        """
+        row, unseen = self._parse_inputs(x, learning=True)
+        targets, names = self._parse_targets(y)
+        if self._count == 0:
+            t = len(names)
+            self._targets = list(names)
+            self._mean = np.zeros(len(self._features) + t)
+            self._comoment = np.zeros((len(self._features) + t,) * 2)
+        self._learn(row, unseen, targets)
+
+    def predict_one(self, x: dict, with_dist: bool = False
+                    ) -> dict[Hashable, float] | dict[Hashable, proba.Gaussian]:
+        """Predictive mean of each target, or each target's Gaussian predictive distribution."""
+        if self._count == 0:
+            # No target is known before the first sample: nothing to predict (but x is still
+            # validated).
+            self._predict_arrays(x)
+            return {}
+        means, variances = self._predict_arrays(x)
+        if not with_dist:
+            return dict(zip(self._targets, means.tolist(), strict=True))
+        return {
+            name: proba.Gaussian._from_state(n=1, m=float(m), var=float(v), ddof=0)
+            for name, m, v in zip(self._targets, means, variances, strict=True)
+        }
+
+    def diagnostics(self) -> dict[str, float]:
+        """``n_basis`` (k), ``noise_std`` (root mean σ̂² over targets), ``n_samples`` and one
+        ``noise_std[<target>]`` per target."""
+        out = self._base_diagnostics()
+        if self._count:
+            noise_var = self._ensure_fit()["noise_var"]
+            for name, var in zip(self._targets, noise_var, strict=True):
+                out[f"noise_std[{name}]"] = math.sqrt(float(var))
+        return out
+
+    def input_relevance(self) -> dict[Hashable, float]:
+        """``max over targets of |wᵢⱼ| · std(xᵢ)`` for each input."""
+        if self._count == 0:
+            return {}
+        relevance = self._relevance_matrix().max(axis=1) if self._targets else []
+        return dict(zip(self._features, np.asarray(relevance).tolist(), strict=True))
