@@ -17,11 +17,13 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 from onlinesparse import batch
 from onlinesparse.lin1 import Lin1MultiTargetRegressor, Lin1Regressor
+from onlinesparse.rbf import SparseRBFRegressor
 from onlinesparse.vbls import VBLSClassifier, VBLSRegressor
 
 __all__ = [
     "__version__",
     "batch",
+    "SparseRBFRegressor",
     "Lin1Regressor",
     "Lin1MultiTargetRegressor",
     "VBLSRegressor",

@@ -241,15 +241,21 @@ class WindowStatistics:
         self._ensure_columns(n + 1)
         self.basis.append(spec)
         if self.n_stored:
-            order = self._order()
-            column = self.basis.evaluate_many(self._X[order], n, n + 1)[:, 0]
-            weighted = column * self.stored_weights()
-            cross = weighted @ self._H[order, :n]
+            # Sums are order-free, so work in storage order: once the ring is full every
+            # slot is a pattern and the stored rows are used in place, without a copy.
+            slots = (slice(None) if self.n_stored == len(self._y)
+                     else (self._head + np.arange(self.n_stored)) % len(self._y))
+            column = self.basis.evaluate_many(self._X[slots], n, n + 1)[:, 0]
+            weighted = column
+            if self.factor != 1.0:
+                ages = (np.arange(len(self._y))[slots] - self._head) % len(self._y)
+                weighted = column * self.factor ** (self.n_stored - 1 - ages)
+            cross = weighted @ self._H[slots, :n]
             self._gram[:n, n] = cross
             self._gram[n, :n] = cross
             self._gram[n, n] = weighted @ column
-            self._cross_y[n] = weighted @ self._y[order]
-            self._H[order, n] = column
+            self._cross_y[n] = weighted @ self._y[slots]
+            self._H[slots, n] = column
         else:
             self._gram[: n + 1, n] = 0.0
             self._gram[n, : n + 1] = 0.0

@@ -1,0 +1,110 @@
+"""The buffer manager: proposes kernel centres from the stream and keeps the candidate pool.
+
+A new input becomes a candidate centre when it is *novel* — its squared distance to every
+tracked centre exceeds ``novelty`` times the squared middle radius — or *badly
+predicted* — its error
+before learning exceeds ``error_threshold`` predictive standard deviations. Each proposal
+enters the pool once per radius in ``radii``, so that kernels of several widths compete
+for the same data through GCV (the width is selected, not tuned by hand). At most
+``max_new_per_sample`` columns are computed per sample (each costs O(W·n) over the stored
+window), the rest wait in a short queue; when the pool is full the candidate that has
+proved least useful (lowest GCV gain at its last evaluation, oldest first among the
+never-evaluated after the evaluated useless ones) is evicted. The statistics of every
+candidate are exact: they live in the
+window's Gram matrix beside the model's.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from onlinesparse.kernels import BasisSpec
+from onlinesparse.ridge import IncrementalRidge
+
+__all__ = ["BufferManager"]
+
+
+@dataclass
+class BufferManager:
+    """Candidate pool of kernel basis functions.
+
+    Parameters
+    ----------
+    radii
+        Kernel radii proposed for every new centre.
+    kernel
+        Radial type (see :mod:`onlinesparse.kernels`).
+    capacity
+        Maximum number of candidates in the pool (protected ones included).
+    novelty
+        A centre is novel when its squared distance to every tracked centre exceeds
+        ``novelty`` times the squared middle radius of ``radii``.
+    error_threshold
+        ...or when ``|y − ŷ| > error_threshold · σ̂``.
+    max_new_per_sample
+        New candidate columns computed per sample.
+    """
+
+    radii: tuple[float, ...]
+    kernel: str = "gaussian"
+    capacity: int = 30
+    novelty: float = 0.25
+    error_threshold: float = 2.0
+    max_new_per_sample: int = 1
+    queue: deque = field(default_factory=lambda: deque(maxlen=8))
+    scores: dict[int, float] = field(default_factory=dict)
+    protected: set[int] = field(default_factory=set)
+    n_proposed: int = 0
+    n_evicted: int = 0
+
+    @property
+    def _reference_radius(self) -> float:
+        """The middle proposed radius: the scale novelty is measured in."""
+        return float(np.median(self.radii))
+
+    def consider(self, model: IncrementalRidge, x: np.ndarray, error: float,
+                 noise_std: float) -> None:
+        """Look at a learned input; maybe queue it as a centre; add ≤ max_new candidates."""
+        basis = model.window.basis
+        radial = basis.radial_mask
+        if radial.any():
+            centres = basis.centres[radial]
+            nearest = float(np.min(np.einsum("ij,ij->i", centres - x, centres - x)))
+            novel = nearest > self.novelty * self._reference_radius ** 2
+        else:
+            novel = True
+        badly_predicted = noise_std > 0 and abs(error) > self.error_threshold * noise_std
+        if novel or badly_predicted:
+            self.n_proposed += 1
+            for radius in self.radii:
+                self.queue.append(BasisSpec.radial(x, radius, self.kernel))
+        # Basis functions the pruner sends back to the pool can overfill it: trim first.
+        while model.window.n_candidates > self.capacity and self._evict(model):
+            pass
+        for _ in range(min(self.max_new_per_sample, len(self.queue))):
+            if model.window.n_candidates >= self.capacity and not self._evict(model):
+                break
+            model.add_candidate(self.queue.popleft())
+
+    def _evict(self, model: IncrementalRidge) -> bool:
+        window = model.window
+        worst, worst_position = None, -1
+        for position in range(window.n_model, window.n_columns):
+            column_id = int(window.ids[position])
+            if column_id in self.protected:
+                continue
+            # Lowest GCV gain first; a never-evaluated candidate counts as gain 0 but goes
+            # after the evaluated useless ones, and among equals the oldest (lowest id) goes.
+            score = self.scores.get(column_id)
+            key = (0.0 if score is None else score, score is None, column_id)
+            if worst is None or key < worst:
+                worst, worst_position = key, position
+        if worst is None:
+            return False
+        self.scores.pop(int(window.ids[worst_position]), None)
+        window.drop_column(worst_position)
+        self.n_evicted += 1
+        return True

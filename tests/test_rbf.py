@@ -1,0 +1,197 @@
+"""SparseRBFRegressor: river conformance, exactness against batch ridge, Orr's 6.5 example."""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from river import checks, datasets, preprocessing, proba
+
+from onlinesparse import SparseRBFRegressor
+from onlinesparse.criteria import global_lambda_reestimate
+from onlinesparse.kernels import BasisSpec
+from onlinesparse.pruner import local_ridge
+from onlinesparse.ridge import IncrementalRidge
+
+
+def _stream(n: int, seed: int = 0, d: int = 3):
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        x = rng.uniform(-2, 2, d)
+        y = np.sin(2 * x[0]) + 0.5 * x[1] ** 2 + 0.1 * rng.standard_normal()
+        yield {f"x{i}": float(v) for i, v in enumerate(x)}, float(y)
+
+
+def test_check_estimator_with_default_parameters():
+    checks.check_estimator(SparseRBFRegressor())
+
+
+def test_predicts_zero_before_any_data():
+    model = SparseRBFRegressor()
+    assert model.predict_one({"a": 1.0}) == 0.0
+    dist = model.predict_one({"a": 1.0}, with_dist=True)
+    assert isinstance(dist, proba.Gaussian) and dist.mu == 0.0 and dist.sigma > 0
+
+
+def test_learns_a_nonlinear_function_with_calibrated_uncertainty():
+    model = SparseRBFRegressor(max_basis=40, window=400)
+    data = list(_stream(1500))
+    for x, y in data[:1200]:
+        model.learn_one(x, y)
+    errors, z = [], []
+    for x, y in data[1200:]:
+        dist = model.predict_one(x, with_dist=True)
+        errors.append(y - dist.mu)
+        z.append((y - dist.mu) / dist.sigma)
+    rmse = float(np.sqrt(np.mean(np.square(errors))))
+    assert rmse < 0.25  # target std ≈ 0.75, noise 0.1
+    assert 0.6 < float(np.std(z)) < 1.6
+    diag = model.diagnostics()
+    assert 1 <= diag["n_basis"] <= 40 and math.isfinite(diag["gcv"])
+    relevance = model.input_relevance()
+    assert relevance["x2"] < 0.2 * min(relevance["x0"], relevance["x1"])  # x2 is unused
+
+
+def test_window_weights_equal_batch_ridge_on_the_last_patterns():
+    """With the basis set and λ's frozen, learn_one over a bounded window W gives the batch
+    ridge solution on the last W patterns (1e-8)."""
+    model = SparseRBFRegressor(window=60, max_basis=15)
+    data = list(_stream(400, seed=3))
+    for x, y in data[:200]:
+        model.learn_one(x, y)
+    model.evaluations_per_sample = 0  # freeze the basis set: only patterns move now
+    ridge = model.model
+    assert ridge.size >= 3
+    for x, y in data[200:]:
+        model.learn_one(x, y)
+    X = np.array([[x[k] for k in sorted(x)] for x, _ in data[-60:]])
+    y = np.array([t for _, t in data[-60:]])
+    H = ridge.window.basis.evaluate_many(X, 0, ridge.size)
+    w = np.linalg.solve(H.T @ H + np.diag(ridge.lambdas), H.T @ y)
+    np.testing.assert_allclose(ridge.weights, w, rtol=1e-8, atol=1e-10 * np.abs(w).max())
+
+
+def test_pickling_mid_stream_continues_identically():
+    model = SparseRBFRegressor(max_basis=20, window=100)
+    data = list(_stream(300, seed=5))
+    for x, y in data[:150]:
+        model.learn_one(x, y)
+    clone = pickle.loads(pickle.dumps(model))
+    for x, y in data[150:]:
+        model.learn_one(x, y)
+        clone.learn_one(x, y)
+    x_test = data[0][0]
+    assert model.predict_one(x_test) == clone.predict_one(x_test)
+    np.testing.assert_array_equal(model.model.weights, clone.model.weights)
+
+
+@pytest.mark.parametrize("x, y, match", [
+    ({"x0": float("nan"), "x1": 0.0, "x2": 0.0}, 1.0, "x0"),
+    ({"x0": 0.0, "x1": float("inf"), "x2": 0.0}, 1.0, "x1"),
+    ({"x0": "a", "x1": 0.0, "x2": 0.0}, 1.0, "x0"),
+    ({"x0": 0.0, "x1": 0.0, "x2": 0.0}, float("nan"), "target"),
+    ({"x0": 0.0, "x1": 0.0, "x2": 0.0}, None, "target"),
+])
+def test_bad_input_raises_naming_it_and_changes_nothing(x, y, match):
+    model = SparseRBFRegressor(max_basis=10, window=50)
+    for xx, yy in _stream(60):
+        model.learn_one(xx, yy)
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match=match):
+        model.learn_one(x, y)
+    assert pickle.dumps(model) == before
+
+
+def test_strict_mode_rejects_missing_and_new_features():
+    model = SparseRBFRegressor(strict=True)
+    model.learn_one({"a": 1.0, "b": 2.0}, 1.0)
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match="'b' is missing"):
+        model.learn_one({"a": 1.0}, 1.0)
+    with pytest.raises(ValueError, match="'c' was not seen"):
+        model.learn_one({"a": 1.0, "b": 2.0, "c": 3.0}, 1.0)
+    with pytest.raises(ValueError, match="'b' is missing"):
+        model.predict_one({"a": 1.0})
+    assert pickle.dumps(model) == before
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"max_basis": 0}, "max_basis"), ({"window": 1}, "window"), ({"kernel": "box"}, "kernel"),
+    ({"radii": (0.0,)}, "radii"), ({"novelty": -1.0}, "novelty"),
+])
+def test_parameters_out_of_range_are_refused(params, match):
+    with pytest.raises(ValueError, match=match):
+        SparseRBFRegressor(**params)
+
+
+def test_budget_is_respected_and_refine_spends_idle_time():
+    model = SparseRBFRegressor(max_basis=8, window=200, n_candidates=10)
+    for x, y in _stream(400, seed=2):
+        model.learn_one(x, y)
+        assert model.n_basis <= 8
+        # The pool (10 kernels + bias + 3 linear) may hold one returning basis function
+        # until the next sample trims it.
+        assert model.model.window.n_candidates <= 10 + 1 + 3 + 1
+    gcv = model.diagnostics()["gcv"]
+    assert model.refine(50) == 50
+    assert model.diagnostics()["gcv"] <= gcv * (1 + 1e-9)  # every move lowers GCV
+
+
+def test_learn_many_equals_learn_one_and_predict_many_equals_predict_one():
+    data = list(_stream(120, seed=8))
+    X = pd.DataFrame([x for x, _ in data])
+    y = pd.Series([t for _, t in data])
+    one, many = SparseRBFRegressor(window=50), SparseRBFRegressor(window=50)
+    for x, t in data:
+        one.learn_one(x, t)
+    many.learn_many(X, y)
+    np.testing.assert_array_equal(one.model.weights, many.model.weights)
+    predictions = many.predict_many(X)
+    assert list(predictions) == [many.predict_one(x) for x, _ in data]
+
+
+def test_works_behind_a_standard_scaler_in_a_pipeline():
+    pipeline = preprocessing.StandardScaler() | SparseRBFRegressor(max_basis=30, window=300)
+    errors = []
+    for i, (x, y) in enumerate(datasets.synth.Friedman(seed=1).take(1200)):
+        if i >= 1000:
+            errors.append(y - pipeline.predict_one(x))
+        pipeline.learn_one(x, y)
+    # The linear model reaches about 2.6 on this stream; the noise floor is 1.
+    assert float(np.sqrt(np.mean(np.square(errors)))) < 2.2
+    clone = copy.deepcopy(pipeline)
+    assert clone.predict_one(x) == pipeline.predict_one(x)
+
+
+def orr_section_6_5(seed: int) -> dict[str, float]:
+    """Orr's 6.5 example: y = sin(12x) on [0, 1], 50 points, noise 0.1, 50 Gaussians at the
+    inputs with r = 0.05; global λ by GCV re-estimation from 0.01, then local ridge sweeps."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0, 1, 50)
+    y = np.sin(12 * x) + 0.1 * rng.standard_normal(50)
+    model = IncrementalRidge(n_features=1, size=50)
+    for xi, yi in zip(x, y, strict=True):
+        model.add_pattern([xi], yi)
+    H = np.exp(-((x[:, None] - x[None, :]) ** 2) / 0.05**2)
+    lam, _ = global_lambda_reestimate(H.T @ H, H.T @ y, float(y @ y), 50, 0.01)
+    for c in x:
+        model.add_basis(BasisSpec.radial([c], 0.05), lam)
+    gcv_global = model.gcv
+    trace = local_ridge(model)
+    return {"lambda": lam, "gcv_global": gcv_global, "gcv_local": trace[-1],
+            "pruned": 50 - model.size, "trace": trace}
+
+
+def test_orr_section_6_5_local_ridge_lowers_gcv_and_prunes():
+    """Paper: GCV 0.016 → 0.009 and 18 of 50 basis functions pruned (one data set)."""
+    results = [orr_section_6_5(seed) for seed in range(5)]
+    for r in results:
+        assert all(b <= a * (1 + 1e-9) for a, b in zip(r["trace"], r["trace"][1:], strict=False))
+        assert r["gcv_local"] < 0.85 * r["gcv_global"]
+        assert 0.005 < r["gcv_global"] < 0.03
+    pruned = [r["pruned"] for r in results]
+    assert 8 <= np.mean(pruned) <= 35
