@@ -86,7 +86,7 @@ def noise_variance(training_error: float, effective_parameters: float, n_pattern
 
 
 # --------------------------------------------------------------------------------------------
-# GCV as a function of one regularisation parameter (Orr A.11 / FGCV appendix I)
+# GCV as a function of one regularisation parameter (Orr appendix A.11 / FGCV appendix I)
 # --------------------------------------------------------------------------------------------
 
 
@@ -116,7 +116,7 @@ class LocalOptimum:
 
 def _gcv_of_delta(delta: float, a: float, b: float, c: float, alpha: float, beta: float,
                   n_patterns: float) -> float:
-    # Orr A.11: σ²(Δ) = p(aΔ² − 2bΔ + c) / (αΔ − β)²; Δ = λ + ψ.
+    # Orr appendix A.11: σ²(Δ) = p(aΔ² − 2bΔ + c) / (αΔ − β)²; Δ = λ + ψ.
     denom = alpha * delta - beta
     if denom <= 0.0:
         return math.inf
@@ -126,9 +126,10 @@ def _gcv_of_delta(delta: float, a: float, b: float, c: float, alpha: float, beta
 
 def optimal_lambda(a: float, b: float, c: float, alpha: float, beta: float, psi: float,
                    n_patterns: float, lambda_min: float = 0.0) -> LocalOptimum:
-    """Minimise GCV over one λⱼ ∈ [lambda_min, ∞], Orr A.11 (FGCV appendix I).
+    """Minimise GCV over one λⱼ ∈ [lambda_min, ∞], Orr appendix A.11 (FGCV appendix I).
 
-    Parameters follow Orr A.11 with ``Pⱼ`` the projection matrix without basis function j:
+    Parameters follow Orr appendix A.11 with ``Pⱼ`` the projection matrix without basis
+    function j:
     ``a = yᵀPⱼ²y``, ``b = (yᵀPⱼ²hⱼ)(yᵀPⱼhⱼ)``, ``c = (hⱼᵀPⱼ²hⱼ)(yᵀPⱼhⱼ)²``,
     ``alpha = tr(Pⱼ)``, ``beta = hⱼᵀPⱼ²hⱼ`` and ``psi = hⱼᵀPⱼhⱼ`` (so that ``Δ = λ + ψ``).
 
@@ -182,7 +183,8 @@ def optimal_lambda(a: float, b: float, c: float, alpha: float, beta: float, psi:
 
 
 def basis_quantities(model: IncrementalRidge, j: int) -> dict[str, float]:
-    """The five numbers of Orr A.11 and ψⱼ for basis function ``j`` of the model, in O(M²).
+    """The five numbers of Orr appendix A.11 and ψⱼ for basis function ``j`` of the model,
+    in O(M²).
 
     ``S' = S − sⱼsⱼᵀ/sⱼⱼ`` and ``w' = w − sⱼwⱼ/sⱼⱼ`` are the variance matrix and weights
     with j removed (its λ → ∞ limit, FGCV appendix V with Kⱼ = 1/sⱼⱼ), kept at full size

@@ -5,7 +5,7 @@ algorithm (FGCV section 3.1, steps 5–9), each applied to an
 :class:`~onlinesparse.ridge.IncrementalRidge` by its exact O(M²) operations:
 
 * **re-estimate** basis function j: set λⱼ to its GCV-optimal value with the other λ's held
-  fixed (Orr A.11); GCV cannot increase.
+  fixed (Orr appendix A.11); GCV cannot increase.
 * **delete** basis function j when that optimum is λⱼ = ∞ (Orr 6.4: "the j-th basis
   function can be removed").
 * **add** the candidate whose GCV-optimal λ lowers GCV most (FGCV steps 5 and 7).
@@ -34,7 +34,7 @@ _RELATIVE_GAIN = 1e-9
 
 def reestimate_basis(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
                      protected: bool = False) -> tuple[str, float]:
-    """Set λⱼ to its GCV optimum (Orr A.11), deleting basis function j if that is ∞.
+    """Set λⱼ to its GCV optimum (Orr appendix A.11), deleting basis function j if that is ∞.
 
     ``protected`` basis functions (e.g. the bias) go back to the candidate pool instead of
     being forgotten. Returns the action taken (``"reestimated"``, ``"deleted"`` or
@@ -69,7 +69,7 @@ class CandidateScore:
 
 def evaluate_candidates(model: IncrementalRidge, positions: np.ndarray,
                         lambda_min: float = 0.0) -> list[CandidateScore]:
-    """GCV-optimal λ and resulting GCV of candidates (FGCV appendix IV, Orr A.11 with
+    """GCV-optimal λ and resulting GCV of candidates (FGCV appendix IV, Orr appendix A.11 with
     ``Pⱼ = P``: a = yᵀP²y, b = ξr, c = ur², α = tr(P), β = u, ψ = γ)."""
     if not len(positions):
         return []

@@ -27,7 +27,7 @@ class SparseRBFRegressor(base.Regressor):
 
     Every ``learn_one`` adds the sample to a sliding window of the last ``window``
     patterns and updates the weights exactly by Orr's incremental operations (add the
-    pattern, remove the oldest: Orr A.8 and A.11, O(M²)). Between samples, a bounded
+    pattern, remove the oldest: Orr eqs. (A.8) and (A.11), O(M²)). Between samples, a bounded
     amount of model selection runs (:class:`~onlinesparse.pruner.GCVPruner`): each basis
     function's regularisation λⱼ is re-estimated to its GCV optimum in closed form (Orr's
     local ridge, A.11), a basis function whose optimum is λⱼ = ∞ is deleted, and

@@ -7,9 +7,9 @@ of Orr appendix A.7 and FGCV appendices V–VI on them:
 ========================  =====================================  ==========================
 operation                 formula                                reference
 ========================  =====================================  ==========================
-add a pattern             ``S ← S − uuᵀ/(1 + hᵀu)``, ``u = Sh``  Orr A.8
-remove a pattern          ``S ← S + uuᵀ/(1 − hᵀu)``              Orr A.11
-add a basis function      partitioned inverse                    Orr A.4, FGCV (48)
+add a pattern             ``S ← S − uuᵀ/(1 + hᵀu)``, ``u = Sh``  Orr eq. (A.8)
+remove a pattern          ``S ← S + uuᵀ/(1 − hᵀu)``              Orr eq. (A.11)
+add a basis function      partitioned inverse                    Orr eq. (A.4), FGCV (48)
 remove a basis function   ``S ← S − sⱼsⱼᵀ/sⱼⱼ`` (λⱼ → ∞)         FGCV App. V, Kⱼ = 1/sⱼⱼ
 change one λⱼ             rank one, ``Kⱼ = (sⱼⱼ + 1/δ)⁻¹``        FGCV App. V
 ========================  =====================================  ==========================
@@ -76,7 +76,8 @@ class RidgeState:
 
     # -- patterns (Orr A.7.3, A.7.4) -------------------------------------------------------
     def add_pattern(self, h: np.ndarray, y: float) -> tuple[float, float]:
-        """Orr A.8: ``S ← S − uuᵀ/(1 + hᵀu)`` with ``u = Sh``; ``w ← w + u(y − hᵀw)/(1 + hᵀu)``.
+        """Orr eq. (A.8): ``S ← S − uuᵀ/(1 + hᵀu)`` with ``u = Sh``;
+        ``w ← w + u(y − hᵀw)/(1 + hᵀu)``.
 
         Every operation returns a first-order rounding-error account ``(propagation, fresh)``:
         the factor by which it multiplies the relative error already in ``S``, and the new
@@ -94,7 +95,7 @@ class RidgeState:
         return 1.0 / denom, denom
 
     def remove_pattern(self, h: np.ndarray, y: float) -> tuple[float, float]:
-        """Orr A.11: ``S ← S + uuᵀ/(1 − hᵀu)``; ``w ← w − u(y − hᵀw)/(1 − hᵀu)``.
+        """Orr eq. (A.11): ``S ← S + uuᵀ/(1 − hᵀu)``; ``w ← w − u(y − hᵀw)/(1 − hᵀu)``.
 
         Raises :class:`IllConditionedError` (state unchanged) when the pattern's leverage is 1
         to rounding: without it ``HᵀH + Λ`` would be singular. Both error factors are
@@ -123,7 +124,7 @@ class RidgeState:
     # -- basis functions (Orr A.7.1, A.7.2; FGCV appendices V and VI) ----------------------
     def add_basis(self, g: np.ndarray, g_jj: float, c_j: float, lam: float
                   ) -> tuple[float, float]:
-        """Orr A.4: append a column with ``g = Hᵀh``, ``g_jj = hᵀh``, ``c_j = hᵀy`` and λ.
+        """Orr eq. (A.4): append a column with ``g = Hᵀh``, ``g_jj = hᵀh``, ``c_j = hᵀy`` and λ.
 
         With ``l = Sg`` and ``Δ = λ + hᵀPh = λ + g_jj − gᵀl`` the new variance matrix is
         ``[[S + llᵀ/Δ, −l/Δ], [−lᵀ/Δ, 1/Δ]]``; the new weight is ``yᵀPh/Δ`` with
@@ -172,7 +173,7 @@ class RidgeState:
 
         When λ falls by a lot (``−δ·sⱼⱼ > ½``) the denominator ``1 + δsⱼⱼ`` is a difference
         of nearly equal numbers, so the column is instead removed and added back in place
-        (Orr A.4 on ``S' = S − sⱼsⱼᵀ/sⱼⱼ``), which is exact whatever the change. ``g``,
+        (Orr eq. (A.4) on ``S' = S − sⱼsⱼᵀ/sⱼⱼ``), which is exact whatever the change. ``g``,
         ``g_jj`` and ``c_j`` are the column's Gram column, squared norm and ``hⱼᵀy``.
         """
         self._check_index(j)
@@ -285,8 +286,11 @@ class IncrementalRidge:
     """A ridge-regression model whose patterns and basis functions change one at a time.
 
     The five operations (add / remove a pattern, add / remove a basis function, set one λⱼ)
-    each cost O(M²) plus O(M·C) for the candidates' statistics, and leave the model equal to
-    a from-scratch solve on the same patterns, basis functions and λ's. Criteria (training
+    cost O(M²) on the ridge state; a pattern also updates the Gram matrix of every tracked
+    column, O((M + C)²) with C candidates; moving a column between model and pool swaps
+    its stored rows, O(W); a basis function not yet tracked is first evaluated over the
+    window, O(W·(M + C)). Each leaves the model equal to a from-scratch solve on the same
+    patterns, basis functions and λ's. Criteria (training
     error, γ, GCV, UEV, FPE, BIC, noise) are available at any moment from the state alone;
     LOO over the stored window on demand.
 
@@ -297,8 +301,8 @@ class IncrementalRidge:
     memory, size, factor
         Memory policy of the :class:`~onlinesparse.window.WindowStatistics`.
     refresh_every
-        Recompute the statistics from the stored window and ``S`` by Cholesky every this many
-        patterns (for a window the default is its size), so rounding never accumulates
+        Recompute the statistics from the stored window and ``S`` by Cholesky after this many
+        added patterns (for a window the default is its size), so rounding never accumulates
         without bound.
     check_every
         Probe ``‖S(G + Λ)v − v‖`` every this many operations; a drift above
@@ -377,7 +381,7 @@ class IncrementalRidge:
     # -- the five operations --------------------------------------------------------------
     def add_pattern(self, x: np.ndarray | list[float], y: float,
                     row: np.ndarray | None = None) -> np.ndarray:
-        """Add one pattern; a full window first drops its oldest (Orr A.8, A.11).
+        """Add one pattern; a full window first drops its oldest (Orr eqs. (A.8), (A.11)).
 
         ``row`` is the pattern's row over every tracked column if the caller already has it
         (``window.row(x)``). Returns that row. Invalid input raises ``ValueError`` and
@@ -416,7 +420,7 @@ class IncrementalRidge:
         return h
 
     def remove_oldest(self) -> None:
-        """Remove the oldest pattern of a window (Orr A.11). State unchanged on error."""
+        """Remove the oldest pattern of a window (Orr eq. (A.11)). State unchanged on error."""
         if self.window.memory != "window":
             raise ValueError(f"memory={self.window.memory!r} does not remove patterns")
         h_old, y_old = self.window.oldest()
@@ -429,7 +433,7 @@ class IncrementalRidge:
         return self.window.add_column(spec)
 
     def add_basis(self, spec_or_id: BasisSpec | int, lam: float = 0.0) -> int:
-        """Add a basis function to the model with regularisation ``lam`` (Orr A.4).
+        """Add a basis function to the model with regularisation ``lam`` (Orr eq. (A.4)).
 
         ``spec_or_id`` is a new :class:`BasisSpec` or the id of a tracked candidate. Returns
         the column id. State unchanged on error.
@@ -515,7 +519,8 @@ class IncrementalRidge:
           carried from operation to operation (each reports how it propagates the old error
           and how much it adds, see :meth:`RidgeState.add_pattern`). Past ``1e7`` ε
           (about 2e-9) the residual of S is measured (O(M²)) and S is refreshed from the
-          statistics only if the residual exceeds 1e-11; the statistics themselves are
+          statistics only if the residual exceeds both 1e-11 and 10·ε·cond(A) (about what
+          a fresh factorisation leaves); the statistics themselves are
           recomputed from the stored rows when their own cancellation estimate passes the
           same bound, and every ``refresh_every`` patterns.
         * Cheap O(M) checks every time: positive diagonal of S, finite weights.
@@ -540,13 +545,13 @@ class IncrementalRidge:
         diag = np.diagonal(self.state.variance)
         healthy = bool(np.all(diag > 0.0)) and bool(np.all(np.isfinite(self.state.weights)))
         if healthy and self._error_estimate > _REFRESH_AT:
-            # The first-order estimate is an upper bound; measure before paying O(M³). A
-            # small residual means S is as good as a fresh factorisation would make it.
+            # The first-order estimate is pessimistic for near-collinear additions; measure
+            # before paying O(M³). A residual within what a fresh factorisation would leave
+            # (≈ cond(A)·ε) means refreshing could not do better.
             drift = self.drift()
-            healthy = drift <= _ACCOUNT_DRIFT
+            healthy = drift <= max(_ACCOUNT_DRIFT, 10.0 * _EPS * self.condition_bound())
             if healthy:
                 self._error_estimate = max(1.0, drift / _EPS)
-                self._since_check = 0
         if healthy and self._since_check >= self.check_every:
             self._since_check = 0
             healthy = self.drift() <= self.drift_tolerance
@@ -582,9 +587,12 @@ class IncrementalRidge:
     def refresh(self, statistics: bool = True) -> None:
         """Recompute ``S`` and ``w`` from the statistics by Cholesky (O(M³)), and first the
         window statistics from the stored rows (O(W·n²)) unless ``statistics=False``."""
-        if statistics and self.window.refresh():
-            self._statistics_error = 0.0
+        if statistics:
+            # Periodic refreshes count from here whether or not the memory policy can
+            # rebuild its statistics (only a window stores the rows to do so).
             self._since_refresh = 0
+            if self.window.refresh():
+                self._statistics_error = 0.0
         self.state.refresh(self.window.gram_model, self.window.cross_y_model)
         self._version += 1
         self.n_refreshes += 1
@@ -616,7 +624,7 @@ class IncrementalRidge:
 
     @property
     def effective_parameters(self) -> float:
-        """γ = tr(SG) = M − Σⱼ λⱼ Sⱼⱼ (Orr 4.10, A.8)."""
+        """γ = tr(SG) = M − Σⱼ λⱼ Sⱼⱼ (Orr eq. 4.10, appendix A.8)."""
         if not self.size:
             return 0.0
         return self._cached("gamma", lambda: self.size - float(
