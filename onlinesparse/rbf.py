@@ -194,6 +194,42 @@ class SparseRBFRegressor(base.Regressor):
         for (_, row), target in zip(X.iterrows(), y, strict=True):
             self.learn_one(row.to_dict(), target)
 
+    @classmethod
+    def from_batch(cls, result, X: pd.DataFrame, y: Iterable[float], radius: float,
+                   kernel: str = "gaussian", **params) -> SparseRBFRegressor:
+        """A streaming model whose initial state is a batch selection (Orr 6.4's head start).
+
+        ``result`` is a :class:`~onlinesparse.batch.SelectionResult` computed on the rows of
+        ``X`` (columns in the order its centres use) with kernels of ``radius``; its chosen
+        centres and λ's become the model's basis functions, the last ``window`` rows of
+        ``X``, ``y`` its window, and streaming continues from there with the usual pruner.
+        """
+        if result.centres is None:
+            raise ValueError("the selection result has no centres: pass centres to the "
+                             "batch algorithm when selecting among kernels")
+        model = cls(kernel=kernel, **params)
+        rows = X.to_dict(orient="records")
+        targets = [float(t) for t in y]
+        if len(rows) != len(targets):
+            raise ValueError(f"X has {len(rows)} rows but y has {len(targets)} targets")
+        if not rows:
+            raise ValueError("from_batch needs the data the selection was made on")
+        for row, target in zip(rows, targets, strict=True):
+            vector = model._features.transform(row, learning=True)
+            target = _as_target(target)
+            if model.model is None:
+                model._start(len(vector))
+            model.model.add_pattern(vector, target)
+            model._features.commit(vector, row)
+            model._n_learned += 1
+        # Centres are in X's column order; the model orders inputs by name.
+        order = [list(X.columns).index(name) for name in model._features.names]
+        for centre, lam in zip(result.centres, result.lambdas, strict=True):
+            model.model.add_basis(BasisSpec.radial(np.asarray(centre)[order], radius, kernel),
+                                  float(lam))
+        model._update_noise()
+        return model
+
     # -- prediction -----------------------------------------------------------------------
     def _row(self, x: dict) -> np.ndarray | None:
         vector = self._features.transform(x)

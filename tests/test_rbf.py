@@ -195,3 +195,24 @@ def test_orr_section_6_5_local_ridge_lowers_gcv_and_prunes():
         assert 0.005 < r["gcv_global"] < 0.03
     pruned = [r["pruned"] for r in results]
     assert 8 <= np.mean(pruned) <= 35
+
+
+def test_from_batch_starts_from_the_selected_basis_and_keeps_streaming():
+    from onlinesparse import batch
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"b": rng.uniform(0, 1, 80), "a": rng.uniform(0, 1, 80)})
+    y = np.sin(6 * X["b"]) + 0.3 * X["a"] + 0.05 * rng.standard_normal(80)
+    centres = X.to_numpy()
+    F = batch.gaussian_candidates(X.to_numpy(), centres, 0.3)
+    result = batch.regularised_forward_selection(F, y.to_numpy(), centres=centres)
+    model = SparseRBFRegressor.from_batch(result, X, y, radius=0.3, window=200)
+    assert model.n_basis == result.n_selected
+    # The window holds exactly the batch data, so the weights are the batch ridge weights.
+    np.testing.assert_allclose(model.model.weights, result.weights, rtol=1e-7,
+                               atol=1e-9 * np.abs(result.weights).max())
+    x0 = X.iloc[0].to_dict()
+    assert model.predict_one(x0) == pytest.approx(float(F[0, result.selected] @ result.weights))
+    for _ in range(50):
+        model.learn_one({"a": float(rng.uniform()), "b": float(rng.uniform())}, 0.0)
+    assert model.n_basis >= 1
