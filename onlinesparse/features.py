@@ -27,7 +27,7 @@ from collections.abc import Hashable, Mapping
 
 import numpy as np
 
-__all__ = ["FeatureMap"]
+__all__ = ["FeatureMap", "as_target"]
 
 
 def _number(name: Hashable, value: object) -> float:
@@ -39,6 +39,18 @@ def _number(name: Hashable, value: object) -> float:
     if not math.isfinite(out):
         raise ValueError(f"feature {name!r} is not finite: {out}")
     return out
+
+
+def as_target(y: object) -> float:
+    """Validate a regression target: a finite real number (booleans count as 0/1)."""
+    if isinstance(y, bool | np.bool_):
+        return float(y)
+    if not isinstance(y, numbers.Real):
+        raise ValueError(f"the target must be a number, got {y!r}")
+    value = float(y)
+    if not math.isfinite(value):
+        raise ValueError(f"the target is not finite ({value})")
+    return value
 
 
 def _ordered(names) -> list[Hashable]:

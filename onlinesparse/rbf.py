@@ -10,10 +10,10 @@ import pandas as pd
 from river import base, proba
 
 from onlinesparse.buffer import BufferManager
-from onlinesparse.features import FeatureMap
+from onlinesparse.features import FeatureMap, as_target
 from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.pruner import GCVPruner
-from onlinesparse.ridge import IncrementalRidge, _as_target
+from onlinesparse.ridge import IncrementalRidge
 
 __all__ = ["SparseRBFRegressor"]
 
@@ -159,7 +159,7 @@ class SparseRBFRegressor(base.Regressor):
 
     def learn_one(self, x: dict, y: float) -> None:
         vector = self._features.transform(x, learning=True)
-        target = _as_target(y)
+        target = as_target(y)
         if self.model is None:
             self._start(len(vector))
         model = self.model
@@ -216,7 +216,7 @@ class SparseRBFRegressor(base.Regressor):
             raise ValueError("from_batch needs the data the selection was made on")
         for row, target in zip(rows, targets, strict=True):
             vector = model._features.transform(row, learning=True)
-            target = _as_target(target)
+            target = as_target(target)
             if model.model is None:
                 model._start(len(vector))
             model.model.add_pattern(vector, target)

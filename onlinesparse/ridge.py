@@ -28,6 +28,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from onlinesparse import criteria
+from onlinesparse.features import as_target as _as_target
 from onlinesparse.kernels import BasisSpec
 from onlinesparse.window import WindowStatistics
 
@@ -263,16 +264,6 @@ def _as_input(x: np.ndarray | list[float], n_features: int) -> np.ndarray:
     if len(bad):
         raise ValueError(f"input {int(bad[0])} is not finite ({arr[bad[0]]})")
     return arr
-
-
-def _as_target(y: float) -> float:
-    try:
-        value = float(y)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"the target must be a number, got {y!r}") from exc
-    if not math.isfinite(value):
-        raise ValueError(f"the target is not finite ({value})")
-    return value
 
 
 def _as_lambda(lam: float) -> float:

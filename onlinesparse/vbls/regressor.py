@@ -4,29 +4,18 @@ from __future__ import annotations
 
 import copy
 import math
-import numbers
 from collections.abc import Hashable, Iterable, Mapping
 
 import numpy as np
 from river import base, proba
 
 from onlinesparse.features import FeatureMap
+from onlinesparse.features import as_target as _as_target
 from onlinesparse.kernels import BasisSpec
 from onlinesparse.vbls import engine
 from onlinesparse.window import MEMORY_POLICIES, WindowStatistics
 
 __all__ = ["VBLSRegressor"]
-
-
-def _as_target(y: object) -> float:
-    if isinstance(y, bool | np.bool_):
-        return float(y)
-    if not isinstance(y, numbers.Real):
-        raise ValueError(f"the target must be a number, got {y!r}")
-    value = float(y)
-    if not math.isfinite(value):
-        raise ValueError(f"the target is not finite ({value})")
-    return value
 
 
 class VBLSRegressor(base.Regressor):
