@@ -1,0 +1,298 @@
+"""The ``onlinesparse`` command: ``replay`` a recording, run the ``demo``, list ``models``.
+
+Exit codes: 0 done; 1 the replay had to stop (a corrupt row under ``--strict``, a model that
+raised); 2 the command cannot run as given (missing file, unknown column, parameter out of
+range, model not installed); 130 interrupted by Ctrl-C after saving a checkpoint.
+
+Examples
+--------
+>>> main(["models"])  # doctest: +ELLIPSIS
+name ...
+0
+
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from onlinesparse.replay import models as registry
+from onlinesparse.replay.errors import ReplayError, UsageError
+
+__all__ = ["main", "build_parser"]
+
+DEFAULT_MODEL = "rbf"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value
+
+
+def _model_flags() -> dict[str, list[tuple[str, registry.ModelParam]]]:
+    """Each parameter flag of the registry with the models that take it."""
+    flags: dict[str, list[tuple[str, registry.ModelParam]]] = {}
+    for spec in registry.MODELS.values():
+        for p in spec.params:
+            flags.setdefault(p.flag, []).append((spec.name, p))
+    return flags
+
+
+def _add_replay_options(parser: argparse.ArgumentParser) -> None:
+    cols = parser.add_argument_group("columns")
+    cols.add_argument("--target", action="append", metavar="COL", required=True,
+                      help="target column; repeat for several (one model each)")
+    cols.add_argument("--features", action="append", metavar="COLS",
+                      help="feature columns, comma-separated, shell patterns allowed "
+                           "(e.g. 'n*'); repeatable; default: every other column")
+    cols.add_argument("--time", metavar="COL", help="time column (default: the row number)")
+
+    model = parser.add_argument_group("model")
+    model.add_argument("--model", default=DEFAULT_MODEL, metavar="NAME",
+                       help=f"one of {', '.join(registry.MODELS)} (default {DEFAULT_MODEL}); "
+                            "see 'onlinesparse models'")
+    for flag, owners in _model_flags().items():
+        p = owners[0][1]
+        names = ", ".join(name for name, _ in owners)
+        model.add_argument(f"--{flag}", dest=f"param_{p.flag.replace('-', '_')}",
+                           metavar=p.type.__name__.upper(),
+                           help=f"{p.help} ({p.describe_range()}; models: {names})")
+    model.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                       help="any other constructor keyword of the model (repeatable)")
+    model.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=True,
+                       help="scale inputs with running, past-only mean and variance "
+                            "(default: on)")
+
+    ev = parser.add_argument_group("evaluation")
+    ev.add_argument("--warmup", type=_positive_int, default=0, metavar="N",
+                    help="first N samples are learned but not scored (default 0)")
+    ev.add_argument("--interval", type=float, default=0.95, metavar="LEVEL",
+                    help="level of the predictive interval whose coverage is reported "
+                         "(default 0.95)")
+    ev.add_argument("--diag-every", type=_positive_int, default=100, metavar="K",
+                    help="record the model's diagnostics every K samples (default 100)")
+
+    io = parser.add_argument_group("input and output")
+    io.add_argument("--out", type=Path, metavar="DIR",
+                    help="write predictions, metrics.json and report.html here")
+    io.add_argument("--predictions-format", choices=("parquet", "csv"), default="parquet",
+                    help="format of the predictions file (default parquet)")
+    io.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    io.add_argument("--chunksize", type=_positive_int, default=10_000, metavar="ROWS",
+                    help="rows read at a time (default 10000)")
+    io.add_argument("--max-rows", type=_positive_int, metavar="N",
+                    help="stop after N rows of the recording (resume later with a checkpoint)")
+    io.add_argument("--strict", action="store_true",
+                    help="stop at the first corrupt row (default: skip and count it)")
+
+    ck = parser.add_argument_group("checkpoints")
+    ck.add_argument("--checkpoint", type=Path, metavar="PATH",
+                    help="checkpoint file (several targets: one file per target beside it)")
+    ck.add_argument("--every", type=_positive_int, metavar="N",
+                    help="save a checkpoint every N rows (default 10000 with --checkpoint)")
+    ck.add_argument("--resume", action="store_true", help="continue from --checkpoint")
+
+    run = parser.add_argument_group("running")
+    run.add_argument("--workers", type=_positive_int, metavar="N",
+                     help="worker processes for several targets (default: one per target up "
+                          "to the CPU count; 1 runs in this process)")
+    run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="progress bar (default: when standard error is a terminal)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``onlinesparse`` command."""
+    parser = argparse.ArgumentParser(
+        prog="onlinesparse",
+        description="Sparse online regression: replay recordings through river models.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    replay = sub.add_parser(
+        "replay",
+        help="replay a recording through a model with progressive validation",
+        description="Replay a CSV, Parquet or NPZ recording as if it were live: for every "
+                    "row predict, score, then learn. Prints MAE, RMSE, nMSE, R², interval "
+                    "coverage and latency; --out writes predictions, metrics and a report.",
+    )
+    replay.add_argument("recording", type=Path, metavar="RECORDING",
+                        help="a .csv, .tsv, .parquet or .npz file")
+    _add_replay_options(replay)
+
+    demo = sub.add_parser(
+        "demo",
+        help="simulate a motor-cortex session and compare VBLS and RBF models on it",
+        description="Generate a deterministic simulated recording (direction-tuned neurons, "
+                    "EMG of several muscles from a known subset of them), replay it through "
+                    "the VBLS and RBF regressors and compare accuracy, latency and recovery "
+                    "of the relevant neurons.",
+    )
+    demo.add_argument("--out", type=Path, default=Path("onlinesparse-demo"), metavar="DIR",
+                      help="output directory (default ./onlinesparse-demo)")
+    demo.add_argument("--seed", type=_positive_int, default=0, help="simulation seed")
+    demo.add_argument("--format", choices=("parquet", "csv", "npz"), default="parquet",
+                      help="file format of the simulated recording (default parquet)")
+    demo.add_argument("--trials", type=_positive_int, default=None, metavar="N",
+                      help="number of centre-out reaches (default 16)")
+    demo.add_argument("--models", metavar="A,B", default="vbls,rbf",
+                      help="models to compare (default vbls,rbf)")
+    demo.add_argument("--workers", type=_positive_int, metavar="N",
+                      help="worker processes (default: CPU count)")
+    demo.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                      help="progress bars (default: when standard error is a terminal)")
+
+    sub.add_parser("models", help="list the models and their parameters")
+    return parser
+
+
+def _model_params(args: argparse.Namespace) -> dict[str, Any]:
+    spec = registry.get_spec(args.model)
+    params: dict[str, Any] = {}
+    for flag in _model_flags():
+        raw = getattr(args, f"param_{flag.replace('-', '_')}")
+        if raw is None:
+            continue
+        p = spec.param(flag)
+        if p is None:
+            own = ", ".join(f"--{q.flag}" for q in spec.params) or "none"
+            raise UsageError(
+                f"--{flag} does not apply to model {spec.name!r} (its parameters: {own})"
+            )
+        params[p.kwarg] = p.parse(raw)
+    for assignment in args.param:
+        key, value = registry.parse_param_assignment(assignment)
+        params[key] = value
+    return params
+
+
+def _split(values: Sequence[str] | None) -> list[str] | None:
+    if values is None:
+        return None
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+def _resume_hint(argv: Sequence[str], checkpoint: str) -> str:
+    words = ["onlinesparse", *argv]
+    cleaned: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word == "--checkpoint":
+            skip = True
+            continue
+        if word.startswith("--checkpoint=") or word == "--resume":
+            continue
+        cleaned.append(word)
+    return shlex.join([*cleaned, "--checkpoint", checkpoint, "--resume"])
+
+
+def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from onlinesparse.replay.runner import ReplayConfig, format_summary, run_replay
+
+    cfg = ReplayConfig(
+        recording=args.recording,
+        targets=args.target,
+        features=_split(args.features),
+        time=args.time,
+        model=args.model,
+        model_params=_model_params(args),
+        standardize=args.standardize,
+        warmup=args.warmup,
+        interval=args.interval,
+        chunksize=args.chunksize,
+        workers=args.workers,
+        strict=args.strict,
+        out=args.out,
+        predictions_format=args.predictions_format,
+        checkpoint=args.checkpoint,
+        every=args.every,
+        resume=args.resume,
+        max_rows=args.max_rows,
+        diag_every=args.diag_every,
+        progress=args.progress,
+        report=not args.no_report,
+    )
+    outcome = run_replay(cfg)
+    print(format_summary(outcome, cfg))
+    for r in outcome.results:
+        if r.message:
+            print(f"onlinesparse: error: {r.target}: {r.message}", file=sys.stderr)
+    if outcome.out is not None:
+        done = "up to where the replay stopped " if outcome.exit_code else ""
+        print(f"wrote {done}to {outcome.out}/: {outcome.predictions_path.name}, metrics.json"
+              + (", report.html" if outcome.report_path else ""))
+        if outcome.report_path:
+            print(f"report: {outcome.report_path}")
+    if outcome.exit_code == 130:
+        saved = sorted({r.checkpoint_path for r in outcome.results if r.checkpoint_path})
+        base = str(cfg.checkpoint) if cfg.checkpoint else None
+        if base is None and saved:
+            from onlinesparse.replay.runner import default_checkpoint
+
+            base = str(default_checkpoint(cfg))
+        where = min((r.metrics["rows_read"] for r in outcome.results), default=0)
+        print(f"interrupted at row {where}; checkpoint saved: {', '.join(saved)}",
+              file=sys.stderr)
+        if base:
+            print(f"resume with: {_resume_hint(argv, base)}", file=sys.stderr)
+    elif any(r.status == "stopped" for r in outcome.results):
+        print(f"stopped after --max-rows {cfg.max_rows} rows"
+              + (f"; resume with --resume --checkpoint {cfg.checkpoint}" if cfg.checkpoint
+                 else ""))
+    return outcome.exit_code
+
+
+def _cmd_models() -> int:
+    rows = [("name", "available", "parameters", "description")]
+    for spec in registry.MODELS.values():
+        params = " ".join(f"--{p.flag}" for p in spec.params) or "-"
+        rows.append((spec.name, "yes" if registry.is_available(spec.name) else "no",
+                     params, spec.description))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)) + "  " + r[3])
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``onlinesparse`` command with ``argv`` (default: ``sys.argv[1:]``)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed usage and the error
+        return int(exc.code or 0)
+    try:
+        if args.command == "replay":
+            return _cmd_replay(args, argv)
+        if args.command == "demo":
+            from onlinesparse.replay.demo import run_demo
+
+            return run_demo(
+                out=args.out, seed=args.seed, fmt=args.format, trials=args.trials,
+                models=[m.strip() for m in args.models.split(",") if m.strip()],
+                workers=args.workers, progress=args.progress,
+            )
+        return _cmd_models()
+    except ReplayError as exc:
+        print(f"onlinesparse: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("onlinesparse: aborted without saving a checkpoint", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

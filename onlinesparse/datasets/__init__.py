@@ -1,0 +1,9 @@
+"""Deterministic simulated recordings with known ground truth, for demos and tests."""
+
+from onlinesparse.datasets.motor_cortex import (
+    MUSCLES,
+    MotorCortexSession,
+    make_motor_cortex_session,
+)
+
+__all__ = ["MUSCLES", "MotorCortexSession", "make_motor_cortex_session"]

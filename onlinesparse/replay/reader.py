@@ -1,0 +1,597 @@
+"""Reading a recording (CSV, Parquet or NPZ) in chunks of rows, in constant memory.
+
+Rows are numbered from 0 in the order they appear in the recording, corrupt rows included,
+so that a row number in a message, in the predictions file and in a checkpoint position all
+mean the same row. For CSV the header is not a row: row ``r`` is line ``r + 2`` of the file.
+
+Formats
+-------
+* CSV (``.csv``, ``.tsv``, optionally compressed, e.g. ``.csv.gz``): ``pandas.read_csv`` with
+  ``chunksize``. Lines with too many fields are skipped by pandas, which says so in a
+  warning naming the line; the reader turns those into corrupt rows at the right position.
+  A line with too few fields leaves its last columns empty, which is reported as a missing
+  value if the replay uses those columns.
+* Parquet (``.parquet``, ``.pq``): ``pyarrow.parquet.ParquetFile.iter_batches`` over the used
+  columns; a resumed replay skips whole row groups without reading them.
+* NPZ (``.npz``): either one 1-D array per column (``np.savez(path, time=t, emg=y, ...)``) or
+  a 2-D array ``data`` with its column names in ``columns``
+  (``np.savez(path, data=table, columns=np.array(names))``). The arrays are read with
+  ``numpy.lib.format`` straight from the archive member, a chunk of rows at a time, so
+  they are never loaded whole (except a Fortran-ordered 2-D ``data``, whose rows are not
+  contiguous).
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import re
+import warnings
+import zipfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from onlinesparse.replay.errors import UsageError
+
+__all__ = ["Chunk", "Columns", "Recording", "open_recording", "FORMATS"]
+
+FORMATS = {
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".npz": "npz",
+}
+_COMPRESSION = (".gz", ".bz2", ".xz", ".zst", ".zip")
+_BAD_LINE = re.compile(r"line (\d+)(?::\s*(.*))?", re.IGNORECASE)
+
+
+@dataclass
+class Columns:
+    """Which columns of a recording a replay uses.
+
+    Parameters
+    ----------
+    targets
+        Target columns, one model each.
+    features
+        Input columns, in the order given.
+    time
+        Time column, or ``None`` (the row number then stands for time).
+
+    """
+
+    targets: list[str]
+    features: list[str]
+    time: str | None = None
+
+
+@dataclass
+class Chunk:
+    """Consecutive rows of a recording, ready for the model.
+
+    Attributes
+    ----------
+    rows
+        Row numbers (int64), ascending, corrupt rows included.
+    X
+        Feature values, one row per entry of ``rows`` (NaN in corrupt rows).
+    y
+        Target values.
+    time
+        Time of each row: the time column in seconds, else the row number.
+    problems
+        ``{index in this chunk: reason}`` for every corrupt row.
+
+    """
+
+    rows: np.ndarray
+    X: np.ndarray
+    y: np.ndarray
+    time: np.ndarray
+    problems: dict[int, str] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def _format_of(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in _COMPRESSION and len(suffixes) > 1:
+        suffixes = suffixes[:-1]
+    fmt = FORMATS.get(suffixes[-1]) if suffixes else None
+    if fmt is None:
+        raise UsageError(
+            f"cannot tell the format of {path}: name it .csv, .tsv, .parquet or .npz"
+        )
+    return fmt
+
+
+def open_recording(path: str | Path) -> Recording:
+    """Open the recording at ``path`` (format chosen by its suffix).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "r.csv").write_text("t,x,y\\n0,1,2\\n1,2,4\\n")
+    >>> rec = open_recording(d / "r.csv")
+    >>> rec.columns, rec.n_rows
+    (['t', 'x', 'y'], 2)
+    >>> cols = rec.select(targets=["y"], time="t")
+    >>> [c.X.tolist() for c in rec.iter_chunks(cols, "y", chunksize=10)]
+    [[[1.0], [2.0]]]
+
+    """
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"recording not found: {path}")
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory, not a recording file")
+    fmt = _format_of(path)
+    source = {"csv": _CsvSource, "parquet": _ParquetSource, "npz": _NpzSource}[fmt](path)
+    return Recording(path, fmt, source)
+
+
+class Recording:
+    """A recording file: its columns, its length when cheaply known, and its rows in chunks.
+
+    Use :func:`open_recording` to make one.
+    """
+
+    def __init__(self, path: Path, fmt: str, source: _Source):
+        self.path = path
+        self.format = fmt
+        self._source = source
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self._source.columns)
+
+    @property
+    def n_rows(self) -> int | None:
+        """Number of rows, from metadata (Parquet, NPZ) or a count of lines (plain CSV)."""
+        return self._source.n_rows
+
+    def describe_row(self, row: int) -> str:
+        """``"row 5 (line 7 of x.csv)"`` for CSV, ``"row 5"`` otherwise."""
+        if self.format == "csv":
+            return f"row {row} (line {row + 2} of {self.path.name})"
+        return f"row {row}"
+
+    def select(
+        self,
+        targets: Sequence[str],
+        features: Sequence[str] | None = None,
+        time: str | None = None,
+    ) -> Columns:
+        """Check the column names against the recording and fill in the default features.
+
+        ``features`` entries may be shell-style patterns (``"n*"``); ``None`` means every
+        column that is neither a target nor the time column.
+        """
+        cols = self.columns
+        if not targets:
+            raise UsageError("name at least one target column with --target")
+        for name in targets:
+            self._require(name, "target")
+        if len(set(targets)) != len(targets):
+            raise UsageError("a target column is named twice")
+        if time is not None:
+            self._require(time, "time")
+            if time in targets:
+                raise UsageError(f"column {time!r} cannot be both the time and a target")
+        excluded = set(targets) | ({time} if time else set())
+        if features is None:
+            chosen = [c for c in cols if c not in excluded]
+        else:
+            chosen = []
+            for spec in features:
+                if any(ch in spec for ch in "*?["):
+                    matches = [c for c in fnmatch.filter(cols, spec) if c not in excluded]
+                    if not matches:
+                        raise UsageError(
+                            f"feature pattern {spec!r} matches no column of {self.path.name}"
+                        )
+                    chosen.extend(m for m in matches if m not in chosen)
+                else:
+                    self._require(spec, "feature")
+                    if spec in excluded:
+                        raise UsageError(
+                            f"column {spec!r} is a target or the time column; "
+                            "it cannot also be a feature"
+                        )
+                    if spec not in chosen:
+                        chosen.append(spec)
+        if not chosen:
+            raise UsageError(f"no feature columns left in {self.path.name}")
+        return Columns(list(targets), chosen, time)
+
+    def _require(self, name: str, role: str) -> None:
+        cols = self.columns
+        if name in cols:
+            return
+        hint = difflib.get_close_matches(name, cols, n=1)
+        listing = ", ".join(cols[:12]) + (f", … ({len(cols)} columns)" if len(cols) > 12 else "")
+        did_you_mean = f"; did you mean {hint[0]!r}?" if hint else ""
+        raise UsageError(
+            f"unknown {role} column {name!r} in {self.path.name}{did_you_mean} "
+            f"(columns: {listing})"
+        )
+
+    def iter_chunks(
+        self,
+        columns: Columns,
+        target: str,
+        chunksize: int = 10_000,
+        start_row: int = 0,
+    ) -> Iterator[Chunk]:
+        """Chunks of at most ``chunksize`` rows for one ``target``, from ``start_row`` on.
+
+        A row is corrupt for this target when a used value is unparseable, missing or
+        infinite, or the line has the wrong number of fields; other targets' values do not
+        matter.
+        """
+        if chunksize < 1:
+            raise UsageError("--chunksize must be at least 1")
+        time = [columns.time] if columns.time is not None else []
+        used = list(dict.fromkeys([target, *columns.features, *time]))
+        for rows, values, dropped in self._source.frames(used, chunksize, start_row):
+            keep = rows >= start_row
+            if not keep.all():
+                rows = rows[keep]
+                values = {k: v[keep] for k, v in values.items()}
+            dropped = [(r, why) for r, why in dropped if r >= start_row]
+            if len(rows) or dropped:
+                yield _make_chunk(rows, values, columns, target, dropped)
+
+
+# ---------------------------------------------------------------------------------------
+# Turning raw column values into floats and finding corrupt rows
+
+
+def _as_float(values: Any, is_time: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """Float64 values and a mask of unparseable entries (None when nothing was text)."""
+    if isinstance(values, np.ndarray):
+        kind = values.dtype.kind
+        if kind in "biuf":
+            return values.astype(np.float64, copy=False), None
+        values = pd.Series(values)
+    dtype = values.dtype
+    if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
+        return values.to_numpy(dtype=np.float64, na_value=np.nan), None
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return _seconds(values), None
+    if pd.api.types.is_timedelta64_dtype(dtype):
+        return values.dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan), None
+    text = values.astype("object")
+    if text.map(lambda v: isinstance(v, bytes)).any():
+        text = text.map(lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
+    converted = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    present = text.notna().to_numpy() & (text.astype(str).str.strip() != "").to_numpy()
+    failed = np.isnan(converted) & present
+    # "nan"/"inf" spelled out parse as floats; they are not unparseable, just not finite.
+    if is_time and failed.any():
+        stamps = pd.to_datetime(text[failed], errors="coerce", format="ISO8601", utc=True)
+        converted[failed] = _seconds(stamps)
+        failed = np.isnan(converted) & present
+    return converted, failed
+
+
+def _seconds(stamps: pd.Series) -> np.ndarray:
+    stamps = pd.to_datetime(stamps, utc=True)
+    delta = stamps - pd.Timestamp(0, tz="UTC")
+    return delta.dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _make_chunk(
+    rows: np.ndarray,
+    values: Mapping[str, Any],
+    columns: Columns,
+    target: str,
+    dropped: list[tuple[int, str]],
+) -> Chunk:
+    n = len(rows)
+    problems: dict[int, str] = {}
+
+    def check(col: str, arr: np.ndarray, failed: np.ndarray | None, missing: str) -> None:
+        bad = ~np.isfinite(arr)
+        if failed is not None:
+            bad |= failed
+        for i in np.flatnonzero(bad).tolist():
+            if i in problems:
+                continue
+            if failed is not None and failed[i]:
+                raw = values[col].iloc[i] if isinstance(values[col], pd.Series) else values[col][i]
+                problems[i] = f"unparseable value {str(raw)!r} in column {col!r}"
+            elif np.isnan(arr[i]):
+                problems[i] = missing
+            else:
+                problems[i] = f"infinite value in column {col!r}"
+
+    y, failed = _as_float(values[target])
+    check(target, y, failed, f"NaN in target {target!r}")
+    X = np.empty((n, len(columns.features)), dtype=np.float64)
+    for j, name in enumerate(columns.features):
+        X[:, j], failed = _as_float(values[name])
+        check(name, X[:, j], failed, f"missing value in column {name!r}")
+    if columns.time is not None:
+        t, failed = _as_float(values[columns.time], is_time=True)
+        check(columns.time, t, failed, f"missing value in column {columns.time!r}")
+    else:
+        t = rows.astype(np.float64)
+
+    if dropped:
+        # Lines the parser dropped (wrong number of fields) become NaN rows at their place.
+        d_rows = np.array([r for r, _ in dropped], dtype=np.int64)
+        all_rows = np.concatenate([rows.astype(np.int64), d_rows])
+        order = np.argsort(all_rows, kind="stable")
+        pad = np.full(len(d_rows), np.nan)
+        X = np.vstack([X, np.full((len(d_rows), X.shape[1]), np.nan)])[order]
+        y = np.concatenate([y, pad])[order]
+        t = np.concatenate([t, d_rows.astype(np.float64) if columns.time is None else pad])[order]
+        position = np.empty_like(order)
+        position[order] = np.arange(len(order))
+        problems = {int(position[i]): why for i, why in problems.items()}
+        for k, (_, why) in enumerate(dropped):
+            problems[int(position[n + k])] = why
+        rows = all_rows[order]
+    return Chunk(rows.astype(np.int64), X, y, t, problems)
+
+
+# ---------------------------------------------------------------------------------------
+# Sources: one per format, each yielding (row numbers, {column: values}, dropped rows)
+
+
+class _Source:
+    columns: list[str]
+    n_rows: int | None
+
+    def frames(
+        self, used: list[str], chunksize: int, start_row: int
+    ) -> Iterator[tuple[np.ndarray, dict[str, Any], list[tuple[int, str]]]]:
+        raise NotImplementedError
+
+
+class _CsvSource(_Source):
+    def __init__(self, path: Path):
+        self.path = path
+        self.sep = "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
+        try:
+            header = pd.read_csv(path, nrows=0, sep=self.sep)
+        except pd.errors.EmptyDataError:
+            raise UsageError(f"{path} is empty: a CSV recording needs a header line") from None
+        except (UnicodeDecodeError, pd.errors.ParserError, OSError) as exc:
+            raise UsageError(f"cannot read {path} as CSV: {exc}") from None
+        self.columns = [str(c) for c in header.columns]
+        self.n_rows = self._count_rows()
+
+    def _count_rows(self) -> int | None:
+        if self.path.suffixes[-1].lower() in _COMPRESSION:
+            return None
+        # A count of newlines is cheap (no parsing) and gives the progress bar its total.
+        lines, last = 0, b"\n"
+        with open(self.path, "rb") as fh:
+            while block := fh.read(1 << 20):
+                lines += block.count(b"\n")
+                last = block[-1:]
+        if last != b"\n":
+            lines += 1
+        return max(lines - 1, 0)
+
+    def frames(self, used, chunksize, start_row):
+        # No usecols: with it pandas silently accepts lines with too many fields, and a line
+        # with the wrong number of fields is a corrupt row. Unused columns are parsed, then
+        # dropped with the chunk.
+        reader = pd.read_csv(
+            self.path,
+            sep=self.sep,
+            chunksize=chunksize,
+            on_bad_lines="warn",
+            # A blank line is a row (reported as missing values) so that row r stays line r+2.
+            skip_blank_lines=False,
+        )
+        cursor = 0
+        pending: dict[int, str] = {}
+        with reader:
+            while True:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", pd.errors.ParserWarning)
+                    try:
+                        frame = next(reader)
+                    except StopIteration:
+                        frame = None
+                    except pd.errors.ParserError as exc:
+                        raise UsageError(f"cannot parse {self.path.name}: {exc}") from None
+                for w in caught:
+                    if not issubclass(w.category, pd.errors.ParserWarning):
+                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                        continue
+                    for line_no, detail in _BAD_LINE.findall(str(w.message)):
+                        detail = detail.strip().rstrip(".") or "malformed line"
+                        pending[int(line_no) - 2] = f"wrong column count ({detail})"
+                if frame is None:
+                    break
+                n = len(frame)
+                bad = np.array(sorted(r for r in pending if r >= cursor), dtype=np.int64)
+                candidates = np.arange(cursor, cursor + n + len(bad), dtype=np.int64)
+                rows = candidates[~np.isin(candidates, bad)][:n]
+                end = int(rows[-1]) + 1 if n else cursor
+                dropped = [(int(r), pending.pop(int(r))) for r in bad if r < end]
+                cursor = end
+                if rows.size and rows[-1] < start_row:
+                    continue
+                yield rows, {c: frame[c] for c in used}, dropped
+        if pending:
+            yield (
+                np.empty(0, dtype=np.int64),
+                {c: np.empty(0) for c in used},
+                sorted(pending.items()),
+            )
+
+
+class _ParquetSource(_Source):
+    def __init__(self, path: Path):
+        import pyarrow.parquet as pq
+
+        try:
+            self.file = pq.ParquetFile(path)
+        except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, … for a bad file
+            raise UsageError(f"cannot read {path} as Parquet: {exc}") from None
+        self.columns = list(self.file.schema_arrow.names)
+        self.n_rows = self.file.metadata.num_rows
+
+    def frames(self, used, chunksize, start_row):
+        meta = self.file.metadata
+        first, offset = 0, 0
+        # Skip whole row groups before start_row: a resumed replay does not re-read them.
+        while first < meta.num_row_groups and offset + meta.row_group(first).num_rows <= start_row:
+            offset += meta.row_group(first).num_rows
+            first += 1
+        if first == meta.num_row_groups:
+            return
+        batches = self.file.iter_batches(
+            batch_size=chunksize,
+            row_groups=list(range(first, meta.num_row_groups)),
+            columns=used,
+            use_threads=False,
+        )
+        for batch in batches:
+            n = batch.num_rows
+            rows = np.arange(offset, offset + n, dtype=np.int64)
+            offset += n
+            if offset <= start_row:
+                continue
+            frame = batch.to_pandas()
+            yield rows, {c: frame[c] for c in used}, []
+
+
+class _NpzMember:
+    """Header of one ``.npy`` member: where its rows start and how they are laid out."""
+
+    def __init__(self, archive: zipfile.ZipFile, name: str):
+        self.name = name
+        with archive.open(name + ".npy") as fp:
+            version = np.lib.format.read_magic(fp)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(fp)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(fp)
+            else:  # 3.0 headers (unicode field names) are rare; read those whole
+                shape, fortran, dtype = None, True, None
+            self.data_offset = fp.tell()
+        self.shape, self.fortran, self.dtype = shape, fortran, dtype
+
+    def check_plain(self) -> None:
+        if self.dtype is not None and self.dtype.hasobject:
+            raise UsageError(
+                f"NPZ array {self.name!r} holds Python objects, which are not read (loading "
+                "them would run code from the file); save it as numbers or strings"
+            )
+
+    @property
+    def streamable(self) -> bool:
+        return self.dtype is not None and (not self.fortran or len(self.shape) < 2)
+
+
+class _NpzSource(_Source):
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names = [n[:-4] for n in archive.namelist() if n.endswith(".npy")]
+                members = {n: _NpzMember(archive, n) for n in names}
+        except (zipfile.BadZipFile, ValueError, OSError) as exc:
+            raise UsageError(f"cannot read {path} as NPZ: {exc}") from None
+        if not members:
+            raise UsageError(f"{path} holds no arrays")
+        self.members = members
+        if "data" in members and "columns" in members:
+            data = members["data"]
+            members["columns"].check_plain()
+            with np.load(path, allow_pickle=False) as npz:
+                self.columns = [str(c) for c in npz["columns"].tolist()]
+            shape = data.shape
+            if shape is not None and (len(shape) != 2 or shape[1] != len(self.columns)):
+                raise UsageError(
+                    f"NPZ {path.name}: 'data' has shape {data.shape} but 'columns' names "
+                    f"{len(self.columns)} columns"
+                )
+            self.table = True
+            self.n_rows = data.shape[0] if data.shape is not None else None
+        else:
+            self.table = False
+            self.columns = list(names)
+            lengths = {n: m.shape[0] for n, m in members.items() if m.shape is not None}
+            bad = [n for n, m in members.items() if m.shape is not None and len(m.shape) != 1]
+            if bad:
+                raise UsageError(
+                    f"NPZ {path.name}: array {bad[0]!r} is not 1-D; store one 1-D array per "
+                    "column, or a 2-D 'data' array with its names in 'columns'"
+                )
+            if len(set(lengths.values())) > 1:
+                raise UsageError(f"NPZ {path.name}: the column arrays differ in length {lengths}")
+            self.n_rows = next(iter(lengths.values()), None)
+
+    def _read_rows(self, archive, member: _NpzMember, start_row: int):
+        """Yield blocks of rows of ``member`` lazily; the caller asks for ``n`` rows each."""
+        row_width = int(np.prod(member.shape[1:], dtype=np.int64)) if member.shape else 1
+        row_bytes = member.dtype.itemsize * row_width
+        fp = archive.open(member.name + ".npy")
+        fp.seek(member.data_offset + start_row * row_bytes)
+        try:
+            n = yield None
+            while True:
+                raw = fp.read(n * row_bytes)
+                block = np.frombuffer(raw, dtype=member.dtype)
+                n = yield block.reshape((-1, *member.shape[1:]))
+        finally:
+            fp.close()
+
+    def frames(self, used, chunksize, start_row):
+        total = self.n_rows
+        if self.table:
+            wanted = [self.columns.index(c) for c in used]
+            sources = {"data": self.members["data"]}
+        else:
+            sources = {c: self.members[c] for c in used}
+        for member in sources.values():
+            member.check_plain()
+        with zipfile.ZipFile(self.path) as archive:
+            if all(m.streamable for m in sources.values()) and total is not None:
+                readers = {}
+                for name, member in sources.items():
+                    gen = self._read_rows(archive, member, start_row)
+                    next(gen)
+                    readers[name] = gen
+                try:
+                    for lo in range(start_row, total, chunksize):
+                        n = min(chunksize, total - lo)
+                        blocks = {name: gen.send(n) for name, gen in readers.items()}
+                        rows = np.arange(lo, lo + n, dtype=np.int64)
+                        if self.table:
+                            table = blocks["data"]
+                            values = {c: table[:, j] for c, j in zip(used, wanted, strict=True)}
+                        else:
+                            values = blocks
+                        yield rows, values, []
+                finally:
+                    for gen in readers.values():
+                        gen.close()
+                return
+        # Fallback: an array that cannot be read row by row is loaded whole.
+        with np.load(self.path, allow_pickle=False) as npz:
+            if self.table:
+                data = npz["data"]
+                arrays = {c: data[:, self.columns.index(c)] for c in used}
+            else:
+                arrays = {c: npz[c] for c in used}
+        n_rows = len(next(iter(arrays.values())))
+        for lo in range(start_row, n_rows, chunksize):
+            hi = min(lo + chunksize, n_rows)
+            yield np.arange(lo, hi, dtype=np.int64), {c: a[lo:hi] for c, a in arrays.items()}, []

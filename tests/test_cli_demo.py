@@ -1,0 +1,42 @@
+"""``onlinesparse demo`` end to end, and its choice of models."""
+
+import subprocess
+import sys
+from html.parser import HTMLParser
+
+from onlinesparse.replay import demo, models
+
+
+def test_demo_simulates_replays_compares_and_points_to_its_report(tmp_path):
+    out = tmp_path / "demo"
+    proc = subprocess.run(
+        [sys.executable, "-m", "onlinesparse.cli", "demo", "--out", str(out), "--trials", "8",
+         "--models", "linear", "--workers", "1"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "48 neurons, 6 muscles, 1360 bins of 10 ms" in proc.stdout
+    assert "relevant neurons in top k" in proc.stdout
+    assert f"Report: {(out / 'report.html').resolve()}" in proc.stdout
+    assert (out / "recording.parquet").exists() and (out / "recording.truth.json").exists()
+
+    class Refs(HTMLParser):
+        refs: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            self.refs += [v for k, v in attrs if k in ("src", "href")]
+
+    parser = Refs()
+    parser.feed((out / "report.html").read_text())
+    assert "linear/report.html" in parser.refs and "comparison.png" in parser.refs
+    for ref in parser.refs:
+        assert (out / ref).exists(), ref
+
+
+def test_missing_models_are_replaced_by_available_ones_and_said_so(monkeypatch, capsys):
+    monkeypatch.setitem(models.MODELS, "ghost", models.ModelSpec("ghost", "no_such:G", ""))
+    chosen = demo.choose_models(["ghost", "linear"])
+    assert chosen[1] == "linear" and chosen[0] in models.available_models()
+    assert chosen[0] != "linear"
+    assert f"model 'ghost' is not available in this installation; using {chosen[0]!r}" in (
+        capsys.readouterr().out)

@@ -1,0 +1,110 @@
+"""Ctrl-C: the replay saves a checkpoint, exits 130, and resuming finishes the same run.
+
+The replay must still be running when the signal arrives, so it uses a model that sleeps
+2 ms per sample while ``SLOW_TEST_MODEL`` is set. The model is registered through a
+``sitecustomize`` module on ``PYTHONPATH``, which every Python process of the command imports
+at start, including the worker processes that a multi-target replay spawns.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+SLOW_MODEL = '''
+import os
+import time
+
+from river import linear_model
+
+
+class SlowLinear(linear_model.LinearRegression):
+    def learn_one(self, x, y, w=1.0):
+        if os.environ.get("SLOW_TEST_MODEL"):
+            time.sleep(0.002)
+        super().learn_one(x, y, w)
+'''
+SITECUSTOMIZE = '''
+from onlinesparse.replay import models
+
+models.MODELS["slow"] = models.ModelSpec("slow", "slowmodel:SlowLinear", "test model")
+'''
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    d = tmp_path_factory.mktemp("interrupt")
+    (d / "slowmodel.py").write_text(SLOW_MODEL)
+    (d / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    rng = np.random.default_rng(3)
+    n = 3000
+    X = rng.normal(size=(n, 3))
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame["y1"] = X[:, 0] + 0.1 * rng.normal(size=n)
+    frame["y2"] = X[:, 1] - X[:, 2] + 0.1 * rng.normal(size=n)
+    frame.to_parquet(d / "rec.parquet", index=False)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(d), os.environ.get("PYTHONPATH", "")])}
+    return d, env
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(setup):
+    """Predictions of both targets from one uninterrupted, fast, in-process replay."""
+    d, env = setup
+    whole = subprocess.run(
+        _command("--target", "y1", "--target", "y2", "--workers", "1", "--out", d / "whole"),
+        cwd=d, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert whole.returncode == 0, whole.stderr
+    return pd.read_parquet(d / "whole" / "predictions.parquet")
+
+
+def _command(*args):
+    return [sys.executable, "-m", "onlinesparse.cli", "replay", "rec.parquet", "--model", "slow",
+            "--features", "a,b,c", "--no-report", *map(str, args)]
+
+
+@pytest.mark.parametrize("targets", [["y1"], ["y1", "y2"]], ids=["in-process", "workers"])
+def test_ctrl_c_saves_a_checkpoint_and_resume_matches_an_uninterrupted_run(
+    setup, uninterrupted, targets
+):
+    d, env = setup
+    tag = "-".join(targets)
+    target_args = [a for t in targets for a in ("--target", t)]
+    workers = ["--workers", str(len(targets))]
+    ck = d / f"ck-{tag}" / "state.pkl"
+    out = d / f"out-{tag}"
+
+    slow_env = {**env, "SLOW_TEST_MODEL": "1"}
+    proc = subprocess.Popen(
+        _command(*target_args, *workers, "--out", out, "--checkpoint", ck, "--every", "25"),
+        cwd=d, env=slow_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    # Wait until every target has saved a periodic checkpoint: the replay is under way
+    # (3000 rows at 2 ms each are far from done), then press Ctrl-C.
+    expected = [ck] if len(targets) == 1 else [ck.with_name(f"state.{t}.pkl") for t in targets]
+    deadline = time.monotonic() + 120
+    while not all(p.exists() for p in expected):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no checkpoint appeared"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "Interrupted: saving a checkpoint" in stderr
+    assert "resume with: onlinesparse replay" in stderr and "--resume" in stderr
+    partial = pd.read_parquet(out / "predictions.parquet")
+    assert 0 < len(partial) < 3000 * len(targets)
+
+    resumed = subprocess.run(  # in process: a checkpoint does not depend on the worker count
+        _command(*target_args, "--workers", "1", "--out", out, "--checkpoint", ck, "--resume"),
+        cwd=d, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    expected = uninterrupted[uninterrupted["target"].isin(targets)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "predictions.parquet"), expected)
