@@ -60,10 +60,9 @@ class BufferManager:
     n_proposed: int = 0
     n_evicted: int = 0
 
-    @property
-    def _reference_radius(self) -> float:
-        """The middle proposed radius: the scale novelty is measured in."""
-        return float(np.median(self.radii))
+    def __post_init__(self) -> None:
+        # The middle proposed radius: the scale novelty is measured in.
+        self._reference_radius = float(np.median(self.radii))
 
     def consider(self, model: IncrementalRidge, x: np.ndarray, error: float,
                  noise_std: float) -> None:
@@ -81,6 +80,12 @@ class BufferManager:
             self.n_proposed += 1
             for radius in self.radii:
                 self.queue.append(BasisSpec.radial(x, radius, self.kernel))
+        # Scores of columns that left the pool (into the model, or dropped by the pruner)
+        # are forgotten, so the dict stays as small as the pool.
+        if len(self.scores) > 2 * self.capacity:
+            window = model.window
+            tracked = set(window.ids[window.n_model:window.n_columns].tolist())
+            self.scores = {cid: v for cid, v in self.scores.items() if cid in tracked}
         # Basis functions the pruner sends back to the pool can overfill it: trim first.
         while model.window.n_candidates > self.capacity and self._evict(model):
             pass

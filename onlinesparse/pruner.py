@@ -52,7 +52,12 @@ def reestimate_basis(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
         return "unchanged", usefulness
     old = model.lambdas[j]
     if opt.gcv < current * (1 - _RELATIVE_GAIN) and opt.lam != old:
-        model.set_lambda(j, opt.lam)
+        try:
+            model.set_lambda(j, opt.lam)
+        except IllConditionedError:
+            # λ this small makes the column a combination of the others to rounding; the
+            # operation refused and changed nothing, so the move is simply not made.
+            return "unchanged", usefulness
         return "reestimated", usefulness
     return "unchanged", usefulness
 
@@ -211,8 +216,12 @@ class GCVPruner:
         if math.isinf(usefulness) or best.gain <= usefulness + self.min_gain * model.gcv:
             return
         before = model.gcv
-        old_lambda = float(model.lambdas[j])
-        removed_id = model.remove_basis(j, keep_as_candidate=True)
+        # Move j to the end so that an undo is a plain restore of a copy (exact, and it
+        # cannot fail the way re-adding the column could).
+        last = model.size - 1
+        model.swap_basis(j, last)
+        snapshot = model.snapshot()
+        removed_id = model.remove_basis(last, keep_as_candidate=True)
         position = model.window.position_of(best.column_id) - model.window.n_model
         rescored = evaluate_candidates(model, np.array([position]), lambda_min)
         if rescored and math.isfinite(rescored[0].lam) and rescored[0].gcv < before * (
@@ -226,4 +235,4 @@ class GCVPruner:
                 self.n_deleted += 1
                 self.usefulness.pop(removed_id, None)
                 return
-        model.add_basis(removed_id, old_lambda)  # undo: the trade did not pay
+        model.restore(snapshot)  # the trade did not pay

@@ -451,6 +451,35 @@ class IncrementalRidge:
         self._after_update(account)
         return column_id
 
+    def swap_basis(self, i: int, j: int) -> None:
+        """Exchange the positions of basis functions ``i`` and ``j`` (nothing else changes)."""
+        self.state._check_index(i)
+        self.state._check_index(j)
+        self.state.swap(i, j)
+        self.window.swap_columns(i, j)
+        self._version += 1  # the criteria's sums now run in another order
+
+    def snapshot(self) -> tuple:
+        """What :meth:`restore` needs to undo a removal of the last basis function exactly:
+        O(M²) copies of the ridge state and the accounts."""
+        # order="K" keeps the memory layout, so that BLAS sums in the same order after a
+        # restore and every derived number is reproduced to the last bit.
+        return (self.state.variance.copy(order="K"), self.state.weights.copy(order="K"),
+                self.state.lambdas.copy(order="K"), self.window.n_model,
+                self._error_estimate, self._statistics_error)
+
+    def restore(self, snapshot: tuple) -> None:
+        """Undo ``remove_basis(last, keep_as_candidate=True)`` taken after ``snapshot()``: the
+        column steps back from the pool (it sits at the head of the pool) and the ridge
+        state is the copy, bit for bit."""
+        variance, weights, lambdas, n_model, error, statistics_error = snapshot
+        if self.window.n_model != n_model - 1:
+            raise ValueError("restore() undoes exactly one removal of the last basis function")
+        self.window.promote(self.window.n_model)
+        self.state.variance, self.state.weights, self.state.lambdas = variance, weights, lambdas
+        self._error_estimate, self._statistics_error = error, statistics_error
+        self._version += 1
+
     def remove_basis(self, j: int, keep_as_candidate: bool = False) -> int:
         """Remove basis function ``j`` (position in the model); returns its column id."""
         self.state._check_index(j)
