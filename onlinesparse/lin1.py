@@ -22,6 +22,13 @@ targets and their centred co-moment matrix (Welford's update). The augmented ``X
 without the cancellation that accumulating raw sums of squares suffers when the data have a
 large offset. The SVD is done lazily, the first time a prediction (or a diagnostic) follows new
 data.
+
+Inputs
+------
+Feature dicts go through :class:`~onlinesparse.features.FeatureMap`, the library-wide input
+boundary: non-numeric, NaN or infinite values raise ``ValueError`` naming the feature; the
+first sample learned fixes the inputs; by default a missing feature takes its running mean and
+a feature first seen later is ignored, and ``strict=True`` rejects both instead.
 """
 
 from __future__ import annotations
@@ -34,26 +41,20 @@ from typing import Any
 import numpy as np
 from river import base, proba
 
-__all__ = ["Lin1Regressor", "Lin1MultiTargetRegressor"]
+from onlinesparse.features import FeatureMap
 
-# The three river checks that feed a model a changing set of features. A fixed-schema model
-# rejects such samples by design (river's own scikit-learn wrappers skip the same three).
-_FEATURE_DRIFT_CHECKS = frozenset({
-    "check_emerging_features",
-    "check_disappearing_features",
-    "check_radically_disappearing_features",
-})
+__all__ = ["Lin1Regressor", "Lin1MultiTargetRegressor"]
 
 
 def _order_key(name: Hashable) -> tuple[str, str]:
-    # Feature names may be of mixed types; a key on (type, repr) orders any hashable names
-    # deterministically, so two models fed the same dicts in a different key order build the
-    # same matrices (river's check_shuffle_features_no_impact).
+    # Target names may be of mixed types; a key on (type, repr) orders any hashable names
+    # deterministically, so the order of the keys of y never matters.
     return type(name).__name__, repr(name)
 
 
 def _as_number(value: Any, what: str) -> float:
-    """``value`` as a finite float, or a ``ValueError`` naming ``what``."""
+    """A target as a finite float, or a ``ValueError`` naming ``what`` (features go through
+    :class:`~onlinesparse.features.FeatureMap`)."""
     if isinstance(value, bool | np.bool_) or isinstance(value, numbers.Real):
         number = float(value)
     else:
@@ -68,26 +69,21 @@ class _Lin1Base(base.Estimator):
 
     Layout of the running statistics: the vector ``z = (x₁ … x_d, y₁ … y_t)`` of the current
     sample has running mean ``_mean`` and centred co-moment matrix
-    ``_comoment = Σ (z − z̄)(z − z̄)ᵀ``, both of size ``d + t``.
+    ``_comoment = Σ (z − z̄)(z − z̄)ᵀ``, both of size ``d + t``; ``x`` is in the order of the
+    :class:`~onlinesparse.features.FeatureMap`.
     """
 
-    def __init__(self, rcond: float = 1e-6, sparse: bool = False) -> None:
+    def __init__(self, rcond: float = 1e-6, strict: bool = False) -> None:
         if not (isinstance(rcond, numbers.Real) and 0.0 <= float(rcond) < 1.0):
             raise ValueError(f"rcond must be in [0, 1), got {rcond!r}")
         self.rcond = rcond
-        self.sparse = sparse
-        self._features: list[Hashable] = []
-        self._feature_index: dict[Hashable, int] = {}
+        self.strict = strict
+        self._feature_map = FeatureMap(strict=strict)
         self._targets: list[Hashable] = []
         self._count = 0
         self._mean = np.zeros(0)
         self._comoment = np.zeros((0, 0))
         self._fit: dict[str, Any] | None = None
-
-    # -- river plumbing ---------------------------------------------------------------------
-    def _unit_test_skips(self) -> set[str]:
-        # A fixed schema is the documented behaviour of the default (non-sparse) model.
-        return set() if self.sparse else set(_FEATURE_DRIFT_CHECKS)
 
     @property
     def n_samples(self) -> int:
@@ -97,61 +93,34 @@ class _Lin1Base(base.Estimator):
     @property
     def features(self) -> list[Hashable]:
         """Input names in the order of the rows of ``XᵀX`` (after the constant)."""
-        return list(self._features)
+        return list(self._feature_map.names)
 
     # -- validation (no state is touched here) ----------------------------------------------
-    def _parse_inputs(self, x: Any, learning: bool) -> tuple[np.ndarray, list[Hashable]]:
-        """Values of ``x`` in the model's feature order, plus the names it would add.
+    def _parse_inputs(self, x: Any, learning: bool) -> np.ndarray:
+        """Values of ``x`` in the model's feature order (FeatureMap policy; changes nothing).
 
-        Raises ``ValueError`` naming the offending feature; never modifies the model.
+        Raises ``ValueError`` naming the offending feature.
         """
-        if not isinstance(x, Mapping):
-            raise ValueError(f"x must be a dict of features, got {type(x).__name__}")
-        values = {name: _as_number(value, f"feature {name!r}") for name, value in x.items()}
-        known = self._feature_index
-        unseen = sorted((name for name in values if name not in known), key=_order_key)
-        first_sample = self._count == 0
-        if not self.sparse and not first_sample:
-            if unseen:
-                raise ValueError(
-                    f"feature {unseen[0]!r} was not in the first sample; this model has a fixed "
-                    "set of inputs (use sparse=True to treat absent features as 0)"
-                )
-            missing = [name for name in self._features if name not in values]
-            if missing:
-                raise ValueError(
-                    f"feature {missing[0]!r} is missing; every sample must carry the features "
-                    "of the first one (use sparse=True to treat absent features as 0)"
-                )
-        if not learning:
-            # Prediction never grows the schema: unseen features have no weight (sparse mode)
-            # and are rejected above otherwise.
-            unseen = []
-        row = np.zeros(len(self._features) + len(unseen))
-        for name, value in values.items():
-            position = known.get(name)
-            if position is not None:
-                row[position] = value
-        for offset, name in enumerate(unseen):
-            row[len(self._features) + offset] = values[name]
-        return row, unseen
+        feature_map = self._feature_map
+        # Only the first sample learned fixes the inputs. The map takes "no inputs" for "not
+        # fitted yet", so after a first sample without features it is never asked to learn
+        # again: the model stays a constant, and later features are new features.
+        row = feature_map.transform(x, learning=learning and self._count == 0)
+        if self.strict and self._count and not feature_map.is_fitted and len(x):
+            raise ValueError(f"feature {next(iter(x))!r} was not seen in the first sample")
+        return row
 
     # -- learning ---------------------------------------------------------------------------
-    def _learn(self, row: np.ndarray, unseen: list[Hashable], targets: np.ndarray) -> None:
-        """Welford update of the running means and co-moments with ``z = (row, targets)``."""
-        n_features = len(self._features)
-        if unseen:
-            # A feature first seen now was 0 in every earlier sample (sparse convention): its
-            # mean and every co-moment involving it are exactly 0, so the statistics grow by
-            # zero rows and columns, inserted before the target block.
-            grow = len(unseen)
-            mean = np.insert(self._mean, n_features, np.zeros(grow))
-            comoment = np.insert(self._comoment, [n_features] * grow, 0.0, axis=0)
-            comoment = np.insert(comoment, [n_features] * grow, 0.0, axis=1)
-            self._mean, self._comoment = mean, comoment
-            for name in unseen:
-                self._feature_index[name] = len(self._features)
-                self._features.append(name)
+    def _learn(self, x: Mapping, row: np.ndarray, targets: np.ndarray) -> None:
+        """Welford update of the running means and co-moments with ``z = (row, targets)``,
+        then record the sample in the feature map (only now: bad input changes nothing)."""
+        # A model whose first sample had no features has no inputs to record (see
+        # _parse_inputs); otherwise the map records every sample (running means for imputing).
+        record = self._count == 0 or self._feature_map.is_fitted
+        if self._count == 0:
+            size = len(row) + len(targets)
+            self._mean = np.zeros(size)
+            self._comoment = np.zeros((size, size))
         z = np.concatenate([row, targets])
         count = self._count + 1
         delta = z - self._mean
@@ -160,11 +129,13 @@ class _Lin1Base(base.Estimator):
         self._comoment = self._comoment + (self._count / count) * np.outer(delta, delta)
         self._count = count
         self._fit = None
+        if record:
+            self._feature_map.commit(row, x)
 
     # -- the lin-1 fit (seed 004 eqs. 5–7) ---------------------------------------------------
     def _raw_statistics(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Augmented ``XᵀX`` ((d+1)²), ``XᵀY`` ((d+1) × t) and ``diag(YᵀY)`` (t,)."""
-        d = len(self._features)
+        d = self._feature_map.n_features
         n = float(self._count)
         mean_x, mean_y = self._mean[:d], self._mean[d:]
         cxx = self._comoment[:d, :d]
@@ -184,7 +155,7 @@ class _Lin1Base(base.Estimator):
         """Decompose ``A`` once per batch of new data (lazy, DESIGN.md §5)."""
         if self._fit is not None:
             return self._fit
-        d = len(self._features)
+        d = self._feature_map.n_features
         n = float(self._count)
         gram, cross, _ = self._raw_statistics()
         # seed 004 eq. 5: SVD of A, reciprocal of sᵢ set to 0 when sᵢ < rcond·max(s).
@@ -224,14 +195,10 @@ class _Lin1Base(base.Estimator):
     def _predict_arrays(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
         """Predictive means and variances (one per target) at ``x`` (seed 004 eq. 9)."""
         n_targets = max(len(self._targets), 1)
+        row = self._parse_inputs(x, learning=False)
         if self._count == 0:
             # River convention: predict 0 before any data; nothing is known about the noise.
-            if not isinstance(x, Mapping):
-                raise ValueError(f"x must be a dict of features, got {type(x).__name__}")
-            for name, value in x.items():
-                _as_number(value, f"feature {name!r}")
             return np.zeros(n_targets), np.full(n_targets, math.inf)
-        row, _ = self._parse_inputs(x, learning=False)
         fit = self._ensure_fit()
         augmented = np.concatenate([[1.0], row])
         means = augmented @ fit["weights"]
@@ -244,7 +211,7 @@ class _Lin1Base(base.Estimator):
     def _relevance_matrix(self) -> np.ndarray:
         """|slope| × running (population) standard deviation of the input, per target."""
         fit = self._ensure_fit()
-        d = len(self._features)
+        d = self._feature_map.n_features
         std = np.sqrt(np.maximum(np.diag(self._comoment[:d, :d]), 0.0) / self._count)
         return np.abs(fit["weights"][1:]) * std[:, None]
 
@@ -277,12 +244,12 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
         estimate of machine precision for normalised inputs; ``A``'s conditioning depends on
         the scale of the inputs, so put a ``preprocessing.StandardScaler`` in front of the
         model as DELVE normalises its data.
-    sparse
-        ``False`` (default): the first sample fixes the set of inputs and a sample that lacks
-        one of them, or brings a new one, is rejected with a ``ValueError``. ``True``: river's
-        sparse convention — an absent feature is 0, a feature first seen later was 0 in every
-        earlier sample (the statistics grow by zero rows, which is exact under that
-        convention), and a feature never seen in training is ignored at prediction time.
+    strict
+        The input policy of :class:`~onlinesparse.features.FeatureMap`, shared by every
+        model of the library. The first sample learned fixes the inputs. ``False``
+        (default): a missing feature takes its running mean over the samples learned so far
+        (0 behind a ``StandardScaler``) and a feature first seen later is ignored. ``True``:
+        a missing or new feature raises ``ValueError`` naming it.
 
     Notes
     -----
@@ -296,8 +263,9 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
       ``diagnostics()["noise_std"]`` is ``inf``. Before any data the prediction is 0 (river's
       convention) with infinite variance.
     * **Bad input** — a non-dict ``x``, a non-numeric, NaN or infinite feature or target, and
-      (unless ``sparse``) a missing or new feature — raises ``ValueError`` naming the feature
-      and leaves the model exactly as it was.
+      (with ``strict``) a missing or new feature — raises ``ValueError`` naming the feature and
+      leaves the model exactly as it was. A first sample without features fixes an empty
+      input space: the model is then the constant ``ȳ`` (with its predictive spread).
     * ``input_relevance()`` is ``|wᵢ|`` times the running (population) standard deviation of
       input ``i``: the typical change in prediction that input causes.
 
@@ -324,12 +292,9 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
     3.0
     """
 
-    def __init__(self, rcond: float = 1e-6, sparse: bool = False) -> None:
-        super().__init__(rcond=rcond, sparse=sparse)
+    def __init__(self, rcond: float = 1e-6, strict: bool = False) -> None:
+        super().__init__(rcond=rcond, strict=strict)
         self._targets = ["y"]
-        # One target: the statistics start with its (empty) slot.
-        self._mean = np.zeros(1)
-        self._comoment = np.zeros((1, 1))
 
     def learn_one(self, x: dict, y: float) -> None:
         """Update ``XᵀX``, ``Xᵀy``, ``yᵀy`` and ``n`` with one sample, O(d²).
@@ -339,9 +304,9 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
         ValueError
             On bad input (see the class notes); the model is then left unchanged.
         """
-        row, unseen = self._parse_inputs(x, learning=True)
+        row = self._parse_inputs(x, learning=True)
         target = _as_number(y, "target y")
-        self._learn(row, unseen, np.array([target]))
+        self._learn(x, row, np.array([target]))
 
     def predict_one(self, x: dict, with_dist: bool = False) -> float | proba.Gaussian:
         """Predictive mean ``wᵀx*``, or the Gaussian predictive distribution (seed 004 eq. 9).
@@ -366,7 +331,7 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
         if self._count == 0:
             return {}
         slopes = self._ensure_fit()["weights"][1:, 0]
-        return dict(zip(self._features, slopes.tolist(), strict=True))
+        return self._feature_map.to_dict(slopes)
 
     @property
     def intercept(self) -> float:
@@ -385,7 +350,7 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
         if self._count == 0:
             return {}
         relevance = self._relevance_matrix()[:, 0]
-        return dict(zip(self._features, relevance.tolist(), strict=True))
+        return self._feature_map.to_dict(relevance)
 
 
 class Lin1MultiTargetRegressor(_Lin1Base, base.MultiTargetRegressor):
@@ -402,8 +367,8 @@ class Lin1MultiTargetRegressor(_Lin1Base, base.MultiTargetRegressor):
     ----------
     rcond
         Relative cut-off for singular values of ``A`` (seed 004 eq. 5).
-    sparse
-        River's sparse convention for features (see :class:`Lin1Regressor`).
+    strict
+        Input policy for features (see :class:`Lin1Regressor`).
 
     Examples
     --------
@@ -416,8 +381,8 @@ class Lin1MultiTargetRegressor(_Lin1Base, base.MultiTargetRegressor):
     {'diff': 1.5, 'sum': 1.5}
     """
 
-    def __init__(self, rcond: float = 1e-6, sparse: bool = False) -> None:
-        super().__init__(rcond=rcond, sparse=sparse)
+    def __init__(self, rcond: float = 1e-6, strict: bool = False) -> None:
+        super().__init__(rcond=rcond, strict=strict)
 
     def _parse_targets(self, y: Any) -> tuple[np.ndarray, list[Hashable]]:
         if not isinstance(y, Mapping):
@@ -444,14 +409,11 @@ class Lin1MultiTargetRegressor(_Lin1Base, base.MultiTargetRegressor):
         ValueError
             On bad input; the model is then left unchanged.
         """
-        row, unseen = self._parse_inputs(x, learning=True)
+        row = self._parse_inputs(x, learning=True)
         targets, names = self._parse_targets(y)
         if self._count == 0:
-            t = len(names)
             self._targets = list(names)
-            self._mean = np.zeros(len(self._features) + t)
-            self._comoment = np.zeros((len(self._features) + t,) * 2)
-        self._learn(row, unseen, targets)
+        self._learn(x, row, targets)
 
     def predict_one(self, x: dict, with_dist: bool = False
                     ) -> dict[Hashable, float] | dict[Hashable, proba.Gaussian]:
@@ -484,4 +446,4 @@ class Lin1MultiTargetRegressor(_Lin1Base, base.MultiTargetRegressor):
         if self._count == 0:
             return {}
         relevance = self._relevance_matrix().max(axis=1) if self._targets else []
-        return dict(zip(self._features, np.asarray(relevance).tolist(), strict=True))
+        return self._feature_map.to_dict(np.asarray(relevance))

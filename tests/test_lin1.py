@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import doctest
+import importlib
 import math
 import pickle
 
@@ -204,25 +206,46 @@ def test_pickle_roundtrip_keeps_predictions():
     assert clone.predict_one(x, with_dist=True).sigma == model.predict_one(x, with_dist=True).sigma
 
 
-def test_sparse_mode_treats_absent_features_as_zero():
-    """sparse=True: a feature first seen later was 0 before; the fit equals least squares on
-    the zero-filled data, and an unseen feature is ignored at prediction time."""
+def test_missing_feature_takes_its_running_mean_and_new_features_are_ignored():
+    """The library-wide input policy (FeatureMap, non-strict default): a feature missing from
+    a sample is imputed with its running mean over the samples learnt before it, and a
+    feature first seen after the first sample is ignored. The fit then equals least squares
+    on the imputed data."""
     rng = np.random.default_rng(6)
     X = rng.standard_normal((40, 3))
-    X[:15, 2] = 0.0  # feature x2 appears at sample 15
     y = X @ np.array([1.0, -1.0, 2.0]) + 0.5 + 0.05 * rng.standard_normal(40)
-    model = Lin1Regressor(sparse=True)
-    for row, target in zip(X, y, strict=True):
-        x = {"x0": row[0], "x1": row[1]}
-        if row[2] != 0.0:
-            x["x2"] = row[2]
+    model = Lin1Regressor()
+    imputed = X.copy()
+    for i, (row, target) in enumerate(zip(X, y, strict=True)):
+        x = {"x0": row[0], "x1": row[1], "x2": row[2]}
+        if i % 5 == 4:
+            del x["x2"]  # imputed with the mean of x2 over the samples learnt so far
+            imputed[i, 2] = imputed[:i, 2].mean()
+        if i % 7 == 3:
+            x["late"] = 100.0 * target  # first seen after the first sample: ignored
         model.learn_one(x, target)
-    Xa = np.column_stack([np.ones(40), X])
+    assert model.features == ["x0", "x1", "x2"]
+    Xa = np.column_stack([np.ones(40), imputed])
     expected = np.linalg.lstsq(Xa, y, rcond=None)[0]
     np.testing.assert_allclose([model.intercept, *(model.weights[f"x{j}"] for j in range(3))],
                                expected, rtol=1e-8)
-    assert model.predict_one({"x0": 1.0, "zzz": 5.0}) == pytest.approx(
-        expected[0] + expected[1], rel=1e-8)
+    mean_x2 = imputed[:, 2].mean()
+    assert model.predict_one({"x0": 1.0, "x1": 0.0, "zzz": 5.0}) == pytest.approx(
+        expected[0] + expected[1] + expected[3] * mean_x2, rel=1e-8)
+
+
+def test_strict_inputs_reject_missing_and_new_features():
+    model = Lin1Regressor(strict=True)
+    model.learn_one({"a": 1.0, "b": 2.0}, 1.0)
+    model.learn_one({"a": 2.0, "b": 0.0}, 3.0)
+    before = pickle.dumps(model)
+    for x, named in (({"a": 1.0}, "'b'"), ({"a": 1.0, "b": 2.0, "c": 3.0}, "'c'")):
+        with pytest.raises(ValueError, match=named):
+            model.learn_one(x, 1.0)
+        assert pickle.dumps(model) == before
+        with pytest.raises(ValueError, match=named):
+            model.predict_one(x)
+        assert pickle.dumps(model) == before
 
 
 # --------------------------------------------------------------------------------------------
@@ -239,8 +262,8 @@ GOOD = {"a": 1.0, "b": 2.0}
         ({"a": 1.0, "b": math.inf}, 1.0, "'b'"),
         ({"a": "1.0", "b": 2.0}, 1.0, "'a'"),
         ({"a": None, "b": 2.0}, 1.0, "'a'"),
-        ({"a": 1.0}, 1.0, "'b'"),  # a seen feature is missing
-        ({"a": 1.0, "b": 2.0, "c": 3.0}, 1.0, "'c'"),  # a new feature after the first sample
+        ({"a": 1.0, "b": 2.0, "c": math.nan}, 1.0, "'c'"),  # checked even if it would be ignored
+        ({"a": 1.0, "b": True, "c": [1]}, 1.0, "'c'"),
         (GOOD, math.nan, "target"),
         (GOOD, "3", "target"),
         ([1.0, 2.0], 1.0, "dict"),
@@ -257,8 +280,8 @@ def test_bad_input_raises_and_leaves_the_model_unchanged(x, y, named):
     assert pickle.dumps(model) == before
 
 
-@pytest.mark.parametrize("x", [{"a": math.nan, "b": 2.0}, {"a": 1.0}, {"a": 1.0, "b": 2.0,
-                                                                      "c": 0.0}])
+@pytest.mark.parametrize("x", [{"a": math.nan, "b": 2.0}, {"a": "1", "b": 2.0},
+                               {"a": 1.0, "c": math.inf}, [1.0, 2.0]])
 def test_bad_input_at_prediction_raises(x):
     model = Lin1Regressor()
     model.learn_one(GOOD, 1.0)
@@ -276,6 +299,29 @@ def test_bad_first_sample_leaves_an_empty_model():
     assert pickle.dumps(model) == before
     model.learn_one({"a": 1.0}, 1.0)  # the schema was not fixed by the rejected sample
     assert model.features == ["a"]
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_first_sample_without_features_fixes_an_empty_input_space(strict):
+    """The first sample fixes the inputs even when it has none: the model is the constant
+    ȳ, later features are new features (ignored, or rejected when strict)."""
+    model = Lin1Regressor(strict=strict)
+    model.learn_one({}, 1.0)
+    model.learn_one({}, 3.0)
+    if strict:
+        before = pickle.dumps(model)
+        with pytest.raises(ValueError, match="'a'"):
+            model.learn_one({"a": 1.0}, 2.0)
+        assert pickle.dumps(model) == before
+        model.learn_one({}, 2.0)
+    else:
+        model.learn_one({"a": 1.0}, 2.0)
+    assert model.features == []
+    assert model.n_samples == 3
+    dist = model.predict_one({}, with_dist=True)
+    assert dist.mu == pytest.approx(2.0)
+    # σ̂² = SSE/(n − k) = 2/2 and A⁺ = 1/n: variance 1·(1 + 1/3).
+    assert dist.sigma ** 2 == pytest.approx(4.0 / 3.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -323,23 +369,32 @@ def test_multi_target_rejects_target_changes():
 
 
 @pytest.mark.parametrize(
-    "model",
-    [Lin1Regressor(), Lin1Regressor(sparse=True), Lin1MultiTargetRegressor(sparse=True)],
-    ids=["strict", "sparse", "multi-target-sparse"],
-)
+    "model", [Lin1Regressor(), Lin1MultiTargetRegressor()], ids=["single", "multi-target"])
 def test_river_check_estimator(model):
-    """River's conformance suite. The strict model declares (in ``_unit_test_skips``) the three
-    checks that feed it a changing set of features — it rejects those by design, as river's own
-    fixed-schema scikit-learn wrappers do; the sparse models run every check. River's
-    multi-target checks stream one-hot features that appear over time, so the multi-target model
-    is checked in sparse mode."""
+    """River's whole conformance suite with the default parameters, nothing skipped —
+    including the checks that feed a changing set of features."""
+    assert model._unit_test_skips() == set()
     checks.check_estimator(copy.deepcopy(model))
 
 
-def test_strict_model_skips_only_the_feature_drift_checks():
-    assert Lin1Regressor()._unit_test_skips() == {
-        "check_emerging_features",
-        "check_disappearing_features",
-        "check_radically_disappearing_features",
-    }
-    assert Lin1Regressor(sparse=True)._unit_test_skips() == set()
+def test_strict_model_passes_every_other_river_check():
+    """With ``strict=True`` the model rejects a changing feature set by design; it passes every
+    other check of river's suite."""
+    drift = {"check_emerging_features", "check_disappearing_features",
+             "check_radically_disappearing_features"}
+    model = Lin1Regressor(strict=True)
+    names = set()
+    for check in checks.yield_checks(model):
+        names.add(check.__name__)
+        if check.__name__ in drift:
+            with pytest.raises(ValueError):
+                check(model.clone())
+        else:
+            check(model.clone())
+    assert drift <= names
+
+
+def test_docstring_examples():
+    module = importlib.import_module("onlinesparse.lin1")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

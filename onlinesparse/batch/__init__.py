@@ -10,10 +10,14 @@ formed: the algorithms work with ``P·F`` and ``P·y`` (Orr A.12–A.15).
   re-estimation (eq. 6.5) after each selection.
 * :func:`regularised_orthogonal_least_squares` — Orr section 7.3 (A.15).
 * :func:`tcr` — Hagiwara's thresholding of the cost reduction (seed 002).
+* :func:`fast_gcv` — Sundararajan, Shevade and Keerthi's fast GCV (seed 000): adds, deletes
+  and re-estimates local ridge parameters by the largest GCV reduction. It takes kernels
+  (centres, radius, type) rather than ``F``; :func:`fast_gcv_design` evaluates them.
 """
 
 from onlinesparse.batch._common import ridge_weights
 from onlinesparse.batch.candidates import gaussian_candidates, radial_candidates
+from onlinesparse.batch.fast_gcv import fast_gcv, fast_gcv_design
 from onlinesparse.batch.forward import forward_selection, regularised_forward_selection
 from onlinesparse.batch.ols import orthogonal_least_squares, regularised_orthogonal_least_squares
 from onlinesparse.batch.result import SelectionResult
@@ -21,6 +25,8 @@ from onlinesparse.batch.tcr import tcr
 
 __all__ = [
     "SelectionResult",
+    "fast_gcv",
+    "fast_gcv_design",
     "forward_selection",
     "gaussian_candidates",
     "orthogonal_least_squares",

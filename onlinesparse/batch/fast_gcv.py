@@ -1,0 +1,443 @@
+"""Fast generalised cross-validation, FGCV (Sundararajan, Shevade and Keerthi; seed 000).
+
+FGCV builds a sparse local-ridge model (one regularisation parameter per basis function)
+from the empty model. Every candidate basis function is a tracked column of one
+:class:`~onlinesparse.ridge.IncrementalRidge`; at each iteration the GCV-optimal
+regularisation of *every* column is computed with all the others held fixed — for a column
+in the model from Orr's A.11 numbers (:func:`~onlinesparse.criteria.basis_quantities`), for
+a candidate from FGCV's r, γ, ξ, u of eqs. 16–19
+(:func:`~onlinesparse.criteria.candidate_quantities`) — and the one move that lowers GCV
+(eq. 7) most is applied: add a candidate, delete a basis function (its optimal α is ∞) or
+re-estimate one α (section 3.1, steps 5–9).
+
+Units
+-----
+The paper writes ``α`` and ``σ²`` but notes (after eq. 7) that P, hence GCV, depends only
+on ``ζ = ασ²``, which is Orr's ``λ``. Everything here is in λ units; ``σ²`` enters only
+through ``α_min``: ``λ_min = α_min·σ²`` with ``α_min = 1/N`` (section 3.2 point 7), and the
+stopping rule (step 11). ``σ²`` starts at ``0.1·var(y)`` (step 1) and is re-estimated by
+eq. 8, ``σ̂² = yᵀP²y / tr(P)``, every ``noise_every`` iterations (step 10).
+
+GCV is invariant to the scale of y (section 2.2), but ``λ_min = σ²/N`` is not: it grows with
+``y²`` while ``HᵀH`` does not. The paper's ``α_min = 1/N`` suits targets on the scale of
+the basis functions (its Boston and Abalone partitions are normalised); scale other targets
+first (divide by their standard deviation) — on raw Friedman 2 targets (≈ 500) the floor
+holds most weights far from their optimum and the test error is tens of times larger.
+
+Nothing forms a p × p matrix; the cost of one iteration is O(M²C) for C candidates and M
+basis functions in the model (the quantities are recomputed from ``S = A⁻¹`` rather than
+carried as the paper's rank-one updates, eqs. 36–47, so they do not accumulate rounding).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg
+
+from onlinesparse.batch.candidates import radial_candidates
+from onlinesparse.batch.result import SelectionResult
+from onlinesparse.criteria import basis_quantities, candidate_quantities, gcv, optimal_lambda
+from onlinesparse.kernels import KERNELS, BasisSpec
+from onlinesparse.ridge import IllConditionedError, IncrementalRidge
+
+__all__ = ["fast_gcv", "fast_gcv_design"]
+
+# A move is taken only if it lowers GCV by more than this fraction of its value: smaller
+# "reductions" are rounding, and taking them could make the run wander without end.
+_MIN_RELATIVE_REDUCTION = 1e-12
+# γ_m = φᵀPφ and u_m = φᵀP²φ are ≥ 0 in exact arithmetic. Negative beyond this fraction of
+# φᵀφ they signal a drifted S (FGCV 3.2 point 5); smaller negatives are rounding of a
+# candidate that lies (numerically) in the span of the model and are clipped to 0.
+_NEGATIVE_TOLERANCE = 1e-10
+
+
+@dataclass(frozen=True)
+class _Move:
+    """One of step 5's candidate moves: ``kind`` is "add", "delete" or "reestimate"."""
+
+    kind: str
+    candidate: int  # column of the candidate design (= tracked column id)
+    lam: float  # the new λ (inf for a deletion)
+    gcv: float  # GCV after the move
+    reduction: float  # current GCV − GCV after the move
+    position: int  # position in the model (re-estimate / delete) or -1
+
+
+def _as_inputs(inputs: np.ndarray, name: str) -> np.ndarray:
+    arr = np.asarray(inputs, dtype=float)
+    if arr.ndim == 1:
+        arr = arr[:, None]  # scalar inputs
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a vector (scalar inputs) or a 2-d array, got "
+                         f"{arr.ndim} dimensions")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def _candidate_specs(centres: np.ndarray, radius: float, kernel: str,
+                     constant: bool) -> list[BasisSpec]:
+    specs = [BasisSpec.radial(centre, radius, kernel) for centre in centres]
+    if constant:
+        specs.append(BasisSpec.constant())
+    return specs
+
+
+def fast_gcv_design(inputs: np.ndarray, centres: np.ndarray, radius: float,
+                    kernel: str = "gaussian", constant: bool = False) -> np.ndarray:
+    """Values of every FGCV candidate at ``inputs``, in the candidates' order.
+
+    Columns ``0 … C−1`` are the kernels ``φ(‖x − cⱼ‖²/r²)`` (Orr A.3) at the ``C`` centres;
+    with ``constant`` the last column is 1. This is the matrix
+    :meth:`SelectionResult.predict` expects for a result of :func:`fast_gcv` run with the
+    same centres, radius, kernel and constant.
+    """
+    design = radial_candidates(_as_inputs(inputs, "inputs"), _as_inputs(centres, "centres"),
+                               radius, kernel)
+    if constant:
+        design = np.column_stack([design, np.ones(len(design))])
+    return design
+
+
+def _moves(model: IncrementalRidge, quantities: dict[str, np.ndarray] | None,
+           lambda_min: float, excluded: set[int]) -> list[_Move]:
+    """Step 5: the GCV-optimal λ of every column, the others fixed, and the GCV it gives.
+
+    Columns in the model use Orr A.11 / FGCV appendix I (:func:`basis_quantities` then
+    :func:`optimal_lambda`); candidates use FGCV eqs. 16–19 with ``Pⱼ = P`` (appendix IV: a
+    column outside the model has ``Δⱼ = ∞``), i.e. ``a = q = yᵀP²y``, ``b = ξr``,
+    ``c = ur²``, ``tr Pⱼ = v``, ``β = u`` and ``ψ = γ``. Candidates with ``b ≤ 0`` are
+    skipped: by section 2.2 their optimal α is ∞ (``b ≤ 0`` is sufficient for irrelevance).
+    ``quantities`` are the candidates' r, γ, ξ, u (``None`` when there are no candidates).
+    """
+    window = model.window
+    n_patterns = model.n_patterns
+    current = model.gcv
+    moves: list[_Move] = []
+    for position in range(model.size):
+        q = basis_quantities(model, position)
+        best = optimal_lambda(q["a"], q["b"], q["c"], q["alpha"], q["beta"], q["psi"],
+                              n_patterns, lambda_min)
+        column = int(window.ids[position])
+        if math.isinf(best.lam):
+            moves.append(_Move("delete", column, math.inf, best.gcv_removed,
+                               current - best.gcv_removed, position))
+        else:
+            moves.append(_Move("reestimate", column, best.lam, best.gcv,
+                               current - best.gcv, position))
+    if quantities is not None:
+        ids = window.ids[window.n_model:window.n_columns]
+        error = model.training_error
+        trace_p = n_patterns - model.effective_parameters
+        r, xi = quantities["r"], quantities["xi"]
+        gamma = np.maximum(quantities["gamma"], 0.0)
+        u = np.maximum(quantities["u"], 0.0)
+        b = xi * r
+        for i in np.flatnonzero(b > 0.0):
+            column = int(ids[i])
+            if column in excluded:
+                continue
+            best = optimal_lambda(error, float(b[i]), float(u[i] * r[i] * r[i]), trace_p,
+                                  float(u[i]), float(gamma[i]), n_patterns, lambda_min)
+            if not math.isinf(best.lam):
+                moves.append(_Move("add", column, best.lam, best.gcv, current - best.gcv, -1))
+    return moves
+
+
+def _candidates_with_health(model: IncrementalRidge
+                            ) -> tuple[dict[str, np.ndarray] | None, bool]:
+    """The candidates' r, γ, ξ, u (eqs. 16–19) and whether they look healthy.
+
+    FGCV 3.2 point 5: γ_m = φᵀPφ or u_m = φᵀP²φ clearly negative means S has drifted.
+    """
+    window = model.window
+    if not window.n_candidates:
+        return None, True
+    quantities = candidate_quantities(model)
+    floor = -_NEGATIVE_TOLERANCE * np.maximum(window.candidate_sq_norms, np.finfo(float).tiny)
+    healthy = not (np.any(quantities["gamma"] < floor) or np.any(quantities["u"] < floor))
+    return quantities, healthy
+
+
+def _prefix_traces(gram: np.ndarray, cross_y: np.ndarray, yy: float, lambdas: np.ndarray,
+                   n_patterns: int) -> tuple[np.ndarray, np.ndarray]:
+    """SSE and GCV (Orr 5.2) of each prefix of the final model, each with its final λ's.
+
+    ``SSE = yᵀy − 2wᵀc + wᵀGw`` and ``γ = tr(A⁻¹G)`` from one Cholesky factor per prefix
+    (a pseudo-inverse if a prefix is singular to working precision, possible only with
+    ``alpha_min = 0``).
+    """
+    sse, gcv_trace = [yy], [gcv(yy, 0.0, n_patterns)]
+    for m in range(1, len(lambdas) + 1):
+        G = gram[:m, :m]
+        A = G + np.diag(lambdas[:m])
+        try:
+            factor = linalg.cho_factor(A, lower=True)
+            w = linalg.cho_solve(factor, cross_y[:m])
+            gamma = float(np.trace(linalg.cho_solve(factor, G)))
+        except linalg.LinAlgError:
+            inverse = np.linalg.pinv(A, hermitian=True)
+            w = inverse @ cross_y[:m]
+            gamma = float(np.trace(inverse @ G))
+        error = max(yy - float(w @ (2.0 * cross_y[:m] - G @ w)), 0.0)
+        sse.append(error)
+        gcv_trace.append(gcv(error, gamma, n_patterns))
+    return np.array(sse), np.array(gcv_trace)
+
+
+def fast_gcv(inputs: np.ndarray, y: np.ndarray, *, radius: float,
+             centres: np.ndarray | None = None, kernel: str = "gaussian",
+             constant: bool = False, noise_variance: float | None = None,
+             alpha_min: float | None = None, noise_every: int = 5,
+             max_iterations: int = 2000, tol: float = 1e-3) -> SelectionResult:
+    """Sparse local-ridge model by the fast GCV algorithm (seed 000, section 3.1).
+
+    Candidates are the kernels ``φ(‖x − cⱼ‖²/r²)`` (Orr A.3; FGCV's Gaussian
+    ``exp(−‖x − c‖²/2z²)`` is ``radius = √2·z``) at ``centres`` (default: the training
+    inputs, FGCV's ``M = N``), plus a constant when ``constant`` (``M = N + 1``).
+
+    1. ``σ² ← noise_variance`` (default ``0.1·var(y)``, step 1).
+    2. From the empty model: the first basis function is the candidate of minimum GCV at its
+       optimal α (appendix II; step 5 below on the empty model, where ``P = I``).
+    3. Each iteration (steps 4–9): for every column, its optimal λ ∈ [λ_min, ∞] with the
+       others fixed (appendices I and IV via :func:`~onlinesparse.criteria.optimal_lambda`);
+       the move of largest GCV reduction is applied — ``add_basis`` (step 7, appendix VI),
+       ``remove_basis`` (step 8, appendix V with ``Kⱼ = 1/sⱼⱼ``) or ``set_lambda`` (step 6,
+       appendix V). Only moves that lower GCV are taken, so GCV never increases.
+    4. Every ``noise_every`` iterations ``σ² ← yᵀP²y / tr(P)`` (step 10, eq. 8), which
+       moves ``λ_min = α_min·σ²`` (section 3.2 point 7, ``α_min = 1/N``).
+    5. Stop (step 11) when α and σ² no longer change significantly: the best move is a
+       re-estimation changing λ by a factor within ``1 ± tol`` (or no move lowers GCV), and
+       re-estimating σ² then changes it by less than ``tol`` relatively; or after
+       ``max_iterations`` moves.
+
+    Numerical health (section 3.2 point 5): :class:`~onlinesparse.ridge.IncrementalRidge`
+    refreshes ``S`` by Cholesky whenever its rounding-error account or drift probe says so;
+    in addition, a candidate with clearly negative ``γ_m`` or ``u_m`` forces a refresh, and
+    if that does not cure it the run stops (``details["stop_reason"] == "ill_conditioned"``).
+    A candidate that ``add_basis`` rejects as numerically dependent on the model is passed
+    over until the model next changes.
+
+    Parameters
+    ----------
+    inputs
+        Training inputs, shape ``(N,)`` or ``(N, d)``.
+    y
+        Targets, length N.
+    radius
+        Kernel radius r > 0.
+    centres
+        Kernel centres, shape ``(C,)`` or ``(C, d)``; default ``inputs``.
+    kernel
+        ``"gaussian"`` (default), ``"multiquadric"``, ``"inverse_multiquadric"``,
+        ``"cauchy"``.
+    constant
+        Add a constant (bias) candidate after the kernels.
+    noise_variance
+        Initial σ² (step 1); default ``0.1·var(y)``.
+    alpha_min
+        Smallest α (section 3.2 point 7); default ``1/N``. λ is clamped to ``α_min·σ²``
+        (see the module notes on the scale of y).
+    noise_every
+        Re-estimate σ² by eq. 8 every this many iterations (step 10 suggests five).
+    max_iterations
+        Cap on the number of moves.
+    tol
+        Relative change of λ and σ² below which they count as converged (step 11).
+
+    Returns
+    -------
+    SelectionResult
+        ``selected`` are candidate indices (columns of :func:`fast_gcv_design`) of the final
+        model in the order they (last) joined it; ``lambdas`` their λ = ασ²; ``weights``
+        from a final Cholesky solve. ``path == selected``: ``sse`` and ``gcv`` are those of
+        its prefixes, each function keeping its final λ (the last entry is the returned
+        model). ``centres`` are the chosen centres (a row of NaN for the constant).
+        ``details``: ``"gcv_trace"``, ``"noise_variance_trace"`` and ``"n_basis_trace"``
+        (after each iteration, index 0 the empty model), ``"moves"`` (tuple of
+        ``(kind, candidate, λ)``), ``"iterations"``, ``"converged"``, ``"stop_reason"``,
+        ``"noise_variance"`` (final σ²), ``"alphas"`` (λ/σ²), ``"lambda_min"``,
+        ``"refreshes"`` (Cholesky refreshes of ``S`` during the run) and
+        ``"drift_refreshes"`` (those forced by negative γ_m / u_m).
+
+    Examples
+    --------
+    Orr's example (section 6.4): ``sin(12x)`` with noise 0.1, Gaussians of radius 0.05 at
+    the inputs.
+
+    >>> import numpy as np
+    >>> from onlinesparse.batch import fast_gcv, fast_gcv_design
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.sort(rng.uniform(0.0, 1.0, 50))
+    >>> y = np.sin(12 * x) + 0.1 * rng.standard_normal(50)
+    >>> result = fast_gcv(x, y, radius=0.05)
+    >>> result.n_selected < 25, result.details["converged"]
+    (True, True)
+    >>> x_test = np.linspace(0.0, 1.0, 200)
+    >>> error = result.predict(fast_gcv_design(x_test, x, 0.05)) - np.sin(12 * x_test)
+    >>> bool(np.sqrt(np.mean(error ** 2)) < 0.1)
+    True
+    """
+    X = _as_inputs(inputs, "inputs")
+    y = np.asarray(y, dtype=float)
+    n_patterns, n_features = X.shape
+    if y.ndim != 1 or len(y) != n_patterns:
+        raise ValueError(f"y must be a vector of {n_patterns} targets, got shape {y.shape}")
+    if n_patterns < 2:
+        raise ValueError(f"need at least 2 patterns, got {n_patterns}")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinite values")
+    C = X if centres is None else _as_inputs(centres, "centres")
+    if C.shape[1] != n_features:
+        raise ValueError(f"inputs have {n_features} coordinates but centres have {C.shape[1]}")
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel!r}; choose one of {sorted(KERNELS)}")
+    if not (math.isfinite(radius) and radius > 0.0):
+        raise ValueError(f"radius must be positive and finite, got {radius}")
+    variance = float(np.var(y)) if noise_variance is None else float(noise_variance)
+    if noise_variance is None:
+        variance *= 0.1
+    if not (math.isfinite(variance) and variance >= 0.0):
+        raise ValueError(f"noise_variance must be finite and ≥ 0, got {noise_variance}")
+    alpha_min = 1.0 / n_patterns if alpha_min is None else float(alpha_min)
+    if not (math.isfinite(alpha_min) and alpha_min >= 0.0):
+        raise ValueError(f"alpha_min must be finite and ≥ 0, got {alpha_min}")
+    if not (isinstance(noise_every, int) and noise_every >= 1):
+        raise ValueError(f"noise_every must be an integer ≥ 1, got {noise_every!r}")
+    if not (isinstance(max_iterations, int) and max_iterations >= 1):
+        raise ValueError(f"max_iterations must be an integer ≥ 1, got {max_iterations!r}")
+    if not (math.isfinite(tol) and tol > 0.0):
+        raise ValueError(f"tol must be positive and finite, got {tol}")
+
+    specs = _candidate_specs(C, radius, kernel, constant)
+    # A window as large as the data set evicts nothing: the statistics are those of the
+    # whole training set, and they can be refreshed exactly from the stored rows.
+    model = IncrementalRidge(n_features, memory="window", size=n_patterns)
+    for x_i, y_i in zip(X, y, strict=True):
+        model.add_pattern(x_i, float(y_i))
+    column_ids = [model.add_candidate(spec) for spec in specs]
+    candidate_of = {column: index for index, column in enumerate(column_ids)}
+
+    gcv_trace = [model.gcv]
+    noise_trace = [variance]
+    size_trace = [0]
+    moves: list[tuple[str, int, float]] = []
+    joined: dict[int, int] = {}  # column id → iteration at which it (last) joined
+    excluded: set[int] = set()
+    drift_refreshes = 0
+    converged = False
+    stop_reason = "max_iterations"
+    since_noise = 0
+
+    def reestimate_noise() -> float:
+        """Eq. 8; returns the relative change of σ²."""
+        nonlocal variance, since_noise
+        since_noise = 0
+        new = model.noise_variance
+        if not (math.isfinite(new) and new > 0.0):
+            return 0.0  # no degrees of freedom left or a perfect fit: keep the old value
+        change = abs(new - variance) / variance if variance > 0.0 else math.inf
+        variance = new
+        return change
+
+    iteration = 0
+    while iteration < max_iterations:
+        quantities, healthy = _candidates_with_health(model)
+        if not healthy:
+            # 3.2 point 5: recompute from the statistics; if that does not cure it, P is
+            # too ill-conditioned to go on.
+            model.refresh()
+            drift_refreshes += 1
+            quantities, healthy = _candidates_with_health(model)
+            if not healthy:
+                stop_reason = "ill_conditioned"
+                break
+        lambda_min = alpha_min * variance
+        current = model.gcv
+        candidates = _moves(model, quantities, lambda_min, excluded)
+        best = max(candidates, key=lambda move: move.reduction, default=None)
+        settled = (
+            best is None
+            or best.reduction <= _MIN_RELATIVE_REDUCTION * current
+            or (best.kind == "reestimate"
+                and abs(best.lam - model.lambdas[best.position]) <= tol * best.lam)
+        )
+        if settled:
+            # α has settled for this σ²; σ² must settle too (step 11).
+            if reestimate_noise() <= tol:
+                converged = True
+                stop_reason = "converged"
+                break
+            continue
+        try:
+            if best.kind == "add":
+                model.add_basis(best.candidate, best.lam)
+                joined[best.candidate] = iteration
+            elif best.kind == "delete":
+                model.remove_basis(best.position, keep_as_candidate=True)
+                del joined[best.candidate]
+            else:
+                model.set_lambda(best.position, best.lam)
+        except IllConditionedError:
+            # Numerically in the span of the model at this λ: pass it over until the model
+            # changes (the state is unchanged on error).
+            excluded.add(best.candidate)
+            if len(excluded) > len(specs):  # pragma: no cover - defensive
+                stop_reason = "ill_conditioned"
+                break
+            continue
+        excluded.clear()
+        moves.append((best.kind, candidate_of[best.candidate], float(best.lam)))
+        iteration += 1
+        since_noise += 1
+        if since_noise >= noise_every:
+            reestimate_noise()
+        gcv_trace.append(model.gcv)
+        noise_trace.append(variance)
+        size_trace.append(model.size)
+
+    refreshes = model.n_refreshes
+    # Report the weights of a fresh Cholesky solve on the final model rather than the
+    # incremental ones (identical up to the drift the health checks allow).
+    if model.size:
+        model.refresh()
+    window = model.window
+    model_ids = [int(c) for c in window.ids[: model.size]]
+    order = sorted(range(model.size), key=lambda position: joined[model_ids[position]])
+    selected = np.array([candidate_of[model_ids[position]] for position in order],
+                        dtype=np.int64)
+    lambdas = np.asarray(model.lambdas)[order]
+    weights = np.asarray(model.weights)[order]
+    gram = window.gram_model[np.ix_(order, order)]
+    cross_y = window.cross_y_model[order]
+    sse, gcv_prefix = _prefix_traces(gram, cross_y, window.yy, lambdas, n_patterns)
+    chosen_centres = np.full((len(selected), n_features), np.nan)
+    is_kernel = selected < len(C)
+    chosen_centres[is_kernel] = C[selected[is_kernel]]
+    return SelectionResult(
+        method="fast_gcv",
+        selected=selected,
+        lambdas=lambdas,
+        weights=weights,
+        path=selected,
+        sse=sse,
+        gcv=gcv_prefix,
+        centres=chosen_centres,
+        details={
+            "gcv_trace": np.array(gcv_trace),
+            "noise_variance_trace": np.array(noise_trace),
+            "n_basis_trace": np.array(size_trace, dtype=float),
+            "moves": tuple(moves),
+            "iterations": iteration,
+            "converged": converged,
+            "stop_reason": stop_reason,
+            "noise_variance": variance,
+            "alphas": lambdas / variance if variance > 0.0 else np.full(len(lambdas), np.inf),
+            "lambda_min": alpha_min * variance,
+            "refreshes": refreshes,
+            "drift_refreshes": drift_refreshes,
+        },
+    )
