@@ -93,7 +93,8 @@ class FeatureMap:
 
     @property
     def is_fitted(self) -> bool:
-        return bool(self.names)
+        """Whether a sample has fixed the input space (possibly an empty one)."""
+        return self.n_committed > 0
 
     def transform(self, x: Mapping[Hashable, object], learning: bool = False) -> np.ndarray:
         """Validate ``x`` and return its vector (changes nothing).
@@ -104,7 +105,7 @@ class FeatureMap:
         if not isinstance(x, Mapping):
             raise ValueError(f"features must be a dict, got {type(x).__name__}")
         values = {name: _number(name, value) for name, value in x.items()}
-        if not self.names:
+        if not self.is_fitted:
             if not learning:
                 return np.zeros(0)
             return np.array([values[n] for n in _ordered(values)], dtype=float)
@@ -127,7 +128,7 @@ class FeatureMap:
     def commit(self, vector: np.ndarray, x: Mapping[Hashable, object]) -> None:
         """Record a learned sample (``x`` and its vector from :meth:`transform`): the first
         fixes the input space; every one updates the running means."""
-        if not self.names:
+        if not self.is_fitted:
             self.names = _ordered(x)
             self.index = {n: i for i, n in enumerate(self.names)}
             self.means = np.zeros(len(self.names))

@@ -101,22 +101,13 @@ class _Lin1Base(base.Estimator):
 
         Raises ``ValueError`` naming the offending feature.
         """
-        feature_map = self._feature_map
-        # Only the first sample learned fixes the inputs. The map takes "no inputs" for "not
-        # fitted yet", so after a first sample without features it is never asked to learn
-        # again: the model stays a constant, and later features are new features.
-        row = feature_map.transform(x, learning=learning and self._count == 0)
-        if self.strict and self._count and not feature_map.is_fitted and len(x):
-            raise ValueError(f"feature {next(iter(x))!r} was not seen in the first sample")
-        return row
+        # Only the first sample learned fixes the inputs (even an empty set of them).
+        return self._feature_map.transform(x, learning=learning)
 
     # -- learning ---------------------------------------------------------------------------
     def _learn(self, x: Mapping, row: np.ndarray, targets: np.ndarray) -> None:
         """Welford update of the running means and co-moments with ``z = (row, targets)``,
         then record the sample in the feature map (only now: bad input changes nothing)."""
-        # A model whose first sample had no features has no inputs to record (see
-        # _parse_inputs); otherwise the map records every sample (running means for imputing).
-        record = self._count == 0 or self._feature_map.is_fitted
         if self._count == 0:
             size = len(row) + len(targets)
             self._mean = np.zeros(size)
@@ -129,8 +120,7 @@ class _Lin1Base(base.Estimator):
         self._comoment = self._comoment + (self._count / count) * np.outer(delta, delta)
         self._count = count
         self._fit = None
-        if record:
-            self._feature_map.commit(row, x)
+        self._feature_map.commit(row, x)
 
     # -- the lin-1 fit (seed 004 eqs. 5–7) ---------------------------------------------------
     def _raw_statistics(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
