@@ -1,6 +1,6 @@
 # Two commands do all set-up on a machine with only python3 and make:
 #   make demo   creates .venv, installs the package, runs the main job
-#   make test   creates .venv, installs the package with test extras, runs the suite
+#   make test   creates .venv, installs the package with test (and dask) extras, runs the suite
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -17,11 +17,11 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test,dask]"
 	touch $@ $(VENV)/.installed
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
+	$(BIN)/python -m pip install --quiet -e ".[test,dask,bench]"
 	touch $@ $(VENV)/.installed $(VENV)/.installed-test
 
 demo: $(VENV)/.installed

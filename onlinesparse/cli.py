@@ -1,4 +1,5 @@
-"""The ``onlinesparse`` command: ``replay`` a recording, run the ``demo``, list ``models``.
+"""The ``onlinesparse`` command: ``replay`` a recording, choose settings on a ``grid``, run
+the ``demo``, list ``models``.
 
 Exit codes: 0 done; 1 the replay had to stop (a corrupt row under ``--strict``, a model that
 raised); 2 the command cannot run as given (missing file, unknown column, parameter out of
@@ -48,7 +49,8 @@ def _model_flags() -> dict[str, list[tuple[str, registry.ModelParam]]]:
     return flags
 
 
-def _add_replay_options(parser: argparse.ArgumentParser) -> None:
+def _add_replay_options(parser: argparse.ArgumentParser, grid: bool = False) -> None:
+    """The options of ``replay``; ``grid`` keeps those that apply to a grid of replays."""
     cols = parser.add_argument_group("columns")
     cols.add_argument("--target", action="append", metavar="COL", required=True,
                       help="target column; repeat for several (one model each)")
@@ -83,11 +85,15 @@ def _add_replay_options(parser: argparse.ArgumentParser) -> None:
                     help="record the model's diagnostics every K samples (default 100)")
 
     io = parser.add_argument_group("input and output")
-    io.add_argument("--out", type=Path, metavar="DIR",
-                    help="write predictions, metrics.json and report.html here")
-    io.add_argument("--predictions-format", choices=("parquet", "csv"), default="parquet",
-                    help="format of the predictions file (default parquet)")
-    io.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    if grid:
+        io.add_argument("--out", type=Path, metavar="DIR",
+                        help="write grid.json and grid.csv (every setting's metrics) here")
+    else:
+        io.add_argument("--out", type=Path, metavar="DIR",
+                        help="write predictions, metrics.json and report.html here")
+        io.add_argument("--predictions-format", choices=("parquet", "csv"), default="parquet",
+                        help="format of the predictions file (default parquet)")
+        io.add_argument("--no-report", action="store_true", help="skip the HTML report")
     io.add_argument("--chunksize", type=_positive_int, default=10_000, metavar="ROWS",
                     help="rows read at a time (default 10000)")
     io.add_argument("--max-rows", type=_positive_int, metavar="N",
@@ -95,17 +101,25 @@ def _add_replay_options(parser: argparse.ArgumentParser) -> None:
     io.add_argument("--strict", action="store_true",
                     help="stop at the first corrupt row (default: skip and count it)")
 
-    ck = parser.add_argument_group("checkpoints")
-    ck.add_argument("--checkpoint", type=Path, metavar="PATH",
-                    help="checkpoint file (several targets: one file per target beside it)")
-    ck.add_argument("--every", type=_positive_int, metavar="N",
-                    help="save a checkpoint every N rows (default 10000 with --checkpoint)")
-    ck.add_argument("--resume", action="store_true", help="continue from --checkpoint")
+    if not grid:
+        ck = parser.add_argument_group("checkpoints")
+        ck.add_argument("--checkpoint", type=Path, metavar="PATH",
+                        help="checkpoint file (several targets: one file per target beside it)")
+        ck.add_argument("--every", type=_positive_int, metavar="N",
+                        help="save a checkpoint every N rows (default 10000 with --checkpoint)")
+        ck.add_argument("--resume", action="store_true", help="continue from --checkpoint")
 
     run = parser.add_argument_group("running")
+    what = "replays" if grid else "targets"
     run.add_argument("--workers", type=_positive_int, metavar="N",
-                     help="worker processes for several targets (default: one per target up "
-                          "to the CPU count; 1 runs in this process)")
+                     help=f"worker processes for several {what} (default: one per {what[:-1]} "
+                          "up to the CPU count; 1 runs in this process); with --scheduler "
+                          "local, the number of Dask workers")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help=f"run the {what} on Dask: tcp://HOST:PORT of a running scheduler, "
+                          "or 'local' to start a local Dask cluster for this run (needs "
+                          "pip install 'onlinesparse[dask]'; the workers read the recording "
+                          "and write the outputs, so paths must be visible to them)")
     run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="progress bar (default: when standard error is a terminal)")
 
@@ -128,6 +142,25 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("recording", type=Path, metavar="RECORDING",
                         help="a .csv, .tsv, .parquet or .npz file")
     _add_replay_options(replay)
+
+    grid = sub.add_parser(
+        "grid",
+        help="replay a grid of model settings and report the best",
+        description="Replay the recording through the model once per combination of the "
+                    "--grid values, each with progressive validation (every sample is "
+                    "predicted before it is learned, so no data is held out), and rank the "
+                    "settings by a metric averaged over the targets. Other model options "
+                    "(--max-basis, --param, ...) are shared by every setting.",
+    )
+    grid.add_argument("recording", type=Path, metavar="RECORDING",
+                      help="a .csv, .tsv, .parquet or .npz file")
+    grid.add_argument("--grid", action="append", required=True, metavar="KEY=V1,V2,...",
+                      help="a model keyword or flag and the values to try, e.g. "
+                           "max-basis=10,20,40 or 'radii=(0.5,),(1.0,)'; repeat for a "
+                           "grid over several (every combination is replayed)")
+    grid.add_argument("--metric", choices=("nmse", "rmse", "mae", "r2"), default="nmse",
+                      help="rank by this metric averaged over the targets (default nmse)")
+    _add_replay_options(grid, grid=True)
 
     demo = sub.add_parser(
         "demo",
@@ -224,7 +257,14 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         progress=args.progress,
         report=not args.no_report,
     )
-    outcome = run_replay(cfg)
+    if args.scheduler:
+        from onlinesparse.parallel import DaskPool, dask_client
+
+        cfg.check()  # before starting a cluster
+        with dask_client(args.scheduler, workers=args.workers) as client:
+            outcome = run_replay(cfg, pool=DaskPool(client))
+    else:
+        outcome = run_replay(cfg)
     print(format_summary(outcome, cfg))
     for r in outcome.results:
         if r.message:
@@ -254,6 +294,102 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return outcome.exit_code
 
 
+def _cmd_grid(args: argparse.Namespace) -> int:
+    import json
+
+    from onlinesparse.parallel import dask_client, evaluate_grid, format_grid, parse_grid
+    from onlinesparse.replay.reader import open_recording
+    from onlinesparse.replay.runner import ReplayConfig, _json_safe
+
+    grid = parse_grid(args.grid, args.model)
+    params = _model_params(args)
+    both = sorted(set(grid) & set(params))
+    if both:
+        raise UsageError(f"{', '.join(both)} set both by --grid and by a fixed model option; "
+                         "give each in one place")
+    options = {
+        "features": _split(args.features), "time": args.time,
+        "standardize": args.standardize, "warmup": args.warmup, "interval": args.interval,
+        "chunksize": args.chunksize, "max_rows": args.max_rows, "strict": args.strict,
+        "diag_every": args.diag_every,
+    }
+    ReplayConfig(args.recording, args.target, model=args.model, **options).check()
+    if args.scheduler in (None, "local") or args.recording.exists():
+        # Said once here rather than once per replay. A remote cluster's workers may see a
+        # recording that this machine does not: each replay then says so if they do not.
+        open_recording(args.recording).select(args.target, options["features"], args.time)
+
+    def evaluate(client: Any = None) -> Any:
+        return evaluate_grid(args.recording, args.target, grid, model=args.model,
+                             params=params, options=options, metric=args.metric,
+                             client=client, workers=None if client else args.workers,
+                             progress=args.progress)
+
+    if args.scheduler:
+        with dask_client(args.scheduler, workers=args.workers) as client:
+            result = evaluate(client)
+    else:
+        result = evaluate()
+    n = len(result.rows)
+    label = {"nmse": "nMSE", "rmse": "RMSE", "mae": "MAE", "r2": "R²"}[args.metric]
+    print(f"{n} setting{'s' * (n != 1)} of {args.model!r} on {args.recording.name}, "
+          f"{len(args.target)} target{'s' * (len(args.target) != 1)}, ranked by {label} "
+          "averaged over the targets (progressive validation"
+          + (f", first {args.warmup} samples not scored)" if args.warmup else ")"))
+    print(format_grid(result))
+    for row in result.rows:
+        for r in row.results:
+            if not r.ok:
+                print(f"onlinesparse: error: {r.describe()}", file=sys.stderr)
+    if args.out is not None:
+        import pandas as pd
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "grid.json").write_text(
+            json.dumps(_json_safe(result.as_dict()), indent=2, allow_nan=False, default=str)
+        )
+        pd.DataFrame([{**{k: repr(v) if isinstance(v, tuple) else v
+                          for k, v in row.setting.items()},
+                       "score": row.score, **row.means, "ok": row.ok} for row in result.rows]
+                     ).to_csv(args.out / "grid.csv", index=False)
+        print(f"wrote {args.out}/grid.json and grid.csv")
+    best = result.best
+    if best is None:
+        print("onlinesparse: error: no setting of the grid completed", file=sys.stderr)
+        return 1
+    settings = ", ".join(f"{k}={v!r}" for k, v in best.setting.items())
+    print(f"best: {settings} ({label} {best.score:.4g})")
+    print(f"replay it with: {_replay_command(args, best.setting)}")
+    return 0
+
+
+def _replay_command(args: argparse.Namespace, setting: dict[str, Any]) -> str:
+    """The ``onlinesparse replay`` command that replays ``setting`` as the grid did."""
+    words = ["onlinesparse", "replay", str(args.recording)]
+    words += [w for t in args.target for w in ("--target", t)]
+    words += [w for f in args.features or [] for w in ("--features", f)]
+    if args.time:
+        words += ["--time", args.time]
+    words += ["--model", args.model]
+    for flag in _model_flags():
+        raw = getattr(args, f"param_{flag.replace('-', '_')}")
+        if raw is not None:
+            words += [f"--{flag}", str(raw)]
+    words += [w for a in args.param for w in ("--param", a)]
+    words += [w for k, v in setting.items() for w in ("--param", f"{k}={v!r}")]
+    if not args.standardize:
+        words.append("--no-standardize")
+    for option, value, default in (("--warmup", args.warmup, 0),
+                                   ("--interval", args.interval, 0.95),
+                                   ("--diag-every", args.diag_every, 100),
+                                   ("--max-rows", args.max_rows, None)):
+        if value != default:
+            words += [option, str(value)]
+    if args.strict:
+        words.append("--strict")
+    return shlex.join(words)
+
+
 def _cmd_models() -> int:
     rows = [("name", "available", "parameters", "description")]
     for spec in registry.MODELS.values():
@@ -277,6 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "replay":
             return _cmd_replay(args, argv)
+        if args.command == "grid":
+            return _cmd_grid(args)
         if args.command == "demo":
             from onlinesparse.replay.demo import run_demo
 

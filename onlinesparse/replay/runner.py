@@ -1,9 +1,10 @@
 """Progressive-validation replay of a recording through a model: one model per target.
 
 For every row: predict, score the prediction against the truth, then learn, exactly as if
-the recording were live. Each target runs :func:`replay_target`; :func:`run_replay` runs all
-targets (in worker processes when there are several), shows the progress bar, handles Ctrl-C
-and writes the outputs.
+the recording were live. Each target is one :class:`Job`, run by :func:`run_job` wherever it
+runs (in this process, in a worker process, or on a Dask worker: see
+:mod:`onlinesparse.parallel`); :func:`run_replay` runs all targets (in worker processes when
+there are several), shows the progress bar, handles Ctrl-C and writes the outputs.
 
 Stopping is cooperative: Ctrl-C only sets a flag that the replay loop reads between two
 samples, so a model is never interrupted half-way through ``learn_one`` and the checkpoint
@@ -39,12 +40,15 @@ from onlinesparse.replay.reader import Columns, Recording, open_recording
 
 __all__ = [
     "ReplayConfig",
+    "Job",
     "TargetResult",
     "ReplayOutcome",
     "StopFlag",
     "WorkerPool",
     "replay_target",
+    "run_job",
     "run_replay",
+    "write_outputs",
     "format_summary",
     "PREDICTION_COLUMNS",
 ]
@@ -540,6 +544,65 @@ def replay_target(
 
 
 # ---------------------------------------------------------------------------------------
+# One job: one target of one replay
+
+
+@dataclass
+class Job:
+    """One target of one replay: the unit of work, wherever it runs.
+
+    It holds paths and settings only, never the data: the job opens the recording where it
+    runs, so it is cheap to send to a worker process or to a Dask worker.
+
+    Parameters
+    ----------
+    cfg
+        The replay's configuration (``cfg.targets`` lists every target of the replay, which
+        names the checkpoint and plot files of this one).
+    target
+        The target this job replays; one of ``cfg.targets``.
+    columns
+        The resolved columns when the caller has them already; ``None`` resolves them from
+        the recording where the job runs.
+
+    """
+
+    cfg: ReplayConfig
+    target: str
+    columns: Columns | None = None
+
+
+def run_job(
+    job: Job,
+    stop: StopFlag | None = None,
+    notify: Callable[[str, Any], None] | None = None,
+) -> TargetResult:
+    """Run one job: replay its target and draw its part of the report.
+
+    This is the only way a target is replayed: in this process, in a worker process of
+    :class:`WorkerPool` and on a Dask worker (:mod:`onlinesparse.parallel`) alike, so every
+    way of running gives the same result.
+
+    Parameters
+    ----------
+    job
+        What to replay.
+    stop
+        Checked between samples (see :func:`replay_target`).
+    notify
+        Receives progress and warnings (see :func:`replay_target`).
+
+    """
+    cfg = job.cfg
+    columns = job.columns
+    if columns is None:
+        columns = open_recording(cfg.recording).select(cfg.targets, cfg.features, cfg.time)
+    return _replay_and_render(
+        cfg, columns, job.target, stop or StopFlag(), notify or (lambda kind, payload: None)
+    )
+
+
+# ---------------------------------------------------------------------------------------
 # Worker processes
 
 
@@ -561,11 +624,11 @@ def _init_worker(event: Any, messages: Any) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _worker(cfg: ReplayConfig, columns: Columns, target: str) -> TargetResult:
+def _worker(job: Job) -> TargetResult:
     def notify(kind: str, payload: Any) -> None:
         _WORKER_QUEUE.put((kind, payload))
 
-    return _replay_and_render(cfg, columns, target, _WORKER_STOP, notify)
+    return run_job(job, _WORKER_STOP, notify)
 
 
 def _target_report(cfg: ReplayConfig, result: TargetResult):
@@ -667,6 +730,9 @@ def run_replay(
     """Replay every target of ``cfg`` and write the outputs.
 
     Several targets run in worker processes (``cfg.workers``), in ``pool`` when one is given.
+    A pool is any object with the methods of :class:`WorkerPool` that this function uses
+    (``event.set()`` and ``run(cfg, columns, notify)``), such as
+    :class:`onlinesparse.parallel.DaskPool`; a given pool is used even for one target.
 
     Returns the outcome whose ``exit_code`` is 0 (done), 1 (stopped by a corrupt row under
     ``strict`` or a model error) or 130 (interrupted; a checkpoint was saved). Usage
@@ -731,13 +797,11 @@ def run_replay(
     previous_handler = signal.signal(signal.SIGINT, on_sigint) if in_main_thread else None
     try:
         with _single_threaded_blas():
-            if n_workers <= 1:
-                results = [
-                    _replay_and_render(cfg, columns, t, stop, notify) for t in cfg.targets
-                ]
-            elif pool is not None:
+            if pool is not None:
                 worker_events.append(pool.event)
                 results = pool.run(cfg, columns, notify)
+            elif n_workers <= 1:
+                results = [run_job(Job(cfg, t, columns), stop, notify) for t in cfg.targets]
             else:
                 with WorkerPool(n_workers) as own:
                     worker_events.append(own.event)
@@ -747,10 +811,34 @@ def run_replay(
         if previous_handler is not None:
             signal.signal(signal.SIGINT, previous_handler)
 
+    outcome = write_outputs(cfg, columns, results, recording)
+    outcome.elapsed = time.perf_counter() - started
+    return outcome
+
+
+def write_outputs(
+    cfg: ReplayConfig,
+    columns: Columns,
+    results: list[TargetResult],
+    recording: Recording | None = None,
+) -> ReplayOutcome:
+    """The outcome of ``results``; with ``cfg.out``, also its predictions, metrics and report.
+
+    Parameters
+    ----------
+    cfg
+        The replay's configuration.
+    columns
+        The resolved columns.
+    results
+        One result per target, in the order of ``cfg.targets``.
+    recording
+        The opened recording (opened again from ``cfg.recording`` when not given).
+
+    """
     outcome = ReplayOutcome(results, _exit_code(results), columns, cfg.out)
     if cfg.out is not None:
-        _write_outputs(cfg, columns, recording, outcome)
-    outcome.elapsed = time.perf_counter() - started
+        _write_outputs(cfg, columns, recording or open_recording(cfg.recording), outcome)
     return outcome
 
 
@@ -819,7 +907,9 @@ class WorkerPool:
         self, cfg: ReplayConfig, columns: Columns, notify: Callable[[str, Any], None]
     ) -> list[TargetResult]:
         """One target per task; the workers' messages feed ``notify``."""
-        futures = {self.executor.submit(_worker, cfg, columns, t): t for t in cfg.targets}
+        futures = {
+            self.executor.submit(_worker, Job(cfg, t, columns)): t for t in cfg.targets
+        }
         pending = set(futures)
         while pending:
             _, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
