@@ -18,7 +18,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 from onlinesparse import batch
 from onlinesparse.lin1 import Lin1MultiTargetRegressor, Lin1Regressor
 from onlinesparse.rbf import SparseRBFRegressor
-from onlinesparse.vbls import VBLSClassifier, VBLSRegressor
+from onlinesparse.vbls import VBLSClassifier, VBLSKernelRegressor, VBLSRegressor
 
 __all__ = [
     "__version__",
@@ -27,5 +27,6 @@ __all__ = [
     "Lin1Regressor",
     "Lin1MultiTargetRegressor",
     "VBLSRegressor",
+    "VBLSKernelRegressor",
     "VBLSClassifier",
 ]

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from onlinesparse.kernels import BasisSpec
-from onlinesparse.ridge import IncrementalRidge
+from onlinesparse.window import WindowStatistics
 
 __all__ = ["BufferManager"]
 
@@ -64,10 +64,14 @@ class BufferManager:
         # The middle proposed radius: the scale novelty is measured in.
         self._reference_radius = float(np.median(self.radii))
 
-    def consider(self, model: IncrementalRidge, x: np.ndarray, error: float,
+    def consider(self, window: WindowStatistics, x: np.ndarray, error: float,
                  noise_std: float) -> None:
-        """Look at a learned input; maybe queue it as a centre; add ≤ max_new candidates."""
-        basis = model.window.basis
+        """Look at a learned input; maybe queue it as a centre; add ≤ max_new candidates.
+
+        Needs only the window statistics, so any model built on them (the Orr family's
+        ridge state, the VBLS state) shares this pool.
+        """
+        basis = window.basis
         radial = basis.radial_mask
         if radial.any():
             centres = basis.centres[radial]
@@ -83,19 +87,17 @@ class BufferManager:
         # Scores of columns that left the pool (into the model, or dropped by the pruner)
         # are forgotten, so the dict stays as small as the pool.
         if len(self.scores) > 2 * self.capacity:
-            window = model.window
             tracked = set(window.ids[window.n_model:window.n_columns].tolist())
             self.scores = {cid: v for cid, v in self.scores.items() if cid in tracked}
         # Basis functions the pruner sends back to the pool can overfill it: trim first.
-        while model.window.n_candidates > self.capacity and self._evict(model):
+        while window.n_candidates > self.capacity and self._evict(window):
             pass
         for _ in range(min(self.max_new_per_sample, len(self.queue))):
-            if model.window.n_candidates >= self.capacity and not self._evict(model):
+            if window.n_candidates >= self.capacity and not self._evict(window):
                 break
-            model.add_candidate(self.queue.popleft())
+            window.add_column(self.queue.popleft())
 
-    def _evict(self, model: IncrementalRidge) -> bool:
-        window = model.window
+    def _evict(self, window: WindowStatistics) -> bool:
         worst, worst_position = None, -1
         for position in range(window.n_model, window.n_columns):
             column_id = int(window.ids[position])

@@ -168,7 +168,7 @@ class SparseRBFRegressor(base.Regressor):
         model.add_pattern(vector, target, row=row)
         self._features.commit(vector, x)
         self._n_learned += 1
-        self._buffer.consider(model, vector, error, math.sqrt(self._noise_variance))
+        self._buffer.consider(model.window, vector, error, math.sqrt(self._noise_variance))
         self._pruner.step(model, self.evaluations_per_sample, self._lambda_min,
                           frozenset(self._buffer.protected), self._buffer.scores)
         if self._n_learned % self.noise_every == 0:
