@@ -21,13 +21,14 @@ after its own update has succeeded, so a rejected sample leaves the model exactl
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["FeatureMap", "as_target"]
+__all__ = ["FeatureMap", "as_target", "as_rows"]
 
 
 def _number(name: Hashable, value: object) -> float:
@@ -51,6 +52,11 @@ def as_target(y: object) -> float:
     if not math.isfinite(value):
         raise ValueError(f"the target is not finite ({value})")
     return value
+
+
+def as_rows(X: object) -> list[Mapping[Hashable, object]]:
+    """The rows of a pandas ``DataFrame`` (or of any iterable of feature dicts) as dicts."""
+    return list(X.to_dict(orient="records")) if hasattr(X, "to_dict") else list(X)
 
 
 def _ordered(names) -> list[Hashable]:
@@ -136,6 +142,22 @@ class FeatureMap:
             self.ignored.update(n for n in x if n not in self.index)
         self.n_committed += 1
         self.means += (vector - self.means) / self.n_committed
+
+    def rehearse(self, rows: Iterable[Mapping[Hashable, object]]
+                 ) -> tuple[FeatureMap, list[np.ndarray]]:
+        """Validate a batch as if it were learned row by row, on a copy.
+
+        Returns the copy (with every row committed) and the vectors; ``self`` is untouched,
+        so a bad row anywhere rejects the whole batch with nothing changed. An estimator
+        replaces its map with the copy once its own update has succeeded.
+        """
+        trial = copy.deepcopy(self)
+        vectors = []
+        for row in rows:
+            vector = trial.transform(row, learning=True)
+            trial.commit(vector, row)
+            vectors.append(vector)
+        return trial, vectors
 
     def to_dict(self, vector: np.ndarray) -> dict[Hashable, float]:
         """Inverse mapping, for reports (e.g. relevance per input)."""

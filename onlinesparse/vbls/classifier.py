@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 from river import base
 
-from onlinesparse.features import FeatureMap
+from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.vbls import engine
 from onlinesparse.window import WindowStatistics
@@ -242,11 +241,9 @@ class VBLSClassifier(base.Classifier):
         self._encode(label)  # raises on a third class before anything changes
         features = self._features
         if self._stats is None:
-            # The first sample fixes the input space (FeatureMap.transform records the names
-            # even when the sample is rejected later), so work on a copy until all is valid.
-            features = copy.deepcopy(features)
-            vector = features.transform(x, learning=True)
-            features.commit(vector, x)
+            # The first sample fixes the input space, and the centres are checked against it:
+            # work on a rehearsed copy of the map until everything is valid.
+            features, (vector,) = features.rehearse([x])
             self._new_statistics(features)  # validates the centres before anything changes
             self._learn(features, vector, label)
             self._features = features
@@ -263,7 +260,7 @@ class VBLSClassifier(base.Classifier):
         ``X`` is a pandas ``DataFrame`` or an iterable of feature dicts. Every row is
         validated before anything changes.
         """
-        rows = list(X.to_dict(orient="records")) if hasattr(X, "to_dict") else list(X)
+        rows = as_rows(X)
         labels = [_label(v) for v in (y.tolist() if hasattr(y, "tolist") else y)]
         if len(rows) != len(labels):
             raise ValueError(f"{len(rows)} rows of features but {len(labels)} labels")
@@ -274,12 +271,7 @@ class VBLSClassifier(base.Classifier):
             distinct.add(label)
             if len(distinct) > 2:
                 raise ValueError(f"label {label!r} is a third class; the classifier is binary")
-        features = copy.deepcopy(self._features)
-        vectors = []
-        for row in rows:
-            vector = features.transform(row, learning=True)
-            features.commit(vector, row)
-            vectors.append(vector)
+        features, vectors = self._features.rehearse(rows)
         if self._stats is None:
             self._new_statistics(features)
         for vector, label in zip(vectors, labels, strict=True):

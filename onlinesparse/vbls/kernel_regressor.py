@@ -15,7 +15,6 @@ an RVM on the same data (the paper's table 3 shows the same on sinc: 4.8 against
 
 from __future__ import annotations
 
-import copy
 import math
 from collections import deque
 from collections.abc import Hashable, Iterable, Mapping
@@ -24,7 +23,7 @@ import numpy as np
 from river import base, proba
 
 from onlinesparse.buffer import BufferManager
-from onlinesparse.features import FeatureMap
+from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.kernels import KERNELS, BasisSpec, radial_profile
 from onlinesparse.vbls import engine
 from onlinesparse.vbls.regressor import _as_target
@@ -428,16 +427,11 @@ class VBLSKernelRegressor(base.Regressor):
         mini-batch ``learn_many`` (which must equal repeated ``learn_one``): it fits to
         convergence. Patterns beyond ``window_size`` push the oldest out, as in a stream.
         """
-        rows = list(X.to_dict(orient="records")) if hasattr(X, "to_dict") else list(X)
+        rows = as_rows(X)
         targets = [_as_target(v) for v in (y.tolist() if hasattr(y, "tolist") else y)]
         if len(rows) != len(targets):
             raise ValueError(f"{len(rows)} rows of features but {len(targets)} targets")
-        features = copy.deepcopy(self._features)
-        vectors = []
-        for row in rows:
-            vector = features.transform(row, learning=True)
-            features.commit(vector, row)
-            vectors.append(vector)
+        features, vectors = self._features.rehearse(rows)
         if not vectors:
             return
         if self._stats is None:

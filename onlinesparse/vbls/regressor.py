@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Hashable, Iterable, Mapping
 
 import numpy as np
 from river import base, proba
 
-from onlinesparse.features import FeatureMap
+from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.features import as_target as _as_target
 from onlinesparse.kernels import BasisSpec
 from onlinesparse.vbls import engine
@@ -174,16 +173,11 @@ class VBLSRegressor(base.Regressor):
         mini-batch ``learn_many`` (which must equal repeated ``learn_one``): it fits to
         convergence, which repeated ``learn_one`` reaches only after ``refine``.
         """
-        rows = list(X.to_dict(orient="records")) if hasattr(X, "to_dict") else list(X)
+        rows = as_rows(X)
         targets = [_as_target(v) for v in (y.tolist() if hasattr(y, "tolist") else y)]
         if len(rows) != len(targets):
             raise ValueError(f"{len(rows)} rows of features but {len(targets)} targets")
-        features = copy.deepcopy(self._features)
-        vectors = []
-        for row in rows:
-            vector = features.transform(row, learning=True)
-            features.commit(vector, row)
-            vectors.append(vector)
+        features, vectors = self._features.rehearse(rows)
         if not vectors:
             return
         stats = self._stats if self._stats is not None else self._new_statistics(
