@@ -19,6 +19,7 @@ use (Orr's section 6.5 example).
 from __future__ import annotations
 
 import math
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -147,7 +148,7 @@ class GCVPruner:
     n_reestimated: int = 0
 
     def step(self, model: IncrementalRidge, evaluations: int, lambda_min: float,
-             protected: frozenset[int] = frozenset(), scores: dict[int, float] | None = None
+             protected: AbstractSet[int] = frozenset(), scores: dict[int, float] | None = None
              ) -> int:
         """Do up to ``evaluations`` evaluations; returns how many were done."""
         done = 0
@@ -165,7 +166,7 @@ class GCVPruner:
         return done
 
     def _basis_move(self, model: IncrementalRidge, lambda_min: float,
-                    protected: frozenset[int]) -> None:
+                    protected: AbstractSet[int]) -> None:
         j = self._basis_cursor % model.size
         column_id = int(model.window.ids[j])
         action, usefulness = reestimate_basis(model, j, lambda_min, column_id in protected)

@@ -9,7 +9,8 @@ from onlinesparse.kernels import KERNELS, Basis, BasisSpec
 __all__ = ["gaussian_candidates", "radial_candidates"]
 
 
-def _as_matrix(points: np.ndarray, name: str) -> np.ndarray:
+def as_points(points: np.ndarray, name: str) -> np.ndarray:
+    """Inputs or centres as a finite 2-d array (a vector means scalar inputs)."""
     points = np.asarray(points, dtype=float)
     if points.ndim == 1:
         points = points[:, None]  # scalar inputs
@@ -45,8 +46,8 @@ def radial_candidates(inputs: np.ndarray, centres: np.ndarray, radius: float,
     numpy.ndarray
         ``F``, shape ``(p, M)``.
     """
-    inputs = _as_matrix(inputs, "inputs")
-    centres = _as_matrix(centres, "centres")
+    inputs = as_points(inputs, "inputs")
+    centres = as_points(centres, "centres")
     if inputs.shape[1] != centres.shape[1]:
         raise ValueError(f"inputs have {inputs.shape[1]} coordinates but centres have "
                          f"{centres.shape[1]}")

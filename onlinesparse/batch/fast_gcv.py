@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg
 
-from onlinesparse.batch.candidates import radial_candidates
+from onlinesparse.batch.candidates import as_points, radial_candidates
 from onlinesparse.batch.result import SelectionResult
 from onlinesparse.criteria import basis_quantities, candidate_quantities, gcv, optimal_lambda
 from onlinesparse.kernels import KERNELS, BasisSpec
@@ -66,18 +66,6 @@ class _Move:
     position: int  # position in the model (re-estimate / delete) or -1
 
 
-def _as_inputs(inputs: np.ndarray, name: str) -> np.ndarray:
-    arr = np.asarray(inputs, dtype=float)
-    if arr.ndim == 1:
-        arr = arr[:, None]  # scalar inputs
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a vector (scalar inputs) or a 2-d array, got "
-                         f"{arr.ndim} dimensions")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return arr
-
-
 def _candidate_specs(centres: np.ndarray, radius: float, kernel: str,
                      constant: bool) -> list[BasisSpec]:
     specs = [BasisSpec.radial(centre, radius, kernel) for centre in centres]
@@ -95,7 +83,7 @@ def fast_gcv_design(inputs: np.ndarray, centres: np.ndarray, radius: float,
     :meth:`SelectionResult.predict` expects for a result of :func:`fast_gcv` run with the
     same centres, radius, kernel and constant.
     """
-    design = radial_candidates(_as_inputs(inputs, "inputs"), _as_inputs(centres, "centres"),
+    design = radial_candidates(as_points(inputs, "inputs"), as_points(centres, "centres"),
                                radius, kernel)
     if constant:
         design = np.column_stack([design, np.ones(len(design))])
@@ -281,7 +269,7 @@ def fast_gcv(inputs: np.ndarray, y: np.ndarray, *, radius: float,
     >>> bool(np.sqrt(np.mean(error ** 2)) < 0.1)
     True
     """
-    X = _as_inputs(inputs, "inputs")
+    X = as_points(inputs, "inputs")
     y = np.asarray(y, dtype=float)
     n_patterns, n_features = X.shape
     if y.ndim != 1 or len(y) != n_patterns:
@@ -290,7 +278,7 @@ def fast_gcv(inputs: np.ndarray, y: np.ndarray, *, radius: float,
         raise ValueError(f"need at least 2 patterns, got {n_patterns}")
     if not np.all(np.isfinite(y)):
         raise ValueError("y contains NaN or infinite values")
-    C = X if centres is None else _as_inputs(centres, "centres")
+    C = X if centres is None else as_points(centres, "centres")
     if C.shape[1] != n_features:
         raise ValueError(f"inputs have {n_features} coordinates but centres have {C.shape[1]}")
     if kernel not in KERNELS:
