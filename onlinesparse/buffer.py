@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from onlinesparse import _loops
 from onlinesparse.kernels import BasisSpec
 from onlinesparse.window import WindowStatistics
 
@@ -45,7 +46,11 @@ class BufferManager:
     error_threshold
         ...or when ``|y − ŷ| > error_threshold · σ̂``.
     max_new_per_sample
-        New candidate columns computed per sample.
+        New candidate columns computed per sample that computes any.
+    column_every
+        Compute new columns on one sample in this many (each costs O(W·n), the largest
+        single piece of per-sample work: spacing them out keeps the typical sample cheap
+        and the worst case known; proposals wait in the queue meanwhile).
     """
 
     radii: tuple[float, ...]
@@ -54,11 +59,13 @@ class BufferManager:
     novelty: float = 0.25
     error_threshold: float = 2.0
     max_new_per_sample: int = 1
+    column_every: int = 1
     queue: deque = field(default_factory=lambda: deque(maxlen=8))
     scores: dict[int, float] = field(default_factory=dict)
     protected: set[int] = field(default_factory=set)
     n_proposed: int = 0
     n_evicted: int = 0
+    n_considered: int = 0
 
     def __post_init__(self) -> None:
         # The middle proposed radius: the scale novelty is measured in.
@@ -72,18 +79,17 @@ class BufferManager:
         ridge state, the VBLS state) shares this pool.
         """
         basis = window.basis
-        radial = basis.radial_mask
-        if radial.any():
-            centres = basis.centres[radial]
-            nearest = float(np.min(np.einsum("ij,ij->i", centres - x, centres - x)))
-            novel = nearest > self.novelty * self._reference_radius ** 2
-        else:
-            novel = True
+        # ∞ when no radial column is tracked yet: then every input is novel.
+        nearest = _loops.nearest_sq_distance(basis._kind, basis._centres, basis.size, x)
+        novel = nearest > self.novelty * self._reference_radius ** 2
         badly_predicted = noise_std > 0 and abs(error) > self.error_threshold * noise_std
         if novel or badly_predicted:
             self.n_proposed += 1
+            centre = x.copy()
             for radius in self.radii:
-                self.queue.append(BasisSpec.radial(x, radius, self.kernel))
+                # (centre, radius): the spec is built only if the proposal is ever used;
+                # most are pushed out of the short queue by newer ones first.
+                self.queue.append((centre, radius))
         # Scores of columns that left the pool (into the model, or dropped by the pruner)
         # are forgotten, so the dict stays as small as the pool.
         if len(self.scores) > 2 * self.capacity:
@@ -92,26 +98,26 @@ class BufferManager:
         # Basis functions the pruner sends back to the pool can overfill it: trim first.
         while window.n_candidates > self.capacity and self._evict(window):
             pass
+        self.n_considered += 1
+        if self.n_considered % self.column_every:
+            return
         for _ in range(min(self.max_new_per_sample, len(self.queue))):
             if window.n_candidates >= self.capacity and not self._evict(window):
                 break
-            window.add_column(self.queue.popleft())
+            centre, radius = self.queue.popleft()
+            window.add_column(BasisSpec.radial(centre, radius, self.kernel))
 
     def _evict(self, window: WindowStatistics) -> bool:
-        worst, worst_position = None, -1
-        for position in range(window.n_model, window.n_columns):
-            column_id = int(window.ids[position])
-            if column_id in self.protected:
-                continue
-            # Lowest GCV gain first; a never-evaluated candidate counts as gain 0 but goes
-            # after the evaluated useless ones, and among equals the oldest (lowest id) goes.
-            score = self.scores.get(column_id)
-            key = (0.0 if score is None else score, score is None, column_id)
-            if worst is None or key < worst:
-                worst, worst_position = key, position
-        if worst is None:
+        # Lowest GCV gain first; a never-evaluated candidate counts as gain 0 but goes
+        # after the evaluated useless ones, and among equals the oldest (lowest id) goes.
+        scores, protected = self.scores, self.protected
+        ids = window.ids[window.n_model:window.n_columns].tolist()
+        keys = [(scores.get(cid, 0.0), cid not in scores, cid)
+                for cid in ids if cid not in protected]
+        if not keys:
             return False
-        self.scores.pop(int(window.ids[worst_position]), None)
-        window.drop_column(worst_position)
+        worst_id = min(keys)[2]
+        scores.pop(worst_id, None)
+        window.drop_column(window.n_model + ids.index(worst_id))
         self.n_evicted += 1
         return True

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from onlinesparse import _loops
+
 if TYPE_CHECKING:  # pragma: no cover
     from onlinesparse.ridge import IncrementalRidge
 
@@ -205,31 +207,12 @@ def basis_quantities(model: IncrementalRidge, j: int) -> dict[str, float]:
     if not 0 <= j < size:
         raise ValueError(f"basis index {j} is not in the model (it has {size} basis functions)")
     # S' and w' are never formed: each product with them is a product with S or G plus a
-    # correction along sⱼ, so the cost is four M × M matrix-vector products.
-    S = state.variance
-    G = window.gram_model
-    c = window.cross_y_model
-    w = state.weights
-    s_j = S[:, j]
-    s_jj = s_j[j]
-    g_j = G[:, j]
-    S_g = S @ g_j
-    S_g -= s_j * (S_g[j] / s_jj)  # S'gⱼ
-    S_g[j] = 0.0
-    ratio = w[j] / s_jj
-    w_rem = w - s_j * ratio  # w'
-    w_rem[j] = 0.0
-    G_w_rem = G @ w - (G @ s_j) * ratio
-    yPh = c[j] - G_w_rem[j]
-    gSg = float(g_j @ S_g)
-    psi = G[j, j] - gSg
-    beta = G[j, j] - 2.0 * gSg + float(S_g @ (G @ S_g))
-    yP2h = yPh - float((c - G_w_rem) @ S_g)
-    a = window.yy - 2.0 * float(w_rem @ c) + float(w_rem @ G_w_rem)
-    # γⱼ = Σᵢ (1 − λᵢS'ᵢᵢ) over i ≠ j, with S'ᵢᵢ = Sᵢᵢ − sᵢⱼ²/sⱼⱼ (zero at i = j).
-    lam = state.lambdas
-    gamma_rem = (size - 1) - float(lam @ (np.diagonal(S) - s_j * s_j / s_jj))
-    alpha = window.count - gamma_rem
+    # correction along sⱼ, so the cost is four M × M matrix-vector products, run as one
+    # compiled loop (the formulas above, in the same order).
+    out = np.empty(6)
+    _loops.basis_quantities(state.variance, window._gram, window._cross_y, state.weights,
+                            state.lambdas, window.yy, window.count, int(j), out)
+    a, yP2h, yPh, alpha, beta, psi = out.tolist()
     return {
         "a": max(a, 0.0),
         "b": yP2h * yPh,
@@ -253,26 +236,13 @@ def candidate_quantities(model: IncrementalRidge, positions: np.ndarray | None =
     it); the default is every candidate.
     """
     window, state = model.window, model.state
-    K = window.cross_candidates
-    phi_phi = window.candidate_sq_norms
-    phi_y = window.cross_y_candidates
+    columns = np.arange(window.n_model, window.n_columns)
     if positions is not None:
-        K = K[:, positions]
-        phi_phi = phi_phi[positions]
-        phi_y = phi_y[positions]
-    if state.size == 0:
-        return {"r": phi_y.copy(), "gamma": phi_phi.copy(), "xi": phi_y.copy(),
-                "u": phi_phi.copy()}
-    S = state.variance
-    G = window.gram_model
-    w = state.weights
-    SK = S @ K
-    kSk = np.einsum("ij,ij->j", K, SK)
-    residual_corr = window.cross_y_model - G @ w
-    r = phi_y - w @ K
-    xi = r - residual_corr @ SK
-    u = phi_phi - 2.0 * kSk + np.einsum("ij,ij->j", SK, G @ SK)
-    return {"r": r, "gamma": phi_phi - kSk, "xi": xi, "u": u}
+        columns = columns[np.asarray(positions, dtype=np.int64)]
+    out = np.empty((4, len(columns)))
+    _loops.candidate_quantities(state.variance, window._gram, state.size, window._cross_y,
+                                state.weights, columns, out)
+    return {"r": out[0], "gamma": out[1], "xi": out[2], "u": out[3]}
 
 
 def global_lambda_reestimate(gram: np.ndarray, cross_y: np.ndarray, yy: float,

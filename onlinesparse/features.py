@@ -32,6 +32,10 @@ __all__ = ["FeatureMap", "as_target", "as_rows"]
 
 
 def _number(name: Hashable, value: object) -> float:
+    if type(value) is float:  # the common case, without the slow abstract-class checks
+        if math.isfinite(value):
+            return value
+        raise ValueError(f"feature {name!r} is not finite: {value}")
     if isinstance(value, bool | np.bool_):
         return float(value)
     if not isinstance(value, numbers.Real):
@@ -44,6 +48,8 @@ def _number(name: Hashable, value: object) -> float:
 
 def as_target(y: object) -> float:
     """Validate a regression target: a finite real number (booleans count as 0/1)."""
+    if type(y) is float and math.isfinite(y):
+        return y
     if isinstance(y, bool | np.bool_):
         return float(y)
     if not isinstance(y, numbers.Real):

@@ -208,13 +208,21 @@ class GCVPruner:
     def _swap_in(self, model: IncrementalRidge, best: CandidateScore,
                  lambda_min: float) -> None:
         """At the budget: trade the least useful basis function for ``best`` if GCV falls."""
-        known = {cid: u for cid, u in self.usefulness.items()}
-        ids = model.window.ids[: model.size]
-        in_model = [(known.get(int(cid), math.inf), j) for j, cid in enumerate(ids)]
-        usefulness, j = min(in_model)
+        # Basis functions not re-estimated yet have no usefulness and are never traded.
+        if not self.usefulness:
+            return
+        least_id, usefulness = min(self.usefulness.items(), key=lambda item: item[1])
         # To first order the trade changes GCV by (usefulness − gain); try it (and pay for
         # the exact check) only when that promises a fall.
-        if math.isinf(usefulness) or best.gain <= usefulness + self.min_gain * model.gcv:
+        if best.gain <= usefulness + self.min_gain * model.gcv:
+            return
+        try:
+            j = model.window.position_of(least_id)
+        except ValueError:  # removed from the model behind the pruner's back
+            self.usefulness.pop(least_id)
+            return
+        if j >= model.size:
+            self.usefulness.pop(least_id)
             return
         before = model.gcv
         # Move j to the end so that an undo is a plain restore of a copy (exact, and it

@@ -27,7 +27,7 @@ import math
 import numpy as np
 from scipy.linalg import lapack
 
-from onlinesparse import criteria
+from onlinesparse import _loops, criteria
 from onlinesparse.features import as_target as _as_target
 from onlinesparse.kernels import BasisSpec
 from onlinesparse.window import WindowStatistics
@@ -88,11 +88,8 @@ class RidgeState:
         """
         if self.size == 0:
             return 1.0, 0.0
-        u = self.variance @ h
-        denom = 1.0 + float(h @ u)
-        residual = y - float(h @ self.weights)
-        self.variance -= np.outer(u, u / denom)
-        self.weights += u * (residual / denom)
+        denom = _loops.sherman_morrison(self.variance, self.weights, h, y, 1.0, -math.inf,
+                                        np.empty(self.size))
         return 1.0 / denom, denom
 
     def remove_pattern(self, h: np.ndarray, y: float) -> tuple[float, float]:
@@ -104,17 +101,15 @@ class RidgeState:
         """
         if self.size == 0:
             return 1.0, 0.0
-        u = self.variance @ h
-        denom = 1.0 - float(h @ u)
+        # The compiled loop changes nothing when the denominator fails the test.
+        denom = _loops.sherman_morrison(self.variance, self.weights, h, y, -1.0,
+                                        _MIN_RESIDUAL_LEVERAGE, np.empty(self.size))
         if not denom > _MIN_RESIDUAL_LEVERAGE:
             raise IllConditionedError(
                 "removing this pattern leaves HᵀH + Λ singular (its leverage is "
                 f"{1 - denom:.12g}); give the basis functions λ > 0 or keep more patterns "
                 "than basis functions"
             )
-        residual = y - float(h @ self.weights)
-        self.variance += np.outer(u, u / denom)
-        self.weights -= u * (residual / denom)
         return 1.0 / denom, 1.0 / denom
 
     def scale(self, factor: float) -> None:
@@ -144,7 +139,8 @@ class RidgeState:
             )
         w_new = (c_j - float(g @ self.weights)) / delta if m else c_j / delta
         variance = np.empty((m + 1, m + 1))
-        variance[:m, :m] = self.variance + np.outer(l_vec, l_vec / delta)
+        variance[:m, :m] = self.variance
+        _loops.rank_one_update(variance[:m, :m], l_vec, l_vec, 1.0 / delta)
         variance[:m, m] = -l_vec / delta
         variance[m, :m] = -l_vec / delta
         variance[m, m] = 1.0 / delta
@@ -160,7 +156,8 @@ class RidgeState:
         s_j = self.variance[:, j].copy()
         s_jj = s_j[j]
         weights = self.weights - s_j * (self.weights[j] / s_jj)
-        variance = self.variance - np.outer(s_j, s_j / s_jj)
+        variance = self.variance.copy()
+        _loops.rank_one_update(variance, s_j, s_j, -1.0 / s_jj)
         keep = np.arange(self.size) != j
         self.variance = variance[np.ix_(keep, keep)]
         self.weights = weights[keep]
@@ -188,7 +185,7 @@ class RidgeState:
             return 1.0, 0.0
         if -delta_lam * s_jj <= 0.5:
             k = delta_lam / (1.0 + delta_lam * s_jj)
-            self.variance -= np.outer(s_j, k * s_j)
+            _loops.rank_one_update(self.variance, s_j, s_j, -k)
             self.weights -= s_j * (k * self.weights[j])
             self.lambdas[j] = lam
             # Raising λ shrinks Sⱼⱼ and wⱼ by 1 + δsⱼⱼ through a subtraction, lowering it
@@ -196,7 +193,8 @@ class RidgeState:
             factor = max(1.0 + delta_lam * s_jj, 1.0 / (1.0 + delta_lam * s_jj))
             return factor, factor
         # Remove j (λⱼ → ∞) keeping a zero row/column, then add it back at position j.
-        variance = self.variance - np.outer(s_j, s_j / s_jj)
+        variance = self.variance.copy()
+        _loops.rank_one_update(variance, s_j, s_j, -1.0 / s_jj)
         variance[j, :] = 0.0
         variance[:, j] = 0.0
         weights = self.weights - s_j * (self.weights[j] / s_jj)
@@ -209,7 +207,7 @@ class RidgeState:
                 f"(hᵀPⱼh + λ = {delta:.3g})"
             )
         w_j = (c_j - float(g @ weights)) / delta
-        variance += np.outer(l_vec, l_vec / delta)
+        _loops.rank_one_update(variance, l_vec, l_vec, 1.0 / delta)
         variance[:, j] = -l_vec / delta
         variance[j, :] = -l_vec / delta
         variance[j, j] = 1.0 / delta
@@ -382,6 +380,8 @@ class IncrementalRidge:
         y = _as_target(y)
         h = self.window.row(x) if row is None else row
         m = self.size
+        if m and self.window.is_full and self._slide(x, y, h):
+            return h
         if self.window.is_full:
             h_old, y_old = self.window.oldest()
             try:
@@ -409,6 +409,27 @@ class IncrementalRidge:
         self.window.push(x, y, h)
         self._after_update(self.state.add_pattern(h[:m], y), pattern=True)
         return h
+
+    def _slide(self, x: np.ndarray, y: float, h: np.ndarray) -> bool:
+        """The steady state of a full window in one compiled call: the same operations,
+        in the same order, as the general path of :meth:`add_pattern` (remove the oldest
+        pattern from S and the statistics, add the new one), without the interpreter
+        overhead of a dozen calls. Returns False, with nothing changed, when the removal
+        must wait for the addition (the general path's ill-conditioned case)."""
+        window, state = self.window, self.state
+        h_old, y_old = window.oldest()
+        out = np.empty(4)
+        if not _loops.slide_window(window._gram, window._cross_y, window.n_columns,
+                                   state.variance, state.weights, state.size, h, y, h_old,
+                                   y_old, _MIN_RESIDUAL_LEVERAGE, np.empty(state.size), out):
+            return False
+        window.replace_oldest(x, y, h, y_old)
+        removal, addition, cancellation, healthy = out.tolist()
+        self._account((1.0 / removal, 1.0 / removal))
+        self._statistics_error += cancellation
+        self._account((1.0, cancellation))
+        self._after_update((1.0 / addition, addition), pattern=True, healthy=healthy > 0.0)
+        return True
 
     def remove_oldest(self) -> None:
         """Remove the oldest pattern of a window (Orr eq. (A.11)). State unchanged on error."""
@@ -521,10 +542,7 @@ class IncrementalRidge:
         same relative error."""
         if not len(h_old):
             return 1.0, 0.0
-        left = np.diagonal(self.window.gram_model)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(left > 0.0, h_old * h_old / left, 0.0)
-        fresh = float(np.max(ratio))
+        fresh = _loops.cancellation_ratio(self.window.gram, h_old, len(h_old))
         self._statistics_error += fresh
         return 1.0, fresh
 
@@ -532,7 +550,8 @@ class IncrementalRidge:
         propagation, fresh = account
         self._error_estimate = self._error_estimate * propagation + fresh
 
-    def _after_update(self, *accounts: tuple[float, float], pattern: bool = False) -> None:
+    def _after_update(self, *accounts: tuple[float, float], pattern: bool = False,
+                      healthy: bool | None = None) -> None:
         """Decide whether the incremental result can be trusted, else refresh.
 
         * A first-order estimate of the relative error in S, in units of machine ε, is
@@ -562,8 +581,8 @@ class IncrementalRidge:
             self._safe_refresh()
             return
         self._since_check += 1
-        diag = np.diagonal(self.state.variance)
-        healthy = bool(np.all(diag > 0.0)) and bool(np.all(np.isfinite(self.state.weights)))
+        if healthy is None:  # (a fused update may have checked already)
+            healthy = _loops.is_healthy(self.state.variance, self.state.weights)
         if healthy and self._error_estimate > _REFRESH_AT:
             # The first-order estimate is pessimistic for near-collinear additions; measure
             # before paying O(M³). A residual within what a fresh factorisation would leave
@@ -639,8 +658,8 @@ class IncrementalRidge:
         w = self.state.weights
         if not len(w):
             return max(self.window.yy, 0.0)
-        G, c = self.window.gram_model, self.window.cross_y_model
-        return max(self.window.yy - float(w @ (2.0 * c - G @ w)), 0.0)
+        window = self.window
+        return max(_loops.training_error(window._gram, window._cross_y, w, window.yy), 0.0)
 
     @property
     def effective_parameters(self) -> float:

@@ -34,6 +34,7 @@ import math
 
 import numpy as np
 
+from onlinesparse import _loops
 from onlinesparse.kernels import Basis, BasisSpec
 
 __all__ = ["WindowStatistics", "MEMORY_POLICIES"]
@@ -106,7 +107,10 @@ class WindowStatistics:
         rows = min(self.store_capacity, 64)
         self._X = np.zeros((rows, self.n_features))
         self._y = np.zeros(rows)
-        self._H = np.zeros((rows, 16))
+        # Stored rows, transposed (one line per tracked column): a new candidate's cross
+        # statistics are then a product with contiguous lines, and moving a column is a
+        # swap of two contiguous lines rather than of two strided columns.
+        self._HT = np.zeros((16, rows))
         self._head = 0
         self.n_stored = 0
 
@@ -117,7 +121,7 @@ class WindowStatistics:
         state["_gram"] = self._gram[:n, :n].copy()
         state["_cross_y"] = self._cross_y[:n].copy()
         state["ids"] = self.ids[:n].copy()
-        state["_H"] = self._H[:, :n].copy()
+        state["_HT"] = self._HT[:n].copy()
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -129,9 +133,9 @@ class WindowStatistics:
         self._gram = gram
         self._cross_y = np.concatenate([self._cross_y, np.zeros(cap - n)])
         self.ids = np.concatenate([self.ids, np.zeros(cap - n, dtype=np.int64)])
-        H = np.zeros((self._H.shape[0], cap))
-        H[:, :n] = self._H
-        self._H = H
+        HT = np.zeros((cap, self._HT.shape[1]))
+        HT[:n] = self._HT
+        self._HT = HT
 
     # -- views ----------------------------------------------------------------------------
     @property
@@ -200,7 +204,7 @@ class WindowStatistics:
     def stored_rows(self, model_only: bool = True) -> np.ndarray:
         """Stored design rows, oldest first (the model's columns, or every tracked column)."""
         stop = self.n_model if model_only else self.n_columns
-        return self._H[self._order(), :stop]
+        return self._HT[:stop, self._order()].T
 
     def stored_weights(self) -> np.ndarray:
         """Weight of each stored pattern in the statistics (1 unless forgetting)."""
@@ -220,9 +224,9 @@ class WindowStatistics:
         self._gram = gram
         self._cross_y = np.concatenate([self._cross_y, np.zeros(new_cap - cap)])
         self.ids = np.concatenate([self.ids, np.zeros(new_cap - cap, dtype=np.int64)])
-        H = np.zeros((self._H.shape[0], new_cap))
-        H[:, :cap] = self._H
-        self._H = H
+        HT = np.zeros((new_cap, self._HT.shape[1]))
+        HT[:cap] = self._HT
+        self._HT = HT
 
     def add_column(self, spec: BasisSpec) -> int:
         """Track a new candidate column; returns its id.
@@ -250,12 +254,12 @@ class WindowStatistics:
             if self.factor != 1.0:
                 ages = (np.arange(len(self._y))[slots] - self._head) % len(self._y)
                 weighted = column * self.factor ** (self.n_stored - 1 - ages)
-            cross = weighted @ self._H[slots, :n]
+            cross = self._HT[:n, slots] @ weighted
             self._gram[:n, n] = cross
             self._gram[n, :n] = cross
             self._gram[n, n] = weighted @ column
             self._cross_y[n] = weighted @ self._y[slots]
-            self._H[slots, n] = column
+            self._HT[n, slots] = column
         else:
             self._gram[: n + 1, n] = 0.0
             self._gram[n, : n + 1] = 0.0
@@ -272,12 +276,12 @@ class WindowStatistics:
         n = self.n_columns
         if not (0 <= i < n and 0 <= j < n):
             raise ValueError(f"column positions {i}, {j} out of range 0…{n - 1}")
-        g = self._gram
-        g[[i, j], :] = g[[j, i], :]
-        g[:, [i, j]] = g[:, [j, i]]
-        self._cross_y[[i, j]] = self._cross_y[[j, i]]
-        self.ids[[i, j]] = self.ids[[j, i]]
-        self._H[:, [i, j]] = self._H[:, [j, i]]
+        _loops.swap_symmetric(self._gram, i, j, n)
+        # Unused slots of the ring hold zeros or stale rows: swapping them too is harmless.
+        _loops.swap_rows(self._HT, i, j)
+        cross_y, ids = self._cross_y, self.ids
+        cross_y[i], cross_y[j] = cross_y[j], cross_y[i]
+        ids[i], ids[j] = ids[j], ids[i]
         self.basis.swap(i, j)
 
     def promote(self, position: int) -> None:
@@ -325,8 +329,7 @@ class WindowStatistics:
             self._cross_y[:n] *= self.factor
             self.yy *= self.factor
             self.count *= self.factor
-        self._gram[:n, :n] += np.outer(h, h)
-        self._cross_y[:n] += y * h
+        _loops.gram_rank_one(self._gram, self._cross_y, n, h, y, 1.0)
         self.yy += y * y
         self.count += 1.0
         self.n_seen += 1
@@ -346,39 +349,52 @@ class WindowStatistics:
         slot = (self._head + self.n_stored) % cap
         self._X[slot] = x
         self._y[slot] = y
-        self._H[slot, : len(h)] = h
+        self._HT[: len(h), slot] = h
         self.n_stored += 1
 
     def _grow_store(self, rows: int) -> None:
         order = self._order()
         X = np.zeros((rows, self.n_features))
         y = np.zeros(rows)
-        H = np.zeros((rows, self._H.shape[1]))
+        HT = np.zeros((self._HT.shape[0], rows))
         X[: self.n_stored] = self._X[order]
         y[: self.n_stored] = self._y[order]
-        H[: self.n_stored] = self._H[order]
-        self._X, self._y, self._H, self._head = X, y, H, 0
+        HT[:, : self.n_stored] = self._HT[:, order]
+        self._X, self._y, self._HT, self._head = X, y, HT, 0
 
     def oldest(self) -> tuple[np.ndarray, float]:
         """Row (every tracked column) and target of the oldest stored pattern."""
         if self.n_stored == 0:
             raise ValueError("the window is empty: there is no pattern to remove")
-        return self._H[self._head, : self.n_columns], float(self._y[self._head])
+        # A contiguous copy: the caller's compiled loops want one, and it must survive
+        # the slot being overwritten.
+        return (np.ascontiguousarray(self._HT[: self.n_columns, self._head]),
+                float(self._y[self._head]))
 
     def pop_oldest(self) -> tuple[np.ndarray, float]:
         """Remove the oldest stored pattern from the statistics (Orr A.7.4); returns it."""
         if self.memory != "window":
             raise ValueError(f"memory={self.memory!r} does not remove patterns one by one")
         h, y = self.oldest()
-        h = h.copy()
-        n = self.n_columns
-        self._gram[:n, :n] -= np.outer(h, h)
-        self._cross_y[:n] -= y * h
+        _loops.gram_rank_one(self._gram, self._cross_y, self.n_columns, h, y, -1.0)
         self.yy -= y * y
         self.count -= 1.0
         self._head = (self._head + 1) % len(self._y)
         self.n_stored -= 1
         return h, y
+
+    def replace_oldest(self, x: np.ndarray, y: float, h: np.ndarray, y_old: float) -> None:
+        """The bookkeeping of ``pop_oldest`` then ``push`` once a caller has already moved
+        ``G`` and ``c`` itself (``_loops.slide_window`` fuses the two rank-one updates with
+        the ridge state's): the new pattern takes the oldest one's slot."""
+        self.yy -= y_old * y_old
+        self.yy += y * y
+        self.n_seen += 1
+        slot = self._head
+        self._X[slot] = x
+        self._y[slot] = y
+        self._HT[: len(h), slot] = h
+        self._head = (slot + 1) % len(self._y)
 
     def refresh(self) -> bool:
         """Recompute the statistics from the stored rows (only when they are the whole memory).
@@ -390,7 +406,7 @@ class WindowStatistics:
             return False
         order = self._order()
         n = self.n_columns
-        H = self._H[order, :n]
+        H = self._HT[:n, order].T
         y = self._y[order]
         self._gram[:n, :n] = H.T @ H
         self._cross_y[:n] = H.T @ y

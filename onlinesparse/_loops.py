@@ -1,0 +1,347 @@
+"""Compiled inner loops of the per-sample path.
+
+Every per-sample operation of the Orr family is a handful of O(M²) loops over matrices of
+about a hundred rows. Written with NumPy each loop is one or two calls, but each call costs
+microseconds of interpreter and allocation overhead (``np.outer`` alone allocates an M × M
+temporary), so at M = 100 a sample spent ~90 % of its time outside arithmetic. These
+functions are the same loops compiled once by numba (``cache=True``: the machine code is
+kept next to this file and reused by later processes) and run in place, without
+temporaries.
+
+This module holds loops, not mathematics: each function's docstring names the operation
+of the numerical core it serves, whose docstring carries the formula and its reference
+(Orr's appendix equations, FGCV's appendices). ``fastmath`` stays off so that results are
+reproducible to the last bit and NaN / inf behave as IEEE says; the loops are written row
+by row over C-ordered arrays so that the inner loop runs over contiguous memory.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+__all__ = [
+    "profile", "evaluate_rows", "nearest_sq_distance", "symmetric_matvec", "rank_one_update",
+    "sherman_morrison", "gram_rank_one", "cancellation_ratio", "slide_window", "is_healthy",
+    "training_error", "basis_quantities", "candidate_quantities", "swap_symmetric", "swap_rows",
+]
+
+_jit = numba.njit(cache=True, nogil=True)
+
+# Column kinds, as in :mod:`onlinesparse.kernels` (kept equal by a test).
+_CONSTANT, _LINEAR, _GAUSSIAN, _MULTIQUADRIC, _INVERSE_MULTIQUADRIC, _CAUCHY = 0, 1, 2, 3, 4, 5
+
+
+# -- basis functions (kernels.py) ---------------------------------------------------------
+@_jit
+def profile(kind: int, z: float) -> float:
+    """φ(z) of one radial type at ``z = ‖x − c‖²/r²`` (the table of Orr A.3 in kernels.py)."""
+    if kind == _GAUSSIAN:
+        return math.exp(-z)
+    if kind == _MULTIQUADRIC:
+        return math.sqrt(1.0 + z)
+    if kind == _INVERSE_MULTIQUADRIC:
+        return 1.0 / math.sqrt(1.0 + z)
+    return 1.0 / (1.0 + z)  # Cauchy
+
+
+@_jit
+def profile_array(kind: int, z: np.ndarray, out: np.ndarray) -> None:
+    """:func:`profile` elementwise over a flat array."""
+    for i in range(z.shape[0]):
+        out[i] = profile(kind, z[i])
+
+
+@_jit
+def evaluate_rows(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
+                  features: np.ndarray, X: np.ndarray, start: int, stop: int,
+                  out: np.ndarray) -> None:
+    """``out[i, k − start]`` = value of column k at input ``X[i]`` (``Basis.evaluate``)."""
+    d = X.shape[1]
+    for i in range(X.shape[0]):
+        for k in range(start, stop):
+            kind = kinds[k]
+            if kind == _CONSTANT:
+                value = 1.0
+            elif kind == _LINEAR:
+                value = X[i, features[k]]
+            else:
+                z = 0.0
+                for f in range(d):
+                    diff = X[i, f] - centres[k, f]
+                    z += diff * diff
+                value = profile(kind, z * inv_r2[k])
+            out[i, k - start] = value
+
+
+@_jit
+def nearest_sq_distance(kinds: np.ndarray, centres: np.ndarray, stop: int,
+                        x: np.ndarray) -> float:
+    """Smallest ``‖x − c‖²`` over the radial columns ``0 … stop−1`` (∞ if there are none):
+    the buffer manager's novelty test."""
+    best = math.inf
+    d = x.shape[0]
+    for k in range(stop):
+        if kinds[k] < _GAUSSIAN:
+            continue
+        z = 0.0
+        for f in range(d):
+            diff = x[f] - centres[k, f]
+            z += diff * diff
+        if z < best:
+            best = z
+    return best
+
+
+# -- window statistics (window.py) --------------------------------------------------------
+@_jit
+def gram_rank_one(gram: np.ndarray, cross_y: np.ndarray, n: int, h: np.ndarray, y: float,
+                  sign: float) -> None:
+    """``G[:n, :n] += sign·hhᵀ`` and ``c[:n] += sign·y·h``: a pattern enters (sign = 1) or
+    leaves (sign = −1) the statistics (``WindowStatistics.push`` / ``pop_oldest``)."""
+    for i in range(n):
+        hi = sign * h[i]
+        row = gram[i]
+        for j in range(n):
+            row[j] += hi * h[j]
+        cross_y[i] += hi * y
+
+
+@_jit
+def cancellation_ratio(gram: np.ndarray, h: np.ndarray, m: int) -> float:
+    """``max hᵢ²/Gᵢᵢ`` over the model's columns, where ``Gᵢᵢ > 0`` (the rounding-error
+    account of subtracting a pattern, ``IncrementalRidge._statistics_cancellation``)."""
+    worst = 0.0
+    for i in range(m):
+        left = gram[i, i]
+        if left > 0.0:
+            ratio = h[i] * h[i] / left
+            if ratio > worst:
+                worst = ratio
+    return worst
+
+
+@_jit
+def swap_symmetric(matrix: np.ndarray, i: int, j: int, n: int) -> None:
+    """Exchange rows i, j and columns i, j of the leading n × n block in place."""
+    for k in range(n):
+        tmp = matrix[i, k]
+        matrix[i, k] = matrix[j, k]
+        matrix[j, k] = tmp
+    for k in range(n):
+        tmp = matrix[k, i]
+        matrix[k, i] = matrix[k, j]
+        matrix[k, j] = tmp
+
+
+@_jit
+def swap_rows(matrix: np.ndarray, i: int, j: int) -> None:
+    """Exchange rows i and j of a 2-D array in place."""
+    for k in range(matrix.shape[1]):
+        tmp = matrix[i, k]
+        matrix[i, k] = matrix[j, k]
+        matrix[j, k] = tmp
+
+
+# -- ridge state (ridge.py) ---------------------------------------------------------------
+@_jit
+def symmetric_matvec(matrix: np.ndarray, x: np.ndarray, m: int, out: np.ndarray) -> None:
+    """``out[:m] = A[:m, :m] x`` for a symmetric A, as a sum of rows ``Σᵢ xᵢ A[i]``: the
+    inner loop is then an axpy over contiguous memory, which vectorises, where a row-times-
+    vector dot product is a serial reduction (IEEE order forbids reassociating it)."""
+    for j in range(m):
+        out[j] = 0.0
+    for i in range(m):
+        xi = x[i]
+        row = matrix[i]
+        for j in range(m):
+            out[j] += xi * row[j]
+
+
+@_jit
+def rank_one_update(matrix: np.ndarray, u: np.ndarray, v: np.ndarray, coef: float) -> None:
+    """``matrix += coef·uvᵀ`` in place."""
+    for i in range(u.shape[0]):
+        ui = coef * u[i]
+        row = matrix[i]
+        for j in range(v.shape[0]):
+            row[j] += ui * v[j]
+
+
+@_jit
+def sherman_morrison(variance: np.ndarray, weights: np.ndarray, h: np.ndarray, y: float,
+                     sign: float, min_denominator: float, work: np.ndarray) -> float:
+    """The pattern update of ``RidgeState.add_pattern`` (sign = 1, Orr eq. (A.8)) and
+    ``remove_pattern`` (sign = −1, Orr eq. (A.11)), in place.
+
+    ``u = Sh`` goes to ``work``; the denominator is ``1 + sign·hᵀu``. Returns it; when it is
+    not above ``min_denominator`` nothing is changed (the caller raises).
+    """
+    m = h.shape[0]
+    symmetric_matvec(variance, h, m, work)
+    hu = 0.0
+    hw = 0.0
+    for i in range(m):
+        hu += h[i] * work[i]
+        hw += h[i] * weights[i]
+    denom = 1.0 + sign * hu
+    if not denom > min_denominator:
+        return denom
+    coef = -sign / denom
+    rank_one_update(variance, work, work, coef)
+    step = sign * (y - hw) / denom
+    for i in range(m):
+        weights[i] += work[i] * step
+    return denom
+
+
+@_jit
+def slide_window(gram: np.ndarray, cross_y: np.ndarray, n: int, variance: np.ndarray,
+                 weights: np.ndarray, m: int, h_new: np.ndarray, y_new: float,
+                 h_old: np.ndarray, y_old: float, min_denominator: float,
+                 work: np.ndarray, out: np.ndarray) -> bool:
+    """One step of a full window in one call: the oldest pattern leaves the ridge state
+    (A.11) and the statistics, the new one enters both (A.8) — what
+    ``IncrementalRidge.add_pattern`` does with four calls.
+
+    ``out`` receives ``[1 − leverage of the old pattern, 1 + hᵀSh of the new one,
+    cancellation ratio of the removal, healthy (1/0, see :func:`is_healthy`)]``. Returns False,
+    with nothing changed, when removing the old pattern first would leave ``HᵀH + Λ``
+    singular (the caller then takes the add-first path).
+    """
+    h_old_model = h_old[:m]
+    removal = sherman_morrison(variance, weights, h_old_model, y_old, -1.0, min_denominator,
+                               work)
+    if not removal > min_denominator:
+        return False
+    gram_rank_one(gram, cross_y, n, h_old, y_old, -1.0)
+    out[2] = cancellation_ratio(gram, h_old_model, m)
+    gram_rank_one(gram, cross_y, n, h_new, y_new, 1.0)
+    addition = sherman_morrison(variance, weights, h_new[:m], y_new, 1.0, -math.inf, work)
+    out[0] = removal
+    out[1] = addition
+    out[3] = 1.0 if is_healthy(variance, weights) else 0.0
+    return True
+
+
+@_jit
+def is_healthy(variance: np.ndarray, weights: np.ndarray) -> bool:
+    """The O(M) check after every update: ``diag S > 0`` and finite weights."""
+    for i in range(weights.shape[0]):
+        if not (variance[i, i] > 0.0 and math.isfinite(weights[i])):
+            return False
+    return True
+
+
+# -- criteria (criteria.py) ---------------------------------------------------------------
+@_jit
+def training_error(gram: np.ndarray, cross_y: np.ndarray, weights: np.ndarray,
+                   yy: float) -> float:
+    """``yᵀy − wᵀ(2c − Gw)`` (``IncrementalRidge.training_error``, Orr's yᵀP²y)."""
+    m = weights.shape[0]
+    g_w = np.empty(m)
+    symmetric_matvec(gram, weights, m, g_w)
+    total = 0.0
+    for i in range(m):
+        total += weights[i] * (2.0 * cross_y[i] - g_w[i])
+    return yy - total
+
+
+@_jit
+def basis_quantities(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
+                     weights: np.ndarray, lambdas: np.ndarray, yy: float, count: float,
+                     j: int, out: np.ndarray) -> None:
+    """The products of ``criteria.basis_quantities`` (Orr appendix A.11 for basis function
+    j, with S', w' the state without j), in four passes over M × M.
+
+    ``out`` receives ``[a, yP2h, yPh, alpha, beta, psi]`` (before clipping).
+    """
+    m = weights.shape[0]
+    s_jj = variance[j, j]
+    ratio = weights[j] / s_jj
+    s_g = np.empty(m)  # S'gⱼ
+    w_rem = np.empty(m)  # w'
+    g_w_rem = np.empty(m)  # Gw'
+    g_j = gram[j]  # gⱼ, read along the (symmetric) Gram's row: contiguous
+    # pass 1: S gⱼ, then S'gⱼ and w'
+    symmetric_matvec(variance, g_j, m, s_g)
+    correction = s_g[j] / s_jj
+    for i in range(m):
+        s_g[i] -= variance[i, j] * correction
+        w_rem[i] = weights[i] - variance[i, j] * ratio
+    s_g[j] = 0.0
+    w_rem[j] = 0.0
+    # pass 2: Gw' and G S'gⱼ in one sweep over G's rows
+    g_s_g = np.zeros(m)
+    for i in range(m):
+        g_w_rem[i] = 0.0
+    for i in range(m):
+        wi = w_rem[i]
+        si = s_g[i]
+        row = gram[i]
+        for k in range(m):
+            g_w_rem[k] += wi * row[k]
+            g_s_g[k] += si * row[k]
+    g_sg = 0.0  # gⱼᵀS'gⱼ
+    sg_g_sg = 0.0  # (S'gⱼ)ᵀG(S'gⱼ)
+    for i in range(m):
+        sg_g_sg += s_g[i] * g_s_g[i]
+        g_sg += g_j[i] * s_g[i]
+    y_ph = cross_y[j] - g_w_rem[j]
+    residual_sg = 0.0
+    w_c = 0.0
+    w_g_w = 0.0
+    trace = 0.0
+    for i in range(m):
+        residual_sg += (cross_y[i] - g_w_rem[i]) * s_g[i]
+        w_c += w_rem[i] * cross_y[i]
+        w_g_w += w_rem[i] * g_w_rem[i]
+        s_ij = variance[i, j]
+        trace += lambdas[i] * (variance[i, i] - s_ij * s_ij / s_jj)
+    g_jj = gram[j, j]
+    out[0] = yy - 2.0 * w_c + w_g_w
+    out[1] = y_ph - residual_sg
+    out[2] = y_ph
+    out[3] = count - ((m - 1) - trace)
+    out[4] = g_jj - 2.0 * g_sg + sg_g_sg
+    out[5] = g_jj - g_sg
+
+
+@_jit
+def candidate_quantities(variance: np.ndarray, gram: np.ndarray, n_model: int,
+                         cross_y: np.ndarray, weights: np.ndarray, columns: np.ndarray,
+                         out: np.ndarray) -> None:
+    """FGCV's r, γ, ξ, u (eqs. 16–19) of ``criteria.candidate_quantities`` for the tracked
+    columns ``columns`` (positions in the Gram matrix), O(M²) each.
+
+    ``out[:, q]`` receives ``[r, γ, ξ, u]`` of ``columns[q]``.
+    """
+    m = n_model
+    residual = np.empty(m)  # c − Gw
+    symmetric_matvec(gram, weights, m, residual)
+    for i in range(m):
+        residual[i] = cross_y[i] - residual[i]
+    sk = np.empty(m)  # S k
+    g_sk = np.empty(m)  # G S k
+    for q in range(columns.shape[0]):
+        col = columns[q]
+        k_col = gram[col]  # k = Hᵀφ, read along the (symmetric) Gram's row: contiguous
+        symmetric_matvec(variance, k_col, m, sk)
+        symmetric_matvec(gram, sk, m, g_sk)
+        k_w = 0.0
+        k_sk = 0.0
+        res_sk = 0.0
+        sk_g_sk = 0.0
+        for i in range(m):
+            k_w += weights[i] * k_col[i]
+            k_sk += k_col[i] * sk[i]
+            res_sk += residual[i] * sk[i]
+            sk_g_sk += sk[i] * g_sk[i]
+        phi_phi = gram[col, col]
+        r = cross_y[col] - k_w
+        out[0, q] = r
+        out[1, q] = phi_phi - k_sk
+        out[2, q] = r - res_sk
+        out[3, q] = phi_phi - 2.0 * k_sk + sk_g_sk

@@ -1,0 +1,101 @@
+"""The compiled loops against NumPy, and the fused window step against the general path."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from onlinesparse import _loops, kernels
+from onlinesparse.kernels import KERNELS, Basis, BasisSpec
+from onlinesparse.ridge import IncrementalRidge
+
+
+def test_kind_codes_match_the_kernels_module():
+    assert (_loops._CONSTANT, _loops._LINEAR) == (kernels.CONSTANT, kernels.LINEAR)
+    assert {_loops._GAUSSIAN: "gaussian", _loops._MULTIQUADRIC: "multiquadric",
+            _loops._INVERSE_MULTIQUADRIC: "inverse_multiquadric",
+            _loops._CAUCHY: "cauchy"} == {v: k for k, v in KERNELS.items()}
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), d=st.integers(1, 6), n=st.integers(1, 40))
+def test_evaluate_rows_matches_the_formulas(seed, d, n):
+    rng = np.random.default_rng(seed)
+    basis = Basis(d)
+    expected_columns = []
+    X = rng.normal(size=(7, d))
+    for _ in range(n):
+        kind = rng.integers(0, 6)
+        if kind == 0:
+            basis.append(BasisSpec.constant())
+            expected_columns.append(np.ones(len(X)))
+        elif kind == 1:
+            feature = int(rng.integers(d))
+            basis.append(BasisSpec.linear(feature))
+            expected_columns.append(X[:, feature])
+        else:
+            name = {2: "gaussian", 3: "multiquadric", 4: "inverse_multiquadric",
+                    5: "cauchy"}[int(kind)]
+            centre, radius = rng.normal(size=d), float(rng.uniform(0.2, 3.0))
+            basis.append(BasisSpec.radial(centre, radius, name))
+            z = np.sum((X - centre) ** 2, axis=1) / radius**2
+            expected_columns.append({"gaussian": np.exp(-z),
+                                     "multiquadric": np.sqrt(1 + z),
+                                     "inverse_multiquadric": 1 / np.sqrt(1 + z),
+                                     "cauchy": 1 / (1 + z)}[name])
+    expected = np.column_stack(expected_columns)
+    np.testing.assert_allclose(basis.evaluate_many(X), expected, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(basis.evaluate(X[3], 1, n), expected[3, 1:], rtol=1e-13,
+                               atol=1e-15)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), m=st.integers(1, 30))
+def test_symmetric_matvec_and_rank_one(seed, m):
+    rng = np.random.default_rng(seed)
+    B = rng.normal(size=(m, m))
+    A = B + B.T
+    x = rng.normal(size=m)
+    out = np.empty(m)
+    _loops.symmetric_matvec(A, x, m, out)
+    np.testing.assert_allclose(out, A @ x, rtol=1e-12, atol=1e-12 * np.abs(A).sum())
+    u, v = rng.normal(size=m), rng.normal(size=m)
+    updated = A.copy()
+    _loops.rank_one_update(updated, u, v, -0.7)
+    np.testing.assert_allclose(updated, A - 0.7 * np.outer(u, v), rtol=1e-13, atol=1e-13)
+
+
+def _stream_model(seed: int) -> tuple[IncrementalRidge, np.random.Generator]:
+    rng = np.random.default_rng(seed)
+    model = IncrementalRidge(n_features=2, size=15)
+    model.add_candidate(BasisSpec.constant())
+    for _ in range(20):
+        x = rng.normal(size=2)
+        model.add_pattern(x, float(np.sin(x[0]) + 0.1 * rng.normal()))
+    for k in range(5):
+        model.add_basis(BasisSpec.radial(rng.normal(size=2), 1.0), lam=10.0 ** -k)
+    model.add_basis(model.window.ids[model.window.n_model], lam=1e-3)  # the constant
+    return model, rng
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_fused_window_step_is_the_general_path_bit_for_bit(seed):
+    fused, rng = _stream_model(seed)
+    general = copy.deepcopy(fused)
+    general._slide = lambda x, y, h: False  # force pop / push / remove / add, one by one
+    for _ in range(25):
+        x = rng.normal(size=2)
+        y = float(np.sin(x[0]) + 0.1 * rng.normal())
+        fused.add_pattern(x, y)
+        general.add_pattern(x, y)
+    assert np.array_equal(fused.variance, general.variance)
+    assert np.array_equal(fused.weights, general.weights)
+    assert np.array_equal(fused.window.gram, general.window.gram)
+    assert fused.window.yy == general.window.yy
+    assert np.array_equal(fused.window.stored_rows(False), general.window.stored_rows(False))
+    assert fused._error_estimate == general._error_estimate
+    assert fused.n_refreshes == general.n_refreshes
