@@ -113,6 +113,35 @@ def test_batch_fit_is_the_vbls_fixed_point():
                                atol=1e-6 * np.abs(fixed).max())
 
 
+def test_admission_score_is_tipping_faul_q2_over_s():
+    """The pool's score is Q²/S of Tipping and Faul with the model projected out:
+    S = φᵀC⁻¹φ, Q = φᵀC⁻¹y, C = sI + HA⁻¹Hᵀ (the bias with a flat prior), computed here from
+    the explicit design matrix of the window."""
+    X, y = _sinc_grid(3)
+    model = VBLSKernelRegressor(max_sweeps=300)
+    model.learn_many(X, y)
+    model._propose_from_window()
+    stats, state = model._stats, model._state
+    assert stats.n_candidates > 0 and stats.n_model > 2
+    t2, _, _ = model._score_pool()
+    rows = stats.stored_rows(model_only=False)
+    H, Phi = rows[:, : stats.n_model], rows[:, stats.n_model:]
+    targets = stats.stored_targets()
+    s = state.total_noise
+    # C⁻¹ by Woodbury, C⁻¹ = (I − H(HᵀH + sA)⁻¹Hᵀ)/s, on the raw (uncentred) design, the
+    # bias with a flat prior (A₀₀ = 0).
+    alpha = state.precisions.copy()
+    alpha[0] = 0.0
+    inner = np.linalg.inv(H.T @ H + s * np.diag(alpha))
+
+    def c_inv(v):
+        return (v - H @ (inner @ (H.T @ v))) / s
+
+    S = np.einsum("ij,ij->j", Phi, c_inv(Phi))
+    Q = Phi.T @ c_inv(targets)
+    np.testing.assert_allclose(t2, Q * Q / S, rtol=1e-5)
+
+
 def test_prediction_is_the_raw_kernel_expansion():
     """The centred parametrisation is internal: the prediction is b₀ + Σ b_m k(x, c_m) with
     the weights basis_functions() reports, and re-centring never moves it."""

@@ -60,15 +60,16 @@ class VBLSKernelRegressor(base.Regressor):
       (``Hᵀφ``, ``φᵀφ``, ``φᵀy``) live in the same
       :class:`~onlinesparse.window.WindowStatistics` as the model's.
     * **Admission.** While the model has fewer than ``max_basis`` basis functions, the
-      candidate that would explain most of the current residual ``r = y − H⟨b⟩`` is admitted
-      when its squared t-statistic on the residual,
-      ``t² = ((φ − φ̄)ᵀr)² / (s‖φ − φ̄‖²)`` with ``φᵀr = φᵀy − kᵀ⟨b⟩``, ``k = Hᵀφ`` and s
-      the VBLS noise variance ``ψ_y + Σψ_zm``, exceeds ``admit_threshold`` (1 is the inclusion
-      test ``q² > s`` of Tipping and Faul with the model's projection ignored, which makes it
-      conservative). O(M·C) for M basis functions and C candidates, read from the window
-      statistics; no matrix is inverted. The new unit starts with the broad prior
-      ⟨α⟩ = a₀/b₀ = 1 (4.4) and a weight fitted to the residual (one backfitting step of
-      the unit and the bias); the ARD precision then decides.
+      candidate that raises the marginal likelihood most is admitted when its statistic
+      ``t² = Q²/S`` exceeds ``admit_threshold`` (1 is Tipping and Faul's inclusion test
+      ``Q² > S``). ``S = φᵀC⁻¹φ`` and ``Q = φᵀC⁻¹y`` use the marginal covariance
+      ``C = sI + HA⁻¹Hᵀ`` of the current model, i.e. the RVM posterior of eq. 5.2 with
+      ``⟨α⟩`` and s = ``ψ_y + Σψ_zm``: t² is the squared t-statistic of φ on the residual
+      with the model's columns projected out, read from the window statistics in
+      O(M³ + M²·C) for M basis functions and C candidates. The new unit starts at Tipping
+      and Faul's optimum ``α = S²/(Q² − S)``, and every weight jumps to the fixed point of
+      eq. 4.8 for the new precisions, so that the kernels already in the model make room
+      for it at once; the ARD precisions then decide.
     * **Pruning.** The precision of a basis function that does not explain the data grows
       without bound under the factorised posterior (engine module); it stops at
       ``precision_cap`` times the data's precision. A kernel whose precision has stayed at
@@ -85,13 +86,23 @@ class VBLSKernelRegressor(base.Regressor):
     Memory is a window of the last ``window_size`` patterns (a new candidate's column must be
     evaluated over the patterns in memory). Each ``learn_one`` adds the pattern to the
     window statistics (O(M² + C·M)), lets the buffer manager compute at most one proposal's
-    columns over the window (O(W·(M + C)·d) per radius), admits at most one candidate, and
-    runs ``sweeps_per_sample`` warm-started EM sweeps, O(M²) each: the work per sample is
-    bounded by ``max_basis``, ``n_candidates``, ``window_size`` and ``sweeps_per_sample``.
-    :meth:`refine` (and :meth:`learn_many`, which adds the patterns and then refines) is
-    the batch fit of the window: a greedy growth (sweep to a loose convergence, admit the
-    best candidate; when none passes, show the buffer manager the stored patterns on which a
-    kernel would explain most of the residual) that ends with sweeps to ``tol``.
+    columns over the window (O(W·(M + C)·d) per radius), scores the pool and admits at most
+    one candidate (O(M³ + M²·C)), and runs ``sweeps_per_sample`` warm-started EM sweeps,
+    O(M²) each: the work per sample is bounded by ``max_basis``, ``n_candidates``,
+    ``window_size`` and ``sweeps_per_sample``. :meth:`refine` (and :meth:`learn_many`,
+    which adds the patterns and then refines) is the batch fit of the window: a greedy
+    growth (sweep to a loose convergence, admit the best candidate; when none passes, show
+    the buffer manager the stored patterns on which a kernel would raise the evidence most)
+    that ends with sweeps to ``tol``. Its sweeps end with the weights at the fixed point of
+    eq. 4.8 for the current precisions (the limit of backfitting, one M × M solve), so that
+    only the precisions and noises are left to converge.
+
+    Why the projection and the joint start matter: under the factorised posterior a kernel
+    is kept only if it explains enough of the residual *given the others* (module
+    docstring), and a newcomer judged against weights that have not yet made room for it
+    (backfitting moves collinear weights slowly) is pruned before it can help. Overlapping
+    kernels whose weights only matter together (the usual RVM solution) could therefore
+    never be grown one at a time, and the model under-fitted; they are stable once reached.
 
     Kernel width. Kernels of several radii compete for the same data: every proposed centre
     enters the pool at each radius in ``radii``, the admission test picks the width that
@@ -116,7 +127,8 @@ class VBLSKernelRegressor(base.Regressor):
     sweeps_per_sample
         EM sweeps after each ``learn_one``.
     admit_threshold
-        A candidate is admitted when its squared t-statistic on the residual exceeds this.
+        A candidate is admitted when its Tipping–Faul statistic ``Q²/S`` (its squared
+        t-statistic on the residual, the model projected out) exceeds this.
     precision_cap
         Largest ratio ``s⟨α_m⟩/G_mm`` of a weight's prior precision to its data precision
         (engine module); a kernel at the cap is on its way out.
@@ -302,67 +314,139 @@ class VBLSKernelRegressor(base.Regressor):
         stats.drop_column(last)
         self.n_pruned += 1
 
-    def _score_pool(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-        """Squared t-statistic on the current residual of every candidate, O(M·C).
+    def _posterior(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """The Gaussian posterior of the weights given ``⟨α⟩`` and ``s``, O(M³).
 
-        ``t² = ((φ − φ̄)ᵀr)² / (s‖φ − φ̄‖²)`` with ``φᵀr = φᵀy − kᵀ⟨b⟩``, ``k = Hᵀφ`` and
-        ``‖φ − φ̄‖² = φᵀφ − (1ᵀφ)²/p`` (column 0 is the constant), all read from the window
-        statistics. The scores go to the buffer manager, which evicts the lowest first.
-        Returns ``t²``, ``(φ − φ̄)ᵀr``, ``‖φ − φ̄‖²`` and ``1ᵀr``.
+        ``P = G' + s·diag⟨α⟩`` on the centred statistics, so that ``Σ_b = s·P⁻¹`` is the
+        RVM's posterior covariance (Ting et al. eq. 5.2 with ``⟨1/ψ_y⟩ → 1/s``) and
+        ``μ = P⁻¹c'`` its mean, the fixed point of eq. 4.8 for the current ``⟨α⟩`` and ``s``
+        (set ``⟨b_m⟩`` unchanged in 4.8: ``(G' + s·diag⟨α⟩)⟨b⟩ = c'``). Returns the
+        centred ``G'``, ``c'``, the Cholesky factor of ``P`` and ``s``.
+
+        The bias is given a flat prior here (its ⟨α⟩ is left out): it is never pruned, and a
+        capped precision on it would keep the candidates' means from being projected out.
         """
-        stats, state, buffer = self._stats, self._state, self._buffer
+        gram, cross = self._statistics()
+        s = self._state.total_noise
+        alpha = self._state.precisions.copy()
+        alpha[0] = 0.0
+        system = gram + s * np.diag(alpha)
+        try:
+            factor = np.linalg.cholesky(system)
+        except np.linalg.LinAlgError:  # a column (numerically) inside the others' span
+            jitter = 1e-10 * max(float(np.trace(system)) / len(system), _TINY)
+            factor = np.linalg.cholesky(system + jitter * np.eye(len(system)))
+        return gram, cross, factor, s
+
+    @staticmethod
+    def _solve(factor: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """``P⁻¹ rhs`` from the Cholesky factor ``L`` of ``P = LLᵀ``."""
+        return np.linalg.solve(factor.T, np.linalg.solve(factor, rhs))
+
+    def _score_pool(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Tipping and Faul's inclusion statistic of every candidate, O(M³ + M²·C).
+
+        With ``C = sI + HA⁻¹Hᵀ`` the marginal covariance of the targets, a candidate φ has
+        ``S = φᵀC⁻¹φ = (φᵀφ − kᵀP⁻¹k)/s`` and ``Q = φᵀC⁻¹y = φᵀ(y − Hμ)/s``
+        (Woodbury, with ``k = H'ᵀφ`` in the centred basis and ``P``, ``μ`` of
+        :meth:`_posterior`); the marginal likelihood has a finite optimum for its precision,
+        ``α = S²/(Q² − S)``, exactly when ``Q² > S`` (Tipping and Faul 2003). The score is
+        ``t² = Q²/S = (φᵀr)² / (s(φᵀφ − kᵀP⁻¹k))``: the squared t-statistic of φ on the
+        residual with the model's columns *projected out* (the likelihood gain of adding φ,
+        ``t² − 1 − log t²``, grows with it, so the best candidate is the one that raises the
+        evidence most). Read from the window statistics; the scores go to the buffer manager,
+        which evicts the lowest first. Returns ``t²``, ``φᵀr`` and ``s·S``.
+        """
+        stats, buffer = self._stats, self._buffer
         m, n = stats.n_model, stats.n_columns
-        p = stats.count
-        raw = self._raw_weights()
-        corr = stats.cross_y_candidates - raw @ stats.cross_candidates
-        bias_corr = float(stats.cross_y_model[0] - stats.gram_model[0] @ raw)
-        sums = stats.gram[0, m:n]
+        gram, cross, factor, s = self._posterior()
+        k = stats.cross_candidates - np.outer(self._means, stats.cross_candidates[0])
+        mean = self._solve(factor, cross)
+        corr = stats.cross_y_candidates - k.T @ mean
+        half = np.linalg.solve(factor, k)
         sq = stats.candidate_sq_norms
-        centred = sq - sums * sums / p
-        centred_corr = corr - sums * (bias_corr / p)
+        spread = sq - np.einsum("ij,ij->j", half, half)
         t2 = np.zeros(n - m)
-        np.divide(centred_corr * centred_corr, state.total_noise * centred, out=t2,
-                  where=centred > 1e-10 * np.maximum(sq, _TINY))
+        np.divide(corr * corr, s * spread, out=t2,
+                  where=spread > 1e-10 * np.maximum(sq, _TINY))
         for offset, value in enumerate(t2):
             buffer.scores[int(stats.ids[m + offset])] = float(value)
-        return t2, centred_corr, centred, bias_corr
+        return t2, corr, spread
 
     def _admit(self) -> bool:
-        """Admit the candidate with the largest squared t-statistic on the residual
-        (:meth:`_score_pool`) if it passes ``admit_threshold`` and the budget allows."""
+        """Admit the candidate with the largest :meth:`_score_pool` statistic if it passes
+        ``admit_threshold`` and the budget allows.
+
+        The new unit starts where the marginal likelihood puts it: its precision at Tipping
+        and Faul's optimum ``α = S²/(Q² − S) = sS/(s(t² − 1))`` (the flat prior's
+        ⟨α⟩ = a₀/b₀ = 1 of 4.4 if ``t² ≤ 1``), every weight at the fixed point of eq. 4.8
+        for the new set of precisions (:meth:`_posterior`), so that the kernels already in
+        the model make room for it at once instead of over many backfitting sweeps, during
+        which ARD would judge the newcomer on a residual that has not yet adjusted. The noise
+        variance s is kept continuous: the new branch gets the mean branch noise (a typical
+        step size ψ_zm/s, 3.2) and every ψ is rescaled so that ``ψ_y + Σψ_zm`` is unchanged.
+        """
         stats, state = self._stats, self._state
         m, n = stats.n_model, stats.n_columns
         if state is None or n == m or stats.count <= 1.0:
             return False
-        t2, centred_corr, centred, bias_corr = self._score_pool()
+        t2, corr, spread = self._score_pool()
         best = int(np.argmax(t2))
         if m >= self.max_basis or not t2[best] > self.admit_threshold:
             return False
         position = m + best
         self._buffer.scores.pop(int(stats.ids[position]), None)
         mean = float(stats.gram[0, position]) / stats.count
-        # Warm start: the least-squares fit of the residual on [1, φ − φ̄] (one backfitting
-        # step of the new unit and the bias); the prior starts broad, ⟨α⟩ = a₀/b₀ (4.4).
+        s = state.total_noise
         stats.promote(position)
         state.add_units(1, "ard")
-        state.weights[-1] = float(centred_corr[best] / centred[best])
-        state.weights[0] += bias_corr / stats.count
+        if t2[best] > 1.0:
+            alpha = float(spread[best]) / (s * (float(t2[best]) - 1.0))
+            state.precision_rate[-1] = state.precision_shape[-1] / alpha
+        scale = s / state.total_noise
+        state.branch_noise *= scale
+        state.output_noise *= scale
         self._means = np.append(self._means, mean)
         self._at_cap = np.append(self._at_cap, 0)
+        self._jump()
         self.n_admitted += 1
         return True
 
-    def _sweep(self, n: int) -> float:
+    def _jump(self) -> None:
+        """Move every weight to the fixed point of eq. 4.8 for the current ``⟨α⟩`` and s,
+        ``(G' + s·diag⟨α⟩)⟨b⟩ = c'``: the limit of the backfitting sweeps with Q(α) and ψ
+        held. O(M³)."""
+        state = self._state
+        gram, cross = self._statistics()
+        system = gram + state.total_noise * np.diag(state.precisions)
+        try:
+            state.weights = np.linalg.solve(system, cross)
+        except np.linalg.LinAlgError:
+            pass  # singular: leave the weights to the sweeps
+
+    def _sweep(self, n: int, exact: bool = False) -> float:
         """``n`` EM sweeps (Ting et al. 4.7, 4.8) on the centred statistics, each followed by
-        the pruning rule."""
+        the pruning rule. With ``exact`` (the batch path, :meth:`refine`) every sweep ends
+        with :meth:`_jump`: Q(α) and ψ are updated by the sweep, the weights go straight to
+        the fixed point their backfitting would converge to, so that the sweeps only have
+        the precisions and noises left to converge (O(M³) a sweep instead of O(M²); the
+        fixed points are those of the plain sweeps). The change returned is the relative
+        change of the weights over the last sweep."""
         stats, state = self._stats, self._state
         change = 0.0
         if n <= 0:
             return change
         gram, cross = self._centred()
         for _ in range(n):
+            before = state.weights
             change = engine.sweep_regression(state, gram, cross, stats.yy, stats.count, "ard",
                                              self.precision_cap)
+            if exact:
+                self._jump()
+                top = float(np.max(np.abs(state.weights)))
+                change = (float(np.max(np.abs(state.weights - before))) / top
+                          if top > 0.0 else 0.0)
+                state.last_change = change
             ratios = engine.precision_ratio(state, np.diagonal(gram))
             at_cap = ratios >= self.precision_cap * _AT_CAP
             at_cap &= stats.basis.radial_mask[: stats.n_model]  # only kernels are pruned
@@ -445,36 +529,45 @@ class VBLSKernelRegressor(base.Regressor):
     def refine(self, max_sweeps: int | None = None) -> int:
         """Spend idle time on the batch fit of the window; returns the sweeps run.
 
-        Grows the basis greedily, one admission at a time: sweep (with pruning) until the
-        weights change by less than ``√tol``; admit the best pool candidate if it passes the
-        test; otherwise show the buffer manager the stored patterns on which a kernel would
-        explain most of the residual (:meth:`_propose_from_window`) and admit from the
-        refreshed pool. When nothing passes, sweep until the change stays below ``tol`` and
-        try once more. Stops after ``max_sweeps`` sweeps (default: the parameter).
+        Grows the basis greedily, one admission at a time: sweep (with pruning, each sweep
+        ending at the fixed point of eq. 4.8 for the current precisions) until the weights
+        change by less than ``√tol``; admit the best pool candidate if it passes the test;
+        otherwise show the buffer manager the stored patterns on which a kernel would raise
+        the evidence most (:meth:`_propose_from_window`) and admit from the refreshed pool.
+        When nothing passes, sweep until the change stays below ``tol`` and try once more.
+        The marginal-likelihood test admits kernels that ARD under the factorised posterior
+        may prune again (its threshold is stricter, module docstring): after ``n_candidates``
+        admissions in a row that left the model no larger, growth stops and the fit
+        converges to ``tol``. Stops after ``max_sweeps`` sweeps (default: the parameter).
         """
         if self._state is None:
             return 0
+        stats = self._stats
         budget = self.max_sweeps if max_sweeps is None else int(max_sweeps)
         loose = math.sqrt(self.tol)
-        done = 0
+        done, futile, before = 0, 0, -1
         while done < budget:
             done += self._converge(budget - done, loose)
             if done >= budget:
                 break
-            if self._admit():
-                continue
-            self._propose_from_window()
-            if self._admit():
-                continue
+            if before >= 0:
+                futile = futile + 1 if stats.n_model <= before else 0
+            before = stats.n_model
+            if futile < self.n_candidates:
+                if self._admit():
+                    continue
+                self._propose_from_window()
+                if self._admit():
+                    continue
             done += self._converge(budget - done, self.tol)
-            if not self._admit():
+            if futile >= self.n_candidates or not self._admit():
                 break
         return done
 
     def _converge(self, budget: int, tol: float) -> int:
         calm = 0
         for n in range(1, budget + 1):
-            change = self._sweep(1)
+            change = self._sweep(1, exact=True)
             calm = calm + 1 if change < tol else 0
             if calm >= 3:
                 return n
@@ -483,19 +576,21 @@ class VBLSKernelRegressor(base.Regressor):
     def _propose_from_window(self) -> None:
         """Offer stored patterns to the buffer manager, best first.
 
-        A pattern's merit is the largest squared t-statistic on the residual, over the radii,
-        of a kernel centred on it (the admission statistic of :meth:`_admit`); the buffer
-        manager then applies its own rules (novel or badly predicted) and fills the pool; the
-        pool is scored after each proposal, so that the manager evicts by score. Up to one
-        pool's worth of patterns is offered; existing centres and the centres of recently
-        pruned kernels (ARD has judged them) are skipped, so that growth cannot cycle.
-        O(W²·(d + R)) for a window of W patterns and R radii: idle-time work, like the batch
-        RVM's kernel matrix.
+        A pattern's merit is the largest :meth:`_score_pool` statistic, over the radii, of a
+        kernel centred on it (the model's columns projected out, as in the admission test);
+        the buffer manager then applies its own rules (novel or badly predicted) and fills
+        the pool; the pool is scored after each proposal, so that the manager evicts by
+        score. Up to one pool's worth of patterns is offered; existing centres and the centres
+        of recently pruned kernels (ARD has judged them) are skipped, so that growth cannot
+        cycle. O(W²·(d + R·M)) for a window of W patterns and R radii: idle-time work, like
+        the batch RVM's kernel matrix.
         """
-        stats, state, buffer = self._stats, self._state, self._buffer
+        stats, buffer = self._stats, self._buffer
         X = stats.stored_inputs()
-        errors = stats.stored_targets() - stats.stored_rows() @ self._raw_weights()
-        s = state.total_noise
+        rows = stats.stored_rows() - self._means
+        rows[:, 0] = 1.0
+        gram, cross, factor, s = self._posterior()
+        errors = stats.stored_targets() - rows @ self._solve(factor, cross)
         sq = np.einsum("ij,ij->i", X, X)
         dist = np.maximum(sq[:, None] + sq[None, :] - 2.0 * X @ X.T, 0.0)
         kind = KERNELS[self.kernel]
@@ -503,9 +598,10 @@ class VBLSKernelRegressor(base.Regressor):
         for radius in buffer.radii:
             K = radial_profile(kind, dist / (radius * radius))
             corr = K @ errors
-            centred = np.einsum("ij,ij->i", K, K) - K.sum(axis=1) ** 2 / len(X)
+            half = np.linalg.solve(factor, rows.T @ K)
+            spread = np.einsum("ij,ij->i", K, K) - np.einsum("ij,ij->j", half, half)
             t2 = np.zeros(len(X))
-            np.divide(corr * corr, s * centred, out=t2, where=centred > 1e-12 * len(X))
+            np.divide(corr * corr, s * spread, out=t2, where=spread > 1e-12 * len(X))
             np.maximum(merit, t2, out=merit)
         radial = stats.basis.radial_mask
         centres = stats.basis.centres[radial]
