@@ -390,11 +390,9 @@ class WindowStatistics:
         self.yy -= y_old * y_old
         self.yy += y * y
         self.n_seen += 1
-        slot = self._head
-        self._X[slot] = x
-        self._y[slot] = y
-        self._HT[: len(h), slot] = h
-        self._head = (slot + 1) % len(self._y)
+        self._head = (self._head + 1) % len(self._y)  # the oldest leaves…
+        self.n_stored -= 1
+        self._store(x, y, h)  # …and the new pattern takes its slot
 
     def refresh(self) -> bool:
         """Recompute the statistics from the stored rows (only when they are the whole memory).
