@@ -24,8 +24,10 @@ import numpy as np
 
 __all__ = [
     "profile", "evaluate_rows", "nearest_sq_distance", "symmetric_matvec", "rank_one_update",
-    "sherman_morrison", "gram_rank_one", "cancellation_ratio", "slide_window", "is_healthy",
-    "training_error", "basis_quantities", "candidate_quantities", "swap_symmetric", "swap_rows",
+    "sherman_morrison", "symmetric_rank_one", "gram_rank_one", "cancellation_ratio",
+    "slide_window", "is_healthy", "training_error", "error_and_gamma", "basis_quantities",
+    "candidate_quantities", "swap_symmetric", "swap_rows", "gcv_of_delta", "optimal_lambda",
+    "basis_optimum", "candidate_optima",
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -171,6 +173,18 @@ def rank_one_update(matrix: np.ndarray, u: np.ndarray, v: np.ndarray, coef: floa
 
 
 @_jit
+def symmetric_rank_one(variance: np.ndarray, weights: np.ndarray, j: int, coef: float
+                       ) -> None:
+    """``S += coef·sⱼsⱼᵀ`` and ``w += coef·wⱼ·sⱼ`` with ``sⱼ`` column j of S, taken before
+    the update (``RidgeState.set_lambda``'s rank-one branch)."""
+    s_j = variance[j].copy()  # row j of the symmetric S: contiguous
+    rank_one_update(variance, s_j, s_j, coef)
+    step = coef * weights[j]
+    for i in range(weights.shape[0]):
+        weights[i] += s_j[i] * step
+
+
+@_jit
 def sherman_morrison(variance: np.ndarray, weights: np.ndarray, h: np.ndarray, y: float,
                      sign: float, min_denominator: float, work: np.ndarray) -> float:
     """The pattern update of ``RidgeState.add_pattern`` (sign = 1, Orr eq. (A.8)) and
@@ -250,13 +264,30 @@ def training_error(gram: np.ndarray, cross_y: np.ndarray, weights: np.ndarray,
 
 
 @_jit
+def error_and_gamma(gram: np.ndarray, cross_y: np.ndarray, weights: np.ndarray,
+                    lambdas: np.ndarray, variance: np.ndarray, yy: float
+                    ) -> tuple[float, float]:
+    """The two numbers every criterion needs (``IncrementalRidge._summary``): the training
+    error ``yᵀP²y`` of :func:`training_error` clipped at 0 against rounding, and
+    ``γ = M − Σⱼ λⱼSⱼⱼ`` (Orr eq. 4.10)."""
+    m = weights.shape[0]
+    if m == 0:
+        return max(yy, 0.0), 0.0
+    trace = 0.0
+    for i in range(m):
+        trace += lambdas[i] * variance[i, i]
+    return max(training_error(gram, cross_y, weights, yy), 0.0), m - trace
+
+
+@_jit
 def basis_quantities(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
                      weights: np.ndarray, lambdas: np.ndarray, yy: float, count: float,
                      j: int, out: np.ndarray) -> None:
     """The products of ``criteria.basis_quantities`` (Orr appendix A.11 for basis function
     j, with S', w' the state without j), in four passes over M × M.
 
-    ``out`` receives ``[a, yP2h, yPh, alpha, beta, psi]`` (before clipping).
+    ``out`` receives ``[a, b, c, alpha, beta, psi, yPh, yP2h]``, the arguments of
+    :func:`optimal_lambda` first.
     """
     m = weights.shape[0]
     s_jj = variance[j, j]
@@ -301,26 +332,42 @@ def basis_quantities(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray
         s_ij = variance[i, j]
         trace += lambdas[i] * (variance[i, i] - s_ij * s_ij / s_jj)
     g_jj = gram[j, j]
-    out[0] = yy - 2.0 * w_c + w_g_w
-    out[1] = y_ph - residual_sg
-    out[2] = y_ph
-    out[3] = count - ((m - 1) - trace)
-    out[4] = g_jj - 2.0 * g_sg + sg_g_sg
-    out[5] = g_jj - g_sg
+    y_p2h = y_ph - residual_sg
+    beta = g_jj - 2.0 * g_sg + sg_g_sg
+    out[0] = max(yy - 2.0 * w_c + w_g_w, 0.0)  # a (rounding can take it below 0)
+    out[1] = y_p2h * y_ph  # b
+    out[2] = beta * y_ph * y_ph  # c
+    out[3] = count - ((m - 1) - trace)  # α
+    out[4] = max(beta, 0.0)  # β
+    out[5] = max(g_jj - g_sg, 0.0)  # ψ
+    out[6] = y_ph
+    out[7] = y_p2h
 
 
 @_jit
 def candidate_quantities(variance: np.ndarray, gram: np.ndarray, n_model: int,
                          cross_y: np.ndarray, weights: np.ndarray, columns: np.ndarray,
-                         out: np.ndarray) -> None:
+                         removed: int, out: np.ndarray) -> None:
     """FGCV's r, γ, ξ, u (eqs. 16–19) of ``criteria.candidate_quantities`` for the tracked
     columns ``columns`` (positions in the Gram matrix), O(M²) each.
+
+    With ``removed = j ≥ 0`` they are those of the model without basis function j, through
+    ``S' = S − sⱼsⱼᵀ/sⱼⱼ`` and ``w' = w − sⱼwⱼ/sⱼⱼ`` (as in :func:`basis_quantities`):
+    ``S'k = Sk − sⱼ(Sk)ⱼ/sⱼⱼ`` is one more O(M) pass, and the model is not touched.
 
     ``out[:, q]`` receives ``[r, γ, ξ, u]`` of ``columns[q]``.
     """
     m = n_model
+    w = weights.copy()
+    if removed >= 0:
+        s_jj = variance[removed, removed]
+        ratio = w[removed] / s_jj
+        s_j = variance[removed]
+        for i in range(m):
+            w[i] -= s_j[i] * ratio
+        w[removed] = 0.0
     residual = np.empty(m)  # c − Gw
-    symmetric_matvec(gram, weights, m, residual)
+    symmetric_matvec(gram, w, m, residual)
     for i in range(m):
         residual[i] = cross_y[i] - residual[i]
     sk = np.empty(m)  # S k
@@ -329,13 +376,19 @@ def candidate_quantities(variance: np.ndarray, gram: np.ndarray, n_model: int,
         col = columns[q]
         k_col = gram[col]  # k = Hᵀφ, read along the (symmetric) Gram's row: contiguous
         symmetric_matvec(variance, k_col, m, sk)
+        if removed >= 0:
+            correction = sk[removed] / variance[removed, removed]
+            s_j = variance[removed]
+            for i in range(m):
+                sk[i] -= s_j[i] * correction
+            sk[removed] = 0.0
         symmetric_matvec(gram, sk, m, g_sk)
         k_w = 0.0
         k_sk = 0.0
         res_sk = 0.0
         sk_g_sk = 0.0
         for i in range(m):
-            k_w += weights[i] * k_col[i]
+            k_w += w[i] * k_col[i]
             k_sk += k_col[i] * sk[i]
             res_sk += residual[i] * sk[i]
             sk_g_sk += sk[i] * g_sk[i]
@@ -345,3 +398,177 @@ def candidate_quantities(variance: np.ndarray, gram: np.ndarray, n_model: int,
         out[1, q] = phi_phi - k_sk
         out[2, q] = r - res_sk
         out[3, q] = phi_phi - 2.0 * k_sk + sk_g_sk
+
+
+# -- the GCV-optimal λ of one column (criteria.optimal_lambda) ----------------------------
+# Which branch of the case analysis decided, as ``criteria.LocalOptimum.case`` names them.
+CASES = ("interior", "zero", "infinite", "boundary")
+_INTERIOR, _ZERO, _INFINITE, _BOUNDARY = 0, 1, 2, 3
+
+
+@_jit
+def gcv_of_delta(delta: float, a: float, b: float, c: float, alpha: float, beta: float,
+                 n_patterns: float) -> float:
+    """``p(aΔ² − 2bΔ + c)/(αΔ − β)²``, GCV at ``Δ = λ + ψ`` (``criteria.optimal_lambda``)."""
+    denom = alpha * delta - beta
+    if denom <= 0.0:
+        return math.inf
+    num = (a * delta - 2.0 * b) * delta + c
+    return n_patterns * max(num, 0.0) / (denom * denom)
+
+
+@_jit
+def optimal_lambda(a: float, b: float, c: float, alpha: float, beta: float, psi: float,
+                   n_patterns: float, lambda_min: float) -> tuple[float, float, float, int]:
+    """The case analysis of ``criteria.optimal_lambda`` (Orr A.11, FGCV appendix I), whose
+    docstring derives it. Returns ``(λ, GCV at λ, GCV at λ = ∞, case)``."""
+    gcv_removed = n_patterns * a / (alpha * alpha) if alpha > 0.0 else math.inf
+    lower = psi + lambda_min
+    k = b * alpha - a * beta
+    m = c * alpha - b * beta
+    # A relative tolerance on k: it is a difference of two products of the same magnitude.
+    scale = abs(b * alpha) + abs(a * beta)
+    if abs(k) <= 1e-13 * scale:
+        if m < 0.0:
+            return (lambda_min, gcv_of_delta(lower, a, b, c, alpha, beta, n_patterns),
+                    gcv_removed, _ZERO)
+        return math.inf, gcv_removed, gcv_removed, _INFINITE
+    delta_hat = m / k
+    if k > 0.0:
+        if delta_hat > lower:
+            value = gcv_of_delta(delta_hat, a, b, c, alpha, beta, n_patterns)
+            if value <= gcv_removed:
+                return delta_hat - psi, value, gcv_removed, _INTERIOR
+            # Rounding can leave a "minimum" worse than the limit; keep the better end.
+            return math.inf, gcv_removed, gcv_removed, _INFINITE
+        return (lambda_min, gcv_of_delta(lower, a, b, c, alpha, beta, n_patterns),
+                gcv_removed, _ZERO)
+    if delta_hat > lower:
+        at_lower = gcv_of_delta(lower, a, b, c, alpha, beta, n_patterns)
+        if at_lower < gcv_removed:
+            return lambda_min, at_lower, gcv_removed, _BOUNDARY
+        return math.inf, gcv_removed, gcv_removed, _BOUNDARY
+    return math.inf, gcv_removed, gcv_removed, _INFINITE
+
+
+@_jit
+def basis_optimum(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
+                  weights: np.ndarray, lambdas: np.ndarray, yy: float, count: float, j: int,
+                  lambda_min: float, out: np.ndarray) -> None:
+    """:func:`basis_quantities` then :func:`optimal_lambda` for basis function j, in one
+    call (``criteria.basis_optimum``). ``out`` receives ``[λ, GCV, GCV without j, case]``
+    and needs room for the eight quantities."""
+    basis_quantities(variance, gram, cross_y, weights, lambdas, yy, count, j, out)
+    lam, value, removed, case = optimal_lambda(out[0], out[1], out[2], out[3], out[4],
+                                               out[5], count, lambda_min)
+    out[0] = lam
+    out[1] = value
+    out[2] = removed
+    out[3] = case
+
+
+@_jit
+def candidate_optima(variance: np.ndarray, gram: np.ndarray, n_model: int,
+                     cross_y: np.ndarray, weights: np.ndarray, columns: np.ndarray,
+                     removed: int, error: float, trace_p: float, count: float,
+                     lambda_min: float, quantities: np.ndarray, out: np.ndarray) -> None:
+    """:func:`candidate_quantities` then :func:`optimal_lambda` for each column
+    (``criteria.candidate_optima``): FGCV appendix IV's a = yᵀP²y (``error``), b = ξr,
+    c = ur², α = tr(P) (``trace_p``), β = u, ψ = γ. ``out[:, q]`` receives
+    ``[λ, GCV]``; a column in the model's span to rounding (γ ≤ 0 or u ≤ 0) gets
+    ``[∞, ∞]``: adding it changes nothing."""
+    candidate_quantities(variance, gram, n_model, cross_y, weights, columns, removed,
+                         quantities)
+    for q in range(columns.shape[0]):
+        r = quantities[0, q]
+        gamma = quantities[1, q]
+        xi = quantities[2, q]
+        u = quantities[3, q]
+        if gamma <= 0.0 or u <= 0.0:
+            out[0, q] = math.inf
+            out[1, q] = math.inf
+            continue
+        lam, value, _, _ = optimal_lambda(error, xi * r, u * r * r, trace_p, u, gamma,
+                                          count, lambda_min)
+        out[0, q] = lam
+        out[1, q] = value
+
+
+# -- the pruner's moves (pruner.py) -------------------------------------------------------
+@_jit
+def gcv(error: float, gamma: float, count: float) -> float:
+    """``p·e/(p − γ)²`` (``criteria.gcv``, Orr eq. 5.6), ∞ without degrees of freedom."""
+    dof = count - gamma
+    if dof <= 0.0:
+        return math.inf
+    return count * error / (dof * dof)
+
+
+@_jit
+def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
+                   weights: np.ndarray, lambdas: np.ndarray, merit: np.ndarray, yy: float,
+                   count: float, columns: np.ndarray, lambda_min: float, min_gain: float,
+                   at_budget: bool, out: np.ndarray) -> int:
+    """The decision of ``GCVPruner._candidate_move``, whose docstring gives the rules:
+    score ``columns`` (:func:`candidate_optima`), record each gain in ``merit``, and
+    choose the best one that lowers GCV by more than ``min_gain``; at the budget, price
+    trading the least useful basis function for it (its usefulness refreshed first, then
+    the candidate's optimum without it, :func:`candidate_quantities` with ``removed``).
+
+    Returns 0 (no move), 1 (add column ``out[0]`` with λ ``out[1]``) or 2 (remove basis
+    function ``out[2]`` and add column ``out[0]`` with λ ``out[1]``); ``out[3]`` is the
+    chosen candidate's gain.
+    """
+    m = weights.shape[0]
+    error, gamma = error_and_gamma(gram, cross_y, weights, lambdas, variance, yy)
+    current = gcv(error, gamma, count)
+    k = columns.shape[0]
+    quantities = np.empty((4, k))
+    optima = np.empty((2, k))
+    candidate_optima(variance, gram, m, cross_y, weights, columns, -1, error, count - gamma,
+                     count, lambda_min, quantities, optima)
+    threshold = min_gain * current
+    best = -1
+    best_gain = threshold
+    for q in range(k):
+        finite = math.isfinite(optima[0, q])
+        gain = current - optima[1, q] if finite else 0.0
+        merit[columns[q]] = gain
+        if finite and gain > best_gain:
+            best = q
+            best_gain = gain
+    if best < 0:
+        return 0
+    out[0] = columns[best]
+    out[1] = optima[0, best]
+    out[3] = best_gain
+    if not at_budget:
+        return 1
+    # The least useful basis function; NaN (never re-estimated) is never traded.
+    j = -1
+    lowest = math.inf
+    for i in range(m):
+        value = merit[i]
+        if value == value and value < lowest:
+            lowest = value
+            j = i
+    # To first order the trade changes GCV by (usefulness − gain).
+    if j < 0 or best_gain <= lowest + threshold:
+        return 0
+    # That usefulness may be many samples old: refresh it, so that a stale low value does
+    # not invite the same failing trade again and again.
+    basis = np.empty(8)
+    basis_quantities(variance, gram, cross_y, weights, lambdas, yy, count, j, basis)
+    _, _, without_j, _ = optimal_lambda(basis[0], basis[1], basis[2], basis[3], basis[4],
+                                        basis[5], count, lambda_min)
+    merit[j] = without_j - current
+    if best_gain <= merit[j] + threshold:
+        return 0
+    # The exact price: the candidate's optimum in the model without j.
+    candidate_optima(variance, gram, m, cross_y, weights, columns[best:best + 1], j,
+                     basis[0], basis[3], count, lambda_min, quantities, optima)
+    if not (math.isfinite(optima[0, 0]) and optima[1, 0] < current - threshold):
+        return 0
+    out[1] = optima[0, 0]
+    out[2] = j
+    return 2

@@ -72,11 +72,13 @@ class BufferManager:
         self._reference_radius = float(np.median(self.radii))
 
     def consider(self, window: WindowStatistics, x: np.ndarray, error: float,
-                 noise_std: float) -> None:
+                 noise_std: float, at_budget: bool = True) -> None:
         """Look at a learned input; maybe queue it as a centre; add ≤ max_new candidates.
 
         Needs only the window statistics, so any model built on them (the Orr family's
-        ridge state, the VBLS state) shares this pool.
+        ridge state, the VBLS state) shares this pool. ``at_budget=False`` (the model is
+        still growing towards its budget) computes new columns on every sample whatever
+        ``column_every`` says: a growing model needs a rich pool, a full one only trades.
         """
         basis = window.basis
         # ∞ when no radial column is tracked yet: then every input is novel.
@@ -99,7 +101,7 @@ class BufferManager:
         while window.n_candidates > self.capacity and self._evict(window):
             pass
         self.n_considered += 1
-        if self.n_considered % self.column_every:
+        if at_budget and self.n_considered % self.column_every:
             return
         for _ in range(min(self.max_new_per_sample, len(self.queue))):
             if window.n_candidates >= self.capacity and not self._evict(window):

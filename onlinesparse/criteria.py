@@ -35,7 +35,9 @@ __all__ = [
     "LocalOptimum",
     "optimal_lambda",
     "basis_quantities",
+    "basis_optimum",
     "candidate_quantities",
+    "candidate_optima",
     "global_lambda_reestimate",
 ]
 
@@ -116,16 +118,6 @@ class LocalOptimum:
     case: str
 
 
-def _gcv_of_delta(delta: float, a: float, b: float, c: float, alpha: float, beta: float,
-                  n_patterns: float) -> float:
-    # Orr appendix A.11: σ²(Δ) = p(aΔ² − 2bΔ + c) / (αΔ − β)²; Δ = λ + ψ.
-    denom = alpha * delta - beta
-    if denom <= 0.0:
-        return math.inf
-    num = (a * delta - 2.0 * b) * delta + c
-    return n_patterns * max(num, 0.0) / (denom * denom)
-
-
 def optimal_lambda(a: float, b: float, c: float, alpha: float, beta: float, psi: float,
                    n_patterns: float, lambda_min: float = 0.0) -> LocalOptimum:
     """Minimise GCV over one λⱼ ∈ [lambda_min, ∞], Orr appendix A.11 (FGCV appendix I).
@@ -148,35 +140,12 @@ def optimal_lambda(a: float, b: float, c: float, alpha: float, beta: float, psi:
     * ``k = 0`` (to rounding): the sign of ``−m`` decides; a flat GCV prefers ∞, the simpler
       model. Orr's first case (``aβ = αb`` ⇒ ∞) is the ``m ≥ 0`` half of this.
     """
-    gcv_removed = n_patterns * a / (alpha * alpha) if alpha > 0.0 else math.inf
-    lower = psi + lambda_min
-
-    def at(delta: float) -> float:
-        return _gcv_of_delta(delta, a, b, c, alpha, beta, n_patterns)
-
-    k = b * alpha - a * beta
-    m = c * alpha - b * beta
-    # A relative tolerance on k: it is a difference of two products of the same magnitude.
-    scale = abs(b * alpha) + abs(a * beta)
-    if abs(k) <= 1e-13 * scale:
-        if m < 0.0:
-            return LocalOptimum(lambda_min, at(lower), gcv_removed, "zero")
-        return LocalOptimum(math.inf, gcv_removed, gcv_removed, "infinite")
-    delta_hat = m / k
-    if k > 0.0:
-        if delta_hat > lower:
-            value = at(delta_hat)
-            if value <= gcv_removed:
-                return LocalOptimum(delta_hat - psi, value, gcv_removed, "interior")
-            # Rounding can leave a "minimum" worse than the limit; keep the better end.
-            return LocalOptimum(math.inf, gcv_removed, gcv_removed, "infinite")
-        return LocalOptimum(lambda_min, at(lower), gcv_removed, "zero")
-    if delta_hat > lower:
-        at_lower = at(lower)
-        if at_lower < gcv_removed:
-            return LocalOptimum(lambda_min, at_lower, gcv_removed, "boundary")
-        return LocalOptimum(math.inf, gcv_removed, gcv_removed, "boundary")
-    return LocalOptimum(math.inf, gcv_removed, gcv_removed, "infinite")
+    # The case analysis runs compiled (the pruner calls it for every evaluation); this
+    # wrapper names the case.
+    lam, value, removed, case = _loops.optimal_lambda(
+        float(a), float(b), float(c), float(alpha), float(beta), float(psi),
+        float(n_patterns), float(lambda_min))
+    return LocalOptimum(lam, value, removed, _loops.CASES[case])
 
 
 # The quantities of basis functions in and out of the model, and the global re-estimation
@@ -209,40 +178,79 @@ def basis_quantities(model: IncrementalRidge, j: int) -> dict[str, float]:
     # S' and w' are never formed: each product with them is a product with S or G plus a
     # correction along sⱼ, so the cost is four M × M matrix-vector products, run as one
     # compiled loop (the formulas above, in the same order).
-    out = np.empty(6)
+    out = np.empty(8)
     _loops.basis_quantities(state.variance, window._gram, window._cross_y, state.weights,
                             state.lambdas, window.yy, window.count, int(j), out)
-    a, yP2h, yPh, alpha, beta, psi = out.tolist()
-    return {
-        "a": max(a, 0.0),
-        "b": yP2h * yPh,
-        "c": beta * yPh * yPh,
-        "alpha": alpha,
-        "beta": max(beta, 0.0),
-        "psi": max(psi, 0.0),
-        "yPh": yPh,
-        "yP2h": yP2h,
-    }
+    return dict(zip(("a", "b", "c", "alpha", "beta", "psi", "yPh", "yP2h"), out.tolist(),
+                    strict=True))
 
 
-def candidate_quantities(model: IncrementalRidge, positions: np.ndarray | None = None
-                         ) -> dict[str, np.ndarray]:
+def basis_optimum(model: IncrementalRidge, j: int, lambda_min: float = 0.0) -> LocalOptimum:
+    """:func:`optimal_lambda` of :func:`basis_quantities` for basis function ``j``, in one
+    compiled call: the pruner's evaluation of a basis function (Orr 6.4, A.11)."""
+    window, state = model.window, model.state
+    if not 0 <= j < state.size:
+        raise ValueError(f"basis index {j} is not in the model (it has {state.size} basis "
+                         "functions)")
+    out = np.empty(8)
+    _loops.basis_optimum(state.variance, window._gram, window._cross_y, state.weights,
+                         state.lambdas, window.yy, window.count, int(j), float(lambda_min), out)
+    return LocalOptimum(float(out[0]), float(out[1]), float(out[2]), _loops.CASES[int(out[3])])
+
+
+def candidate_quantities(model: IncrementalRidge, positions: np.ndarray | None = None,
+                         without: int | None = None) -> dict[str, np.ndarray]:
     """FGCV's r, γ, ξ, u (eqs. 16–19) for candidate columns not in the model, vectorised.
 
     With ``k = Hᵀφ`` (the candidate's cross statistics with the model columns):
     ``r = yᵀPφ = φᵀy − kᵀw``, ``γ = φᵀPφ = φᵀφ − kᵀSk``,
     ``ξ = yᵀP²φ = φᵀy − wᵀk − (c − Gw)ᵀSk``, ``u = φᵀP²φ = φᵀφ − 2kᵀSk + kᵀSGSk``.
     O(M²) per candidate. ``positions`` index the window's candidate block (0-based within
-    it); the default is every candidate.
+    it); the default is every candidate. ``without = j`` gives the quantities in the model
+    without basis function j (``S``, ``w`` replaced by ``S'``, ``w'`` of
+    :func:`basis_quantities`), for pricing a trade without making it.
     """
-    window, state = model.window, model.state
+    columns, removed = _candidate_columns(model, positions, without)
+    out = np.empty((4, len(columns)))
+    _loops.candidate_quantities(model.state.variance, model.window._gram, model.state.size,
+                                model.window._cross_y, model.state.weights, columns, removed,
+                                out)
+    return {"r": out[0], "gamma": out[1], "xi": out[2], "u": out[3]}
+
+
+def candidate_optima(model: IncrementalRidge, positions: np.ndarray,
+                     lambda_min: float = 0.0, without: int | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """GCV-optimal λ of each candidate and the model's GCV with it added at that λ (FGCV
+    appendix IV, Orr A.11 with ``Pⱼ = P``: a = yᵀP²y, b = ξr, c = ur², α = tr(P), β = u,
+    ψ = γ), in one compiled call. ``λ = ∞`` means the candidate does not lower GCV (or is
+    in the model's span). ``without = j``: the same for the model without basis function
+    j, i.e. the GCV of trading j for the candidate."""
+    columns, removed = _candidate_columns(model, positions, without)
+    if removed >= 0:
+        q = basis_quantities(model, removed)
+        error, trace_p = q["a"], q["alpha"]
+    else:
+        error, trace_p = model.training_error, model.n_patterns - model.effective_parameters
+    out = np.empty((2, len(columns)))
+    _loops.candidate_optima(model.state.variance, model.window._gram, model.state.size,
+                            model.window._cross_y, model.state.weights, columns, removed,
+                            float(error), float(trace_p), float(model.n_patterns),
+                            float(lambda_min), np.empty((4, len(columns))), out)
+    return out[0], out[1]
+
+
+def _candidate_columns(model: IncrementalRidge, positions: np.ndarray | None,
+                       without: int | None) -> tuple[np.ndarray, int]:
+    window = model.window
     columns = np.arange(window.n_model, window.n_columns)
     if positions is not None:
         columns = columns[np.asarray(positions, dtype=np.int64)]
-    out = np.empty((4, len(columns)))
-    _loops.candidate_quantities(state.variance, window._gram, state.size, window._cross_y,
-                                state.weights, columns, out)
-    return {"r": out[0], "gamma": out[1], "xi": out[2], "u": out[3]}
+    if without is None:
+        return columns, -1
+    if not 0 <= without < model.size:
+        raise ValueError(f"basis index {without} is not in the model (it has {model.size})")
+    return columns, int(without)
 
 
 def global_lambda_reestimate(gram: np.ndarray, cross_y: np.ndarray, yy: float,

@@ -10,24 +10,24 @@ algorithm (FGCV section 3.1, steps 5–9), each applied to an
   function can be removed").
 * **add** the candidate whose GCV-optimal λ lowers GCV most (FGCV steps 5 and 7).
 
-:func:`reestimate_basis` and :func:`evaluate_candidates` are the two evaluations; the
-streaming :class:`GCVPruner` spends a fixed number of them per sample (so the worst case of a
-``learn_one`` is known in advance), and :func:`local_ridge` sweeps to convergence for batch
-use (Orr's section 6.5 example).
+:func:`reestimate_basis` and :func:`~onlinesparse.criteria.candidate_optima` are the two
+evaluations; the streaming :class:`GCVPruner` spends a fixed number of them per sample (so
+the worst case of a ``learn_one`` is known in advance), and :func:`local_ridge` sweeps to
+convergence for batch use (Orr's section 6.5 example).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from onlinesparse import criteria
+from onlinesparse import _loops, criteria
 from onlinesparse.ridge import IllConditionedError, IncrementalRidge
 
-__all__ = ["reestimate_basis", "evaluate_candidates", "local_ridge", "GCVPruner"]
+__all__ = ["reestimate_basis", "local_ridge", "GCVPruner"]
 
 # A move must lower GCV by this relative amount to count: below it, rounding decides.
 _RELATIVE_GAIN = 1e-9
@@ -41,9 +41,7 @@ def reestimate_basis(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
     being forgotten. Returns the action taken (``"reestimated"``, ``"deleted"`` or
     ``"unchanged"``) and the GCV increase that deleting j would cause (its usefulness).
     """
-    q = criteria.basis_quantities(model, j)
-    opt = criteria.optimal_lambda(q["a"], q["b"], q["c"], q["alpha"], q["beta"], q["psi"],
-                                  model.n_patterns, lambda_min)
+    opt = criteria.basis_optimum(model, j, lambda_min)
     current = model.gcv
     usefulness = opt.gcv_removed - current
     if math.isinf(opt.lam):
@@ -61,39 +59,6 @@ def reestimate_basis(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
             return "unchanged", usefulness
         return "reestimated", usefulness
     return "unchanged", usefulness
-
-
-@dataclass
-class CandidateScore:
-    """The best of a batch of evaluated candidates."""
-
-    column_id: int
-    lam: float
-    gcv: float
-    gain: float  # current GCV − GCV with the candidate at its optimal λ
-
-
-def evaluate_candidates(model: IncrementalRidge, positions: np.ndarray,
-                        lambda_min: float = 0.0) -> list[CandidateScore]:
-    """GCV-optimal λ and resulting GCV of candidates (FGCV appendix IV, Orr appendix A.11 with
-    ``Pⱼ = P``: a = yᵀP²y, b = ξr, c = ur², α = tr(P), β = u, ψ = γ)."""
-    if not len(positions):
-        return []
-    q = criteria.candidate_quantities(model, positions)
-    error = model.training_error
-    trace_p = model.n_patterns - model.effective_parameters
-    current = model.gcv
-    scores = []
-    window = model.window
-    for k, pos in enumerate(positions):
-        r, psi, xi, u = q["r"][k], q["gamma"][k], q["xi"][k], q["u"][k]
-        if psi <= 0.0 or u <= 0.0:
-            continue  # in the span of the model to rounding: adding it changes nothing
-        opt = criteria.optimal_lambda(error, xi * r, u * r * r, trace_p, u, psi,
-                                      model.n_patterns, lambda_min)
-        scores.append(CandidateScore(int(window.ids[window.n_model + pos]), opt.lam, opt.gcv,
-                                     current - opt.gcv if math.isfinite(opt.lam) else 0.0))
-    return scores
 
 
 def local_ridge(model: IncrementalRidge, max_sweeps: int = 100, tol: float = 1e-6,
@@ -142,7 +107,6 @@ class GCVPruner:
     _basis_cursor: int = 0
     _candidate_cursor: int = 0
     _turn: int = 0
-    usefulness: dict[int, float] = field(default_factory=dict)
     n_added: int = 0
     n_deleted: int = 0
     n_reestimated: int = 0
@@ -172,76 +136,65 @@ class GCVPruner:
         action, usefulness = reestimate_basis(model, j, lambda_min, column_id in protected)
         if action == "deleted":
             self.n_deleted += 1
-            self.usefulness.pop(column_id, None)
         else:
             self.n_reestimated += action == "reestimated"
-            self.usefulness[column_id] = usefulness
+            model.window.merit[j] = usefulness
             self._basis_cursor = j + 1
 
     def _candidate_move(self, model: IncrementalRidge, lambda_min: float,
                         scores: dict[int, float] | None) -> None:
-        n = model.window.n_candidates
+        """Score the next few candidates (round robin) and add the best if it lowers GCV by
+        more than ``min_gain``; at ``max_basis``, trade the least useful basis function for
+        it if the exact GCV of the trade is lower.
+
+        The least useful basis function is the one whose last re-estimation found the
+        smallest GCV increase on removal. The trade is first screened to first order
+        (usefulness − gain), then that usefulness is refreshed, then the trade is priced
+        exactly without being made; only a trade that pays is carried out.
+        """
+        window = model.window
+        n = window.n_candidates
         k = min(self.candidates_per_evaluation, n)
         positions = (self._candidate_cursor + np.arange(k)) % n
         self._candidate_cursor = int(positions[-1]) + 1
-        evaluated = evaluate_candidates(model, positions, lambda_min)
+        columns = window.n_model + positions
+        # One compiled call for the scoring and the decision: at M = 100 the interpreter
+        # overhead of doing it step by step cost several times the arithmetic.
+        out = np.empty(4)
+        action = _loops.candidate_move(
+            model.state.variance, window._gram, window._cross_y, model.state.weights,
+            model.state.lambdas, window.merit, window.yy, window.count, columns,
+            float(lambda_min), self.min_gain, model.size >= self.max_basis, out)
         if scores is not None:
-            for score in evaluated:
-                scores[score.column_id] = score.gain
-        viable = [s for s in evaluated if math.isfinite(s.lam)
-                  and s.gain > self.min_gain * model.gcv]
-        if not viable:
+            scores.update(zip(window.ids[columns].tolist(), window.merit[columns].tolist(),
+                              strict=True))
+        if action == 0:
             return
-        best = max(viable, key=lambda s: s.gain)
-        if model.size < self.max_basis:
-            self._add(model, best)
+        column_id, lam = int(window.ids[int(out[0])]), float(out[1])
+        if action == 1:
+            self._add(model, column_id, lam)
         else:
-            self._swap_in(model, best, lambda_min)
+            self._trade(model, int(out[2]), column_id, lam)
 
-    def _add(self, model: IncrementalRidge, best: CandidateScore) -> None:
+    def _add(self, model: IncrementalRidge, column_id: int, lam: float) -> None:
         try:
-            model.add_basis(best.column_id, best.lam)
+            model.add_basis(column_id, lam)
         except IllConditionedError:
             return  # numerically in the model's span after all; leave it in the pool
         self.n_added += 1
 
-    def _swap_in(self, model: IncrementalRidge, best: CandidateScore,
-                 lambda_min: float) -> None:
-        """At the budget: trade the least useful basis function for ``best`` if GCV falls."""
-        # Basis functions not re-estimated yet have no usefulness and are never traded.
-        if not self.usefulness:
-            return
-        least_id, usefulness = min(self.usefulness.items(), key=lambda item: item[1])
-        # To first order the trade changes GCV by (usefulness − gain); try it (and pay for
-        # the exact check) only when that promises a fall.
-        if best.gain <= usefulness + self.min_gain * model.gcv:
-            return
-        try:
-            j = model.window.position_of(least_id)
-        except ValueError:  # removed from the model behind the pruner's back
-            self.usefulness.pop(least_id)
-            return
-        if j >= model.size:
-            self.usefulness.pop(least_id)
-            return
-        before = model.gcv
+    def _trade(self, model: IncrementalRidge, j: int, column_id: int, lam: float) -> None:
+        """Replace basis function ``j`` by candidate ``column_id`` at λ ``lam``."""
         # Move j to the end so that an undo is a plain restore of a copy (exact, and it
         # cannot fail the way re-adding the column could).
         last = model.size - 1
         model.swap_basis(j, last)
         snapshot = model.snapshot()
-        removed_id = model.remove_basis(last, keep_as_candidate=True)
-        position = model.window.position_of(best.column_id) - model.window.n_model
-        rescored = evaluate_candidates(model, np.array([position]), lambda_min)
-        if rescored and math.isfinite(rescored[0].lam) and rescored[0].gcv < before * (
-                1 - self.min_gain):
-            try:
-                model.add_basis(best.column_id, rescored[0].lam)
-            except IllConditionedError:
-                pass
-            else:
-                self.n_added += 1
-                self.n_deleted += 1
-                self.usefulness.pop(removed_id, None)
-                return
-        model.restore(snapshot)  # the trade did not pay
+        model.remove_basis(last, keep_as_candidate=True)
+        try:
+            model.add_basis(column_id, lam)
+        except IllConditionedError:
+            model.restore(snapshot)  # numerically in the span after all: undo the removal
+            return
+        self.n_added += 1
+        self.n_deleted += 1

@@ -179,20 +179,19 @@ class RidgeState:
             raise ValueError(
                 f"λ must be finite and ≥ 0 (remove the basis function for ∞), got {lam}")
         delta_lam = lam - self.lambdas[j]
-        s_j = self.variance[:, j].copy()
-        s_jj = s_j[j]
         if delta_lam == 0.0:
             return 1.0, 0.0
+        s_jj = self.variance[j, j]
         if -delta_lam * s_jj <= 0.5:
             k = delta_lam / (1.0 + delta_lam * s_jj)
-            _loops.rank_one_update(self.variance, s_j, s_j, -k)
-            self.weights -= s_j * (k * self.weights[j])
+            _loops.symmetric_rank_one(self.variance, self.weights, j, -k)
             self.lambdas[j] = lam
             # Raising λ shrinks Sⱼⱼ and wⱼ by 1 + δsⱼⱼ through a subtraction, lowering it
             # divides by that: either way the cancellation is the larger of the two.
             factor = max(1.0 + delta_lam * s_jj, 1.0 / (1.0 + delta_lam * s_jj))
             return factor, factor
         # Remove j (λⱼ → ∞) keeping a zero row/column, then add it back at position j.
+        s_j = self.variance[:, j].copy()
         variance = self.variance.copy()
         _loops.rank_one_update(variance, s_j, s_j, -1.0 / s_jj)
         variance[j, :] = 0.0
@@ -324,8 +323,8 @@ class IncrementalRidge:
         self.n_refreshes = 0
         self.ill_conditioned = False
         self._version = 0
-        self._cache_key: dict[str, tuple] = {}
-        self._cache_value: dict[str, float] = {}
+        # (version, training error, γ): see _summary.
+        self._summary_cache: tuple[int, float, float] = (-1, 0.0, 0.0)
         self._error_estimate = 1.0
         self._statistics_error = 0.0
         self._since_refresh = 0
@@ -519,9 +518,11 @@ class IncrementalRidge:
         """Set λⱼ of basis function ``j`` (rank one, FGCV App. V)."""
         lam = _as_lambda(lam)
         self.state._check_index(j)
-        gram = self.window.gram_model
-        account = self.state.set_lambda(j, lam, gram[:, j].copy(), float(gram[j, j]),
-                                        float(self.window.cross_y_model[j]))
+        # Row j of the symmetric Gram is its column j, read contiguously and without a copy
+        # (only the rare remove-and-add branch of RidgeState.set_lambda reads it).
+        gram = self.window._gram
+        account = self.state.set_lambda(j, lam, gram[j, : self.size], float(gram[j, j]),
+                                        float(self.window._cross_y[j]))
         self._after_update(account)
 
     # -- numerical health (DESIGN.md §4) --------------------------------------------------
@@ -639,38 +640,36 @@ class IncrementalRidge:
         self._since_check = 0
 
     # -- criteria (Orr section 5; DESIGN.md §3) -------------------------------------------
-    def _cached(self, name: str, compute) -> float:
-        # Criteria are read many times between two changes of the model (the pruner
-        # compares against the current GCV at every move); every change goes through
-        # _after_update or refresh, which bump the version.
-        key = (name, self._version)
-        if self._cache_key.get(name) != key:
-            self._cache_key[name] = key
-            self._cache_value[name] = compute()
-        return self._cache_value[name]
+    def _summary(self) -> tuple[float, float]:
+        """``(yᵀP²y, γ)``, from which every criterion follows.
+
+        Criteria are read many times between two changes of the model (the pruner compares
+        against the current GCV at every move), and every change goes through
+        ``_after_update`` or ``refresh``, which bump the version; so both numbers are
+        computed once per version, in one compiled call.
+        """
+        version, error, gamma = self._summary_cache
+        if version != self._version:
+            window, state = self.window, self.state
+            error, gamma = _loops.error_and_gamma(window._gram, window._cross_y,
+                                                  state.weights, state.lambdas,
+                                                  state.variance, window.yy)
+            self._summary_cache = (self._version, error, gamma)
+        return error, gamma
 
     @property
     def training_error(self) -> float:
         """``yᵀP²y = yᵀy − 2wᵀc + wᵀGw`` (clipped at 0 against rounding)."""
-        return self._cached("training_error", self._training_error)
-
-    def _training_error(self) -> float:
-        w = self.state.weights
-        if not len(w):
-            return max(self.window.yy, 0.0)
-        window = self.window
-        return max(_loops.training_error(window._gram, window._cross_y, w, window.yy), 0.0)
+        return self._summary()[0]
 
     @property
     def effective_parameters(self) -> float:
         """γ = tr(SG) = M − Σⱼ λⱼ Sⱼⱼ (Orr eq. 4.10, appendix A.8)."""
-        if not self.size:
-            return 0.0
-        return self._cached("gamma", lambda: self.size - float(
-            self.state.lambdas @ np.diagonal(self.state.variance)))
+        return self._summary()[1]
 
     def _criterion(self, fn) -> float:
-        return fn(self.training_error, self.effective_parameters, self.n_patterns)
+        error, gamma = self._summary()
+        return fn(error, gamma, self.window.count)
 
     @property
     def gcv(self) -> float:

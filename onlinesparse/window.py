@@ -95,6 +95,10 @@ class WindowStatistics:
         self.n_features = int(n_features)
         self.basis = Basis(self.n_features)
         self.ids = np.zeros(16, dtype=np.int64)
+        # The last GCV verdict on each column, GCV without it − GCV with it (NaN: never
+        # evaluated): a model column's usefulness, a candidate's gain. It is the same
+        # quantity in or out of the model, so it travels with the column.
+        self.merit = np.full(16, np.nan)
         self._next_id = 0
         self.n_model = 0
         self.n_columns = 0
@@ -121,18 +125,22 @@ class WindowStatistics:
         state["_gram"] = self._gram[:n, :n].copy()
         state["_cross_y"] = self._cross_y[:n].copy()
         state["ids"] = self.ids[:n].copy()
+        state["merit"] = self.merit[:n].copy()
         state["_HT"] = self._HT[:n].copy()
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         n = self.n_columns
+        if "merit" not in state:  # a checkpoint written before columns carried a merit
+            self.merit = np.full(n, np.nan)
         cap = max(n, 1)
         gram = np.zeros((cap, cap))
         gram[:n, :n] = self._gram
         self._gram = gram
         self._cross_y = np.concatenate([self._cross_y, np.zeros(cap - n)])
         self.ids = np.concatenate([self.ids, np.zeros(cap - n, dtype=np.int64)])
+        self.merit = np.concatenate([self.merit, np.full(cap - n, np.nan)])
         HT = np.zeros((cap, self._HT.shape[1]))
         HT[:n] = self._HT
         self._HT = HT
@@ -224,6 +232,7 @@ class WindowStatistics:
         self._gram = gram
         self._cross_y = np.concatenate([self._cross_y, np.zeros(new_cap - cap)])
         self.ids = np.concatenate([self.ids, np.zeros(new_cap - cap, dtype=np.int64)])
+        self.merit = np.concatenate([self.merit, np.full(new_cap - cap, np.nan)])
         HT = np.zeros((new_cap, self._HT.shape[1]))
         HT[:cap] = self._HT
         self._HT = HT
@@ -265,6 +274,7 @@ class WindowStatistics:
             self._gram[n, : n + 1] = 0.0
             self._cross_y[n] = 0.0
         self.ids[n] = self._next_id
+        self.merit[n] = np.nan
         self._next_id += 1
         self.n_columns += 1
         return int(self.ids[n])
@@ -279,9 +289,10 @@ class WindowStatistics:
         _loops.swap_symmetric(self._gram, i, j, n)
         # Unused slots of the ring hold zeros or stale rows: swapping them too is harmless.
         _loops.swap_rows(self._HT, i, j)
-        cross_y, ids = self._cross_y, self.ids
+        cross_y, ids, merit = self._cross_y, self.ids, self.merit
         cross_y[i], cross_y[j] = cross_y[j], cross_y[i]
         ids[i], ids[j] = ids[j], ids[i]
+        merit[i], merit[j] = merit[j], merit[i]
         self.basis.swap(i, j)
 
     def promote(self, position: int) -> None:
@@ -367,9 +378,9 @@ class WindowStatistics:
         if self.n_stored == 0:
             raise ValueError("the window is empty: there is no pattern to remove")
         # A contiguous copy: the caller's compiled loops want one, and it must survive
-        # the slot being overwritten.
-        return (np.ascontiguousarray(self._HT[: self.n_columns, self._head]),
-                float(self._y[self._head]))
+        # the slot being overwritten. (Not ascontiguousarray: with one column the slice is
+        # already contiguous and would come back as a view of the slot.)
+        return self._HT[: self.n_columns, self._head].copy(), float(self._y[self._head])
 
     def pop_oldest(self) -> tuple[np.ndarray, float]:
         """Remove the oldest stored pattern from the statistics (Orr A.7.4); returns it."""

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from onlinesparse.kernels import BasisSpec
 from onlinesparse.ridge import IllConditionedError, IncrementalRidge
+from onlinesparse.window import WindowStatistics
 from tests.reference import from_scratch, rel_err
 
 LAMBDAS = [0.0, 1e-8, 1e-4, 1e-2, 0.1, 1.0, 10.0, 1e3, 1e8]
@@ -212,3 +213,19 @@ def test_refresh_reports_singular_systems_clearly():
     model.window.memory = "unbounded"  # so refresh cannot rebuild them from the rows
     with pytest.raises(IllConditionedError, match="not positive definite"):
         model.refresh()
+
+
+def test_oldest_row_survives_its_slot_being_reused_with_a_single_column():
+    # Regression: with one tracked column the stored row's slice is already contiguous, and
+    # a "contiguous copy" of it came back as a view that the next push overwrote — the
+    # cancellation account then saw the new pattern instead of the one that left.
+    stats = WindowStatistics(n_features=1, memory="window", size=2)
+    stats.add_column(BasisSpec.radial(np.array([0.0]), 1.0, "gaussian"))
+    stats.promote(0)
+    for x in (0.0, 3.0):
+        stats.push(np.array([x]), 1.0)
+    h_old, _ = stats.oldest()
+    expected = h_old.copy()
+    stats.pop_oldest()
+    stats.push(np.array([5.0]), 1.0)
+    assert np.array_equal(h_old, expected)
