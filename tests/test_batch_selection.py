@@ -25,6 +25,7 @@ from onlinesparse.batch import (
     ridge_weights,
     tcr,
 )
+from onlinesparse.batch._common import best_point, stopping_point
 from onlinesparse.criteria import gcv, global_lambda_reestimate
 
 # --------------------------------------------------------------------------------------------
@@ -80,7 +81,8 @@ def orr_metric(F: np.ndarray, chosen: list[int]) -> np.ndarray:
 
 def brute_force(F: np.ndarray, y: np.ndarray, *, lam: float = 0.0, criterion: str = "sse",
                 reestimate: bool = False, orthogonal_ridge: bool = False,
-                max_steps: int | None = None, stop: bool = True) -> dict[str, object]:
+                max_steps: int | None = None, stop: bool = True, wait: int = 1,
+                min_decrease: float = 0.0) -> dict[str, object]:
     p, M = F.shape
     max_steps = min(M, p - 1) if max_steps is None else max_steps
     yy = float(y @ y)
@@ -89,6 +91,7 @@ def brute_force(F: np.ndarray, y: np.ndarray, *, lam: float = 0.0, criterion: st
     sse, gcvs, costs, lams = [yy], [gcv(yy, 0.0, p)], [yy], [lam]
     fits: list[dict] = [{"w": np.zeros(0)}]
     n_selected = None
+    best_size = 0  # size of the model of the smallest GCV so far (Orr's rbf_fs_2 "age" rule)
     for _ in range(max_steps):
         best, best_value = None, math.inf
         for candidate in range(M):
@@ -119,11 +122,13 @@ def brute_force(F: np.ndarray, y: np.ndarray, *, lam: float = 0.0, criterion: st
         costs.append(fit["cost"])
         gcvs.append(gcv(fit["sse"], fit["gamma"], p))
         lams.append(current)
-        if stop and gcvs[-1] >= gcvs[-2]:
-            n_selected = len(chosen) - 1
+        if gcvs[-1] < gcvs[best_size] * (1.0 - min_decrease):
+            best_size = len(chosen)
+        elif stop and len(chosen) - best_size >= wait:
+            n_selected = best_size
             break
     if n_selected is None:
-        n_selected = len(chosen)
+        n_selected = best_size if stop else len(chosen)
     return {"path": chosen, "n_selected": n_selected, "weights": fits[n_selected]["w"],
             "sse": np.array(sse), "gcv": np.array(gcvs), "cost": np.array(costs),
             "lambda": np.array(lams)}
@@ -203,6 +208,64 @@ def test_regularised_ols_reestimated_lambda(problem, criterion):
                             reestimate=True)
     assert_matches(result, reference)
     np.testing.assert_allclose(result.details["lambda"], reference["lambda"], rtol=1e-7)
+
+
+# --------------------------------------------------------------------------------------------
+# patient stopping (Orr's Matlab rbf_fs_2: wait, thresh) against brute force
+# --------------------------------------------------------------------------------------------
+
+PATIENT = st.sampled_from([(2, 0.0), (2, 1e-4), (3, 0.02), (1, 0.05)])
+
+
+@given(problems, PATIENT)
+def test_patient_forward_selection_and_ols_match_brute_force(problem, patience):
+    F, y = problem
+    wait, min_decrease = patience
+    reference = brute_force(F, y, wait=wait, min_decrease=min_decrease)
+    assert_matches(forward_selection(F, y, wait=wait, min_decrease=min_decrease), reference)
+    assert_matches(orthogonal_least_squares(F, y, wait=wait, min_decrease=min_decrease),
+                   reference)
+
+
+@given(problems, PATIENT)
+def test_patient_regularised_selection_matches_brute_force(problem, patience):
+    F, y = problem
+    wait, min_decrease = patience
+    result = regularised_forward_selection(F, y, lam=0.1, wait=wait, min_decrease=min_decrease)
+    reference = brute_force(F, y, lam=0.1, reestimate=True, wait=wait,
+                            min_decrease=min_decrease)
+    assert_matches(result, reference)
+    np.testing.assert_allclose(result.lambdas, reference["lambda"][result.n_selected])
+    result = regularised_orthogonal_least_squares(F, y, lam=1e-9, wait=wait,
+                                                  min_decrease=min_decrease)
+    reference = brute_force(F, y, lam=1e-9, reestimate=True, orthogonal_ridge=True,
+                            wait=wait, min_decrease=min_decrease)
+    assert_matches(result, reference)
+    np.testing.assert_allclose(result.lambdas, reference["lambda"][result.n_selected])
+
+
+def test_stopping_point_waits_and_needs_a_real_decrease():
+    trace = [10.0, 8.0, 9.0, 7.0, 6.9999, 7.5, 7.6]
+    assert stopping_point(trace) == 1  # first non-decrease
+    assert stopping_point(trace, wait=2) == 4  # 9.0 ages 8.0 once, 7.0 is a new minimum
+    # 6.9999 lowers 7.0 by less than 10⁻⁴ of it: it only ages the minimum at 3 functions.
+    assert stopping_point(trace, wait=2, min_decrease=1e-4) == 3
+    assert stopping_point(trace, wait=4) is None
+    assert best_point(trace) == 4
+    assert best_point(trace, min_decrease=1e-4) == 3
+
+
+def test_patient_run_keeps_the_minimum_and_stops_wait_steps_later():
+    F, y = random_problem(11, 30, 9)
+    full = orthogonal_least_squares(F, y, stop=None)
+    for wait in (1, 2, 3):
+        result = orthogonal_least_squares(F, y, wait=wait)
+        m = result.n_selected
+        assert result.gcv[m] == pytest.approx(min(result.gcv))
+        np.testing.assert_array_equal(result.path, full.path[: len(result.path)])
+        if len(result.path) < len(full.path):  # stopped by the rule, not by running out
+            assert len(result.path) == m + wait
+            assert np.all(result.gcv[m + 1:] >= result.gcv[m])
 
 
 # --------------------------------------------------------------------------------------------
@@ -379,6 +442,8 @@ def test_result_is_read_only_and_predicts():
         (lambda F, y: forward_selection(np.where(F > 1, np.nan, F), y), "NaN"),
         (lambda F, y: forward_selection(F, y, stop="aic"), "stop"),
         (lambda F, y: forward_selection(F, y, max_basis=0), "max_basis"),
+        (lambda F, y: forward_selection(F, y, wait=0), "wait"),
+        (lambda F, y: orthogonal_least_squares(F, y, min_decrease=1.0), "min_decrease"),
         (lambda F, y: regularised_forward_selection(F, y, lam=0.0), "regularisation"),
         (lambda F, y: regularised_forward_selection(F, y, criterion="gcv"), "criterion"),
         (lambda F, y: regularised_orthogonal_least_squares(F, y, lam=-1.0), "regularisation"),

@@ -133,15 +133,48 @@ def condition_number(gram: np.ndarray) -> float:
     return largest / smallest
 
 
-def stopping_point(values: Sequence[float]) -> int | None:
-    """Number of functions to keep when the criterion stops decreasing (Orr section 7).
+def validate_wait(wait: int, min_decrease: float) -> tuple[int, float]:
+    """Check the patience of the stopping rule (see :func:`stopping_point`)."""
+    if isinstance(wait, bool) or not isinstance(wait, int | np.integer) or wait < 1:
+        raise ValueError(f"wait must be an integer ≥ 1, got {wait!r}")
+    min_decrease = float(min_decrease)
+    if not (math.isfinite(min_decrease) and 0.0 <= min_decrease < 1.0):
+        raise ValueError(f"min_decrease must be in [0, 1), got {min_decrease}")
+    return int(wait), min_decrease
 
-    ``values[i]`` is the criterion of the model with ``i`` functions. Returns ``m − 1`` for the
-    first ``m ≥ 1`` with ``values[m] ≥ values[m − 1]``, or ``None`` if it never went up.
+
+def best_point(values: Sequence[float], min_decrease: float = 0.0) -> int:
+    """Size of the last model that set a new minimum of the criterion (Orr section 7.4).
+
+    ``values[i]`` is the criterion of the model with ``i`` functions; a model counts as a new
+    minimum only if it lowers the smallest value so far by more than the fraction
+    ``min_decrease`` of it (0: any decrease counts).
     """
+    best = 0
     for m in range(1, len(values)):
-        if not values[m] < values[m - 1]:
-            return m - 1
+        if values[m] < values[best] * (1.0 - min_decrease):
+            best = m
+    return best
+
+
+def stopping_point(values: Sequence[float], wait: int = 1,
+                   min_decrease: float = 0.0) -> int | None:
+    """Number of functions to keep once the criterion has stopped decreasing (Orr section 7.4).
+
+    ``values[i]`` is the criterion of the model with ``i`` functions. The run stops when
+    ``wait`` consecutive additions have failed to set a new minimum (one that lowers the
+    smallest value so far by more than the fraction ``min_decrease`` of it), and the model of
+    that minimum is kept: the function returns its size, or ``None`` if the run has not
+    stopped. ``wait = 1, min_decrease = 0`` stops at the first non-decrease (Orr section
+    7.4). Orr's Matlab ``rbf_fs_2`` (rbf2.zip, 1999) waits ``wait = 2`` additions and needs a
+    relative decrease of ``1/thresh = 10⁻⁴`` by default.
+    """
+    best = 0
+    for m in range(1, len(values)):
+        if values[m] < values[best] * (1.0 - min_decrease):
+            best = m
+        elif m - best >= wait:
+            return best
     return None
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from onlinesparse.batch._common import (
     RidgePath,
+    best_point,
     condition_number,
     ridge_weights,
     stopping_point,
@@ -22,6 +23,7 @@ from onlinesparse.batch._common import (
     validate_max_basis,
     validate_problem,
     validate_stop,
+    validate_wait,
 )
 from onlinesparse.batch.result import SelectionResult
 from onlinesparse.criteria import gcv, global_lambda_reestimate
@@ -53,11 +55,13 @@ def _cost_reduction(q: dict[str, np.ndarray]) -> np.ndarray:
 
 def _run(candidates: np.ndarray, y: np.ndarray, *, lam: float, criterion: str,
          reestimate: bool, max_basis: int | None, stop: StopCriterion,
-         centres: np.ndarray | None, method: str) -> SelectionResult:
+         centres: np.ndarray | None, method: str, wait: int = 1,
+         min_decrease: float = 0.0) -> SelectionResult:
     F, y, centres = validate_problem(candidates, y, centres)
     n_patterns, n_candidates = F.shape
     max_basis = validate_max_basis(max_basis, n_patterns, n_candidates)
     stop_criterion = validate_stop(stop)
+    wait, min_decrease = validate_wait(wait, min_decrease)
     regularised = lam > 0.0
     yy = float(y @ y)
 
@@ -111,10 +115,13 @@ def _run(candidates: np.ndarray, y: np.ndarray, *, lam: float, criterion: str,
         condition.append(condition_number(gram + path.lam * np.eye(m)))
         if stop_criterion is not None:
             stop_trace.append(stop_criterion(sse[-1], gamma, n_patterns))
-            n_selected = stopping_point(stop_trace)
+            n_selected = stopping_point(stop_trace, wait, min_decrease)
             if n_selected is not None:
                 break
 
+    if n_selected is None and stop_criterion is not None:
+        # The path ran out before the criterion stopped it: keep its last minimum.
+        n_selected = best_point(stop_trace, min_decrease)
     chosen = path.selected if n_selected is None else path.selected[:n_selected]
     final_lam = lam_trace[len(chosen)]
     details: dict[str, object] = {
@@ -140,8 +147,8 @@ def _run(candidates: np.ndarray, y: np.ndarray, *, lam: float, criterion: str,
 
 
 def forward_selection(candidates: np.ndarray, y: np.ndarray, *, max_basis: int | None = None,
-                      stop: StopCriterion = "gcv", centres: np.ndarray | None = None
-                      ) -> SelectionResult:
+                      stop: StopCriterion = "gcv", centres: np.ndarray | None = None,
+                      wait: int = 1, min_decrease: float = 0.0) -> SelectionResult:
     """Plain forward selection of basis functions (Orr section 7, eq. 7.2, appendix A.12).
 
     Starting from the empty model, each step adds the candidate ``f_J`` with the largest
@@ -160,12 +167,20 @@ def forward_selection(candidates: np.ndarray, y: np.ndarray, *, max_basis: int |
     max_basis
         Largest number of functions to add (default ``min(M, p − 1)``).
     stop
-        Criterion whose first non-decrease stops the run: ``"gcv"`` (default), ``"uev"``,
-        ``"fpe"``, ``"bic"`` (Orr 5.3–5.6, from ``onlinesparse.criteria``), or ``None`` to add
-        ``max_basis`` functions (or until no candidate is eligible) and return them all.
+        Criterion whose failure to decrease stops the run (see ``wait``): ``"gcv"``
+        (default), ``"uev"``, ``"fpe"``, ``"bic"`` (Orr 5.3–5.6, from
+        ``onlinesparse.criteria``), or ``None`` to add ``max_basis`` functions (or until no
+        candidate is eligible) and return them all.
     centres
         Optional centres of the candidates (one row per column of ``F``), carried into the
         result for the chosen functions.
+    wait
+        Additions without a new minimum of ``stop`` after which the run stops, keeping the
+        model of that minimum (default 1: stop at the first non-decrease, Orr section 7.4;
+        Orr's Matlab ``rbf_fs_2`` waits 2).
+    min_decrease
+        Relative decrease of ``stop`` below its smallest value so far that an addition needs
+        to count as a new minimum (default 0; ``rbf_fs_2``: 10⁻⁴, its ``thresh = 10⁴``).
 
     Returns
     -------
@@ -188,14 +203,15 @@ def forward_selection(candidates: np.ndarray, y: np.ndarray, *, max_basis: int |
     True
     """
     return _run(candidates, y, lam=0.0, criterion="sse", reestimate=False,
-                max_basis=max_basis, stop=stop, centres=centres, method="forward_selection")
+                max_basis=max_basis, stop=stop, centres=centres, method="forward_selection",
+                wait=wait, min_decrease=min_decrease)
 
 
 def regularised_forward_selection(
     candidates: np.ndarray, y: np.ndarray, *, lam: float = 1e-2,
     criterion: Literal["sse", "cost"] = "sse", reestimate: bool = True,
     max_basis: int | None = None, stop: StopCriterion = "gcv",
-    centres: np.ndarray | None = None,
+    centres: np.ndarray | None = None, wait: int = 1, min_decrease: float = 0.0,
 ) -> SelectionResult:
     """Regularised forward selection with a global ridge λ (Orr section 7.2, appendix A.14).
 
@@ -224,6 +240,13 @@ def regularised_forward_selection(
         Stopping criterion as in :func:`forward_selection`, or ``None``.
     centres
         Optional candidate centres, carried into the result.
+    wait
+        Additions without a new minimum of ``stop`` after which the run stops, keeping the
+        model of that minimum (default 1, as in :func:`forward_selection`; Orr's
+        Matlab ``rbf_fs_2`` waits 2).
+    min_decrease
+        Relative decrease of ``stop`` below its smallest value so far that an addition needs
+        to count as a new minimum (default 0; ``rbf_fs_2``: 10⁻⁴, its ``thresh = 10⁴``).
 
     Returns
     -------
@@ -247,4 +270,4 @@ def regularised_forward_selection(
     validate_choice("criterion", criterion, ("sse", "cost"))
     return _run(candidates, y, lam=lam, criterion=criterion, reestimate=bool(reestimate),
                 max_basis=max_basis, stop=stop, centres=centres,
-                method="regularised_forward_selection")
+                method="regularised_forward_selection", wait=wait, min_decrease=min_decrease)

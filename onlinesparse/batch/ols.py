@@ -17,6 +17,7 @@ import scipy.linalg
 
 from onlinesparse.batch._common import (
     SPAN_TOLERANCE,
+    best_point,
     condition_number,
     stopping_point,
     validate_choice,
@@ -24,6 +25,7 @@ from onlinesparse.batch._common import (
     validate_max_basis,
     validate_problem,
     validate_stop,
+    validate_wait,
 )
 from onlinesparse.batch.result import SelectionResult
 from onlinesparse.criteria import gcv, global_lambda_reestimate
@@ -119,11 +121,13 @@ class _OrthogonalPath:
 
 def _run(candidates: np.ndarray, y: np.ndarray, *, lam: float, criterion: str,
          reestimate: bool, max_basis: int | None, stop: StopCriterion,
-         centres: np.ndarray | None, method: str) -> SelectionResult:
+         centres: np.ndarray | None, method: str, wait: int = 1,
+         min_decrease: float = 0.0) -> SelectionResult:
     F, y, centres = validate_problem(candidates, y, centres)
     n_patterns, n_candidates = F.shape
     max_basis = validate_max_basis(max_basis, n_patterns, n_candidates)
     stop_criterion = validate_stop(stop)
+    wait, min_decrease = validate_wait(wait, min_decrease)
     regularised = lam > 0.0
     yy = float(y @ y)
 
@@ -175,10 +179,13 @@ def _run(candidates: np.ndarray, y: np.ndarray, *, lam: float, criterion: str,
         condition.append(condition_number(gram + path_lambda * upper.T @ upper))
         if stop_criterion is not None:
             stop_trace.append(stop_criterion(step_sse, gamma, n_patterns))
-            n_selected = stopping_point(stop_trace)
+            n_selected = stopping_point(stop_trace, wait, min_decrease)
             if n_selected is not None:
                 break
 
+    if n_selected is None and stop_criterion is not None:
+        # The path ran out before the criterion stopped it: keep its last minimum.
+        n_selected = best_point(stop_trace, min_decrease)
     m = len(path.selected) if n_selected is None else n_selected
     final_lam = lam_trace[m]
     details: dict[str, object] = {
@@ -207,7 +214,8 @@ def _run(candidates: np.ndarray, y: np.ndarray, *, lam: float, criterion: str,
 
 def orthogonal_least_squares(candidates: np.ndarray, y: np.ndarray, *,
                              max_basis: int | None = None, stop: StopCriterion = "gcv",
-                             centres: np.ndarray | None = None) -> SelectionResult:
+                             centres: np.ndarray | None = None, wait: int = 1,
+                             min_decrease: float = 0.0) -> SelectionResult:
     """Forward selection by orthogonal least squares (Orr section 7.1, appendix A.13).
 
     Chooses the same functions as :func:`~onlinesparse.batch.forward_selection` (in exact
@@ -229,6 +237,13 @@ def orthogonal_least_squares(candidates: np.ndarray, y: np.ndarray, *,
         :func:`~onlinesparse.batch.forward_selection`).
     centres
         Optional candidate centres, carried into the result.
+    wait
+        Additions without a new minimum of ``stop`` after which the run stops, keeping the
+        model of that minimum (default 1, as in
+        :func:`~onlinesparse.batch.forward_selection`; Orr's Matlab ``rbf_fs_2`` waits 2).
+    min_decrease
+        Relative decrease of ``stop`` below its smallest value so far that an addition needs
+        to count as a new minimum (default 0; ``rbf_fs_2``: 10⁻⁴, its ``thresh = 10⁴``).
 
     Returns
     -------
@@ -248,14 +263,14 @@ def orthogonal_least_squares(candidates: np.ndarray, y: np.ndarray, *,
     """
     return _run(candidates, y, lam=0.0, criterion="sse", reestimate=False,
                 max_basis=max_basis, stop=stop, centres=centres,
-                method="orthogonal_least_squares")
+                method="orthogonal_least_squares", wait=wait, min_decrease=min_decrease)
 
 
 def regularised_orthogonal_least_squares(
     candidates: np.ndarray, y: np.ndarray, *, lam: float = 1e-2,
     criterion: Literal["sse", "cost"] = "sse", reestimate: bool = True,
     max_basis: int | None = None, stop: StopCriterion = "gcv",
-    centres: np.ndarray | None = None,
+    centres: np.ndarray | None = None, wait: int = 1, min_decrease: float = 0.0,
 ) -> SelectionResult:
     """Regularised orthogonal least squares (Orr section 7.3, appendix A.15).
 
@@ -286,6 +301,13 @@ def regularised_orthogonal_least_squares(
         Stopping criterion, or ``None``.
     centres
         Optional candidate centres, carried into the result.
+    wait
+        Additions without a new minimum of ``stop`` after which the run stops, keeping the
+        model of that minimum (default 1, as in
+        :func:`~onlinesparse.batch.forward_selection`; Orr's Matlab ``rbf_fs_2`` waits 2).
+    min_decrease
+        Relative decrease of ``stop`` below its smallest value so far that an addition needs
+        to count as a new minimum (default 0; ``rbf_fs_2``: 10⁻⁴, its ``thresh = 10⁴``).
 
     Returns
     -------
@@ -308,4 +330,5 @@ def regularised_orthogonal_least_squares(
     validate_choice("criterion", criterion, ("sse", "cost"))
     return _run(candidates, y, lam=lam, criterion=criterion, reestimate=bool(reestimate),
                 max_basis=max_basis, stop=stop, centres=centres,
-                method="regularised_orthogonal_least_squares")
+                method="regularised_orthogonal_least_squares", wait=wait,
+                min_decrease=min_decrease)
