@@ -497,7 +497,8 @@ def candidate_optima(variance: np.ndarray, gram: np.ndarray, n_model: int,
 # -- the pruner's moves (pruner.py) -------------------------------------------------------
 @_jit
 def gcv(error: float, gamma: float, count: float) -> float:
-    """``p·e/(p − γ)²`` (``criteria.gcv``, Orr eq. 5.6), ∞ without degrees of freedom."""
+    """``p·e/(p − γ)²``, ∞ without degrees of freedom (``criteria.gcv``, Orr eq. 5.6, which
+    calls this)."""
     dof = count - gamma
     if dof <= 0.0:
         return math.inf

@@ -47,11 +47,12 @@ def _dof(effective_parameters: float, n_patterns: float) -> float:
 
 
 def gcv(training_error: float, effective_parameters: float, n_patterns: float) -> float:
-    """Generalised cross-validation, Orr eq. 5.6: ``p·yᵀP²y / (p − γ)²``."""
-    dof = _dof(effective_parameters, n_patterns)
-    if dof <= 0.0:
-        return math.inf
-    return n_patterns * training_error / (dof * dof)
+    """Generalised cross-validation, Orr eq. 5.6: ``p·yᵀP²y / (p − γ)²`` (∞ when p ≤ γ).
+
+    The formula is written once, in the compiled layer, because the pruner's compiled
+    decision (``_loops.candidate_move``) needs it too.
+    """
+    return _loops.gcv(float(training_error), float(effective_parameters), float(n_patterns))
 
 
 def uev(training_error: float, effective_parameters: float, n_patterns: float) -> float:

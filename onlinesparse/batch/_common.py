@@ -7,7 +7,7 @@ and updates them by the rank-one formula of Orr eq. 7.5 / A.5.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import scipy.linalg
@@ -143,6 +143,19 @@ def validate_wait(wait: int, min_decrease: float) -> tuple[int, float]:
     return int(wait), min_decrease
 
 
+def _running_minimum(values: Sequence[float], min_decrease: float
+                     ) -> Iterator[tuple[int, int]]:
+    """``(m, best)`` for each ``m ≥ 1``: ``best`` is the last model up to m that set a new
+    minimum, one lowering the smallest value so far by more than the fraction
+    ``min_decrease`` of it (0: any decrease counts). The rule :func:`best_point` and
+    :func:`stopping_point` share."""
+    best = 0
+    for m in range(1, len(values)):
+        if values[m] < values[best] * (1.0 - min_decrease):
+            best = m
+        yield m, best
+
+
 def best_point(values: Sequence[float], min_decrease: float = 0.0) -> int:
     """Size of the last model that set a new minimum of the criterion (Orr section 7.4).
 
@@ -150,11 +163,8 @@ def best_point(values: Sequence[float], min_decrease: float = 0.0) -> int:
     minimum only if it lowers the smallest value so far by more than the fraction
     ``min_decrease`` of it (0: any decrease counts).
     """
-    best = 0
-    for m in range(1, len(values)):
-        if values[m] < values[best] * (1.0 - min_decrease):
-            best = m
-    return best
+    minima = [best for _, best in _running_minimum(values, min_decrease)]
+    return minima[-1] if minima else 0
 
 
 def stopping_point(values: Sequence[float], wait: int = 1,
@@ -169,11 +179,8 @@ def stopping_point(values: Sequence[float], wait: int = 1,
     7.4). Orr's Matlab ``rbf_fs_2`` (rbf2.zip, 1999) waits ``wait = 2`` additions and needs a
     relative decrease of ``1/thresh = 10⁻⁴`` by default.
     """
-    best = 0
-    for m in range(1, len(values)):
-        if values[m] < values[best] * (1.0 - min_decrease):
-            best = m
-        elif m - best >= wait:
+    for m, best in _running_minimum(values, min_decrease):
+        if m - best >= wait:
             return best
     return None
 
