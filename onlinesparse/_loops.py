@@ -25,9 +25,10 @@ import numpy as np
 __all__ = [
     "profile", "evaluate_rows", "nearest_sq_distance", "symmetric_matvec", "rank_one_update",
     "sherman_morrison", "symmetric_rank_one", "gram_rank_one", "cancellation_ratio",
-    "slide_window", "is_healthy", "training_error", "error_and_gamma", "basis_quantities",
+    "slide_window", "new_column", "is_healthy", "training_error", "error_and_gamma",
+    "basis_quantities",
     "candidate_quantities", "swap_symmetric", "swap_rows", "gcv_of_delta", "optimal_lambda",
-    "basis_optimum", "candidate_optima",
+    "basis_optimum", "candidate_optima", "lambda_rank_one", "basis_move", "mirror_lower",
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -99,6 +100,58 @@ def nearest_sq_distance(kinds: np.ndarray, centres: np.ndarray, stop: int,
 
 # -- window statistics (window.py) --------------------------------------------------------
 @_jit
+def new_column(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
+               features: np.ndarray, X: np.ndarray, y: np.ndarray, HT: np.ndarray,
+               gram: np.ndarray, cross_y: np.ndarray, n: int, head: int, n_stored: int,
+               factor: float) -> None:
+    """The statistics of column ``n`` (already in the basis) over the stored ring of
+    patterns (``WindowStatistics.add_column``): its values go to line ``n`` of ``HT``, its
+    cross products with the ``n`` tracked columns to row and column ``n`` of the Gram
+    matrix, ``φᵀy`` to ``cross_y[n]``. With forgetting, a pattern of age a weighs
+    ``factor**a``.
+
+    Sums run over the ring in storage order (they are order-free): the products with the
+    tracked columns are one matrix-vector product over contiguous lines of ``HT``, with
+    slots that hold no pattern weighted 0.
+    """
+    cap = y.shape[0]
+    line = HT[n]
+    # The column's values at the stored inputs, slot by slot (one column: its kind and
+    # centre are fixed, so this is the inner loop of evaluate_rows without the dispatch).
+    kind = kinds[n]
+    centre = centres[n]
+    d = X.shape[1]
+    for t in range(n_stored):
+        slot = (head + t) % cap
+        if kind == _CONSTANT:
+            line[slot] = 1.0
+        elif kind == _LINEAR:
+            line[slot] = X[slot, features[n]]
+        else:
+            z = 0.0
+            for f in range(d):
+                diff = X[slot, f] - centre[f]
+                z += diff * diff
+            line[slot] = profile(kind, z * inv_r2[n])
+    weighted = np.zeros(cap)
+    own = 0.0
+    with_y = 0.0
+    for t in range(n_stored):
+        slot = (head + t) % cap
+        value = line[slot]
+        weight = value if factor == 1.0 else value * factor ** (n_stored - 1 - t)
+        weighted[slot] = weight
+        own += weight * value
+        with_y += weight * y[slot]
+    cross = np.dot(HT[:n], weighted)
+    for k in range(n):
+        gram[k, n] = cross[k]
+        gram[n, k] = cross[k]
+    gram[n, n] = own
+    cross_y[n] = with_y
+
+
+@_jit
 def gram_rank_one(gram: np.ndarray, cross_y: np.ndarray, n: int, h: np.ndarray, y: float,
                   sign: float) -> None:
     """``G[:n, :n] += sign·hhᵀ`` and ``c[:n] += sign·y·h``: a pattern enters (sign = 1) or
@@ -163,6 +216,15 @@ def symmetric_matvec(matrix: np.ndarray, x: np.ndarray, m: int, out: np.ndarray)
 
 
 @_jit
+def mirror_lower(matrix: np.ndarray) -> None:
+    """Copy the strict lower triangle onto the upper one in place (LAPACK's symmetric
+    routines fill one triangle: ``RidgeState.refresh``)."""
+    for i in range(matrix.shape[0]):
+        for j in range(i):
+            matrix[j, i] = matrix[i, j]
+
+
+@_jit
 def rank_one_update(matrix: np.ndarray, u: np.ndarray, v: np.ndarray, coef: float) -> None:
     """``matrix += coef·uvᵀ`` in place."""
     for i in range(u.shape[0]):
@@ -182,6 +244,24 @@ def symmetric_rank_one(variance: np.ndarray, weights: np.ndarray, j: int, coef: 
     step = coef * weights[j]
     for i in range(weights.shape[0]):
         weights[i] += s_j[i] * step
+
+
+@_jit
+def lambda_rank_one(variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray, j: int,
+                    lam: float) -> float:
+    """The rank-one branch of ``RidgeState.set_lambda`` (FGCV appendix V), in place.
+
+    Returns the rounding-error factor ``max(1 + δsⱼⱼ, 1/(1 + δsⱼⱼ))``, or 0 with nothing
+    changed when λ falls so far (``−δsⱼⱼ > ½``) that the caller must take the exact
+    remove-and-add branch instead.
+    """
+    delta_lam = lam - lambdas[j]
+    denom = 1.0 + delta_lam * variance[j, j]
+    if denom < 0.5:
+        return 0.0
+    symmetric_rank_one(variance, weights, j, -delta_lam / denom)
+    lambdas[j] = lam
+    return max(denom, 1.0 / denom)
 
 
 @_jit
@@ -573,3 +653,34 @@ def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
     out[1] = optima[0, 0]
     out[2] = j
     return 2
+
+
+@_jit
+def basis_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
+               weights: np.ndarray, lambdas: np.ndarray, yy: float, count: float,
+               error: float, gamma: float, j: int, lambda_min: float,
+               relative_gain: float, out: np.ndarray) -> int:
+    """The decision of ``pruner.reestimate_basis`` for basis function j, whose docstring
+    gives the rules, with the common outcome carried out in place.
+
+    ``error`` and ``gamma`` are the current model's (its GCV is compared against).
+    ``out`` (room for eight) receives ``[λ, usefulness, error factor]``. Returns 0 (leave
+    j as it is), 1 (λⱼ re-estimated here by :func:`lambda_rank_one`; ``out[2]`` is the
+    rounding-error factor), 2 (remove j: its optimum is ∞ and GCV does not rise) or 3 (set
+    λⱼ to ``out[0]`` through the exact remove-and-add path, which the caller takes).
+    """
+    current = gcv(error, gamma, count)
+    basis_optimum(variance, gram, cross_y, weights, lambdas, yy, count, j, lambda_min, out)
+    lam = out[0]
+    value = out[1]
+    removed = out[2]
+    out[1] = removed - current
+    if math.isinf(lam):
+        return 2 if removed <= current * (1.0 + relative_gain) else 0
+    if not (value < current * (1.0 - relative_gain) and lam != lambdas[j]):
+        return 0
+    factor = lambda_rank_one(variance, weights, lambdas, j, lam)
+    if factor > 0.0:
+        out[2] = factor
+        return 1
+    return 3

@@ -56,6 +56,9 @@ _MIN_RESIDUAL_LEVERAGE = 1e-10
 # A new column whose Δ = λ + hᵀPh is this small relative to hᵀh + λ is a combination of the
 # model's columns (to rounding) and cannot be added without regularisation.
 _MIN_RELATIVE_DELTA = 1e-12
+# Below this hᵀPh/hᵀh the Gram formula for hᵀPh has lost four digits to cancellation, and
+# a window model recomputes it from the stored rows (IncrementalRidge._projection).
+_PROJECT_BELOW = 1e-4
 
 
 class RidgeState:
@@ -118,26 +121,36 @@ class RidgeState:
         self.lambdas *= factor
 
     # -- basis functions (Orr A.7.1, A.7.2; FGCV appendices V and VI) ----------------------
-    def add_basis(self, g: np.ndarray, g_jj: float, c_j: float, lam: float
-                  ) -> tuple[float, float]:
+    def add_basis(self, g: np.ndarray, g_jj: float, c_j: float, lam: float,
+                  projection: tuple[float, float] | None = None) -> tuple[float, float]:
         """Orr eq. (A.4): append a column with ``g = Hᵀh``, ``g_jj = hᵀh``, ``c_j = hᵀy`` and λ.
 
         With ``l = Sg`` and ``Δ = λ + hᵀPh = λ + g_jj − gᵀl`` the new variance matrix is
         ``[[S + llᵀ/Δ, −l/Δ], [−lᵀ/Δ, 1/Δ]]``; the new weight is ``yᵀPh/Δ`` with
         ``yᵀPh = c_j − gᵀw`` and the old weights move by ``−l·wⱼ``. The error account is
         ``(g_jj + λ)/Δ`` for both factors: the cancellation in ``Δ``.
+
+        ``projection = (hᵀPh, yᵀPh)`` computed without that cancellation (from the stored
+        rows, :meth:`IncrementalRidge._projection`) replaces the two differences; the
+        cancellation left is then the square root of the Gram formula's.
         """
         if not (lam >= 0.0 and math.isfinite(lam)):
             raise ValueError(f"λ must be finite and ≥ 0, got {lam}")
         m = self.size
         l_vec = self.variance @ g if m else np.zeros(0)
-        delta = lam + g_jj - float(g @ l_vec) if m else lam + g_jj
+        if projection is not None:
+            delta = lam + projection[0]
+        else:
+            delta = lam + g_jj - float(g @ l_vec) if m else lam + g_jj
         if not delta > _MIN_RELATIVE_DELTA * (g_jj + lam) or not math.isfinite(delta):
             raise IllConditionedError(
                 "this basis function is (numerically) a linear combination of the model's "
                 f"columns over the window (hᵀPh + λ = {delta:.3g}); add it with λ > 0"
             )
-        w_new = (c_j - float(g @ self.weights)) / delta if m else c_j / delta
+        if projection is not None:
+            w_new = projection[1] / delta
+        else:
+            w_new = (c_j - float(g @ self.weights)) / delta if m else c_j / delta
         variance = np.empty((m + 1, m + 1))
         variance[:m, :m] = self.variance
         _loops.rank_one_update(variance[:m, :m], l_vec, l_vec, 1.0 / delta)
@@ -148,19 +161,24 @@ class RidgeState:
         self.weights = np.append(self.weights - l_vec * w_new, w_new)
         self.lambdas = np.append(self.lambdas, lam)
         amplification = (g_jj + lam) / delta
+        if projection is not None:
+            amplification = math.sqrt(amplification)
         return amplification, amplification
 
     def remove_basis(self, j: int) -> tuple[float, float]:
         """λⱼ → ∞ then drop j: ``S ← S − sⱼsⱼᵀ/sⱼⱼ``, ``w ← w − sⱼwⱼ/sⱼⱼ`` (FGCV App. V)."""
         self._check_index(j)
-        s_j = self.variance[:, j].copy()
+        s_j = self.variance[j].copy()  # row j of the symmetric S: contiguous
         s_jj = s_j[j]
-        weights = self.weights - s_j * (self.weights[j] / s_jj)
-        variance = self.variance.copy()
-        _loops.rank_one_update(variance, s_j, s_j, -1.0 / s_jj)
         keep = np.arange(self.size) != j
-        self.variance = variance[np.ix_(keep, keep)]
-        self.weights = weights[keep]
+        s_kept = s_j[keep]
+        # Only the kept block is updated and copied out (row and column j are dropped);
+        # when j is last that block is a leading one and needs no fancy indexing.
+        variance = (self.variance[:j, :j].copy() if j == self.size - 1
+                    else self.variance[np.ix_(keep, keep)])
+        _loops.rank_one_update(variance, s_kept, s_kept, -1.0 / s_jj)
+        self.weights = self.weights[keep] - s_kept * (self.weights[j] / s_jj)
+        self.variance = variance
         self.lambdas = self.lambdas[keep]
         return 1.0, 1.0
 
@@ -182,13 +200,10 @@ class RidgeState:
         if delta_lam == 0.0:
             return 1.0, 0.0
         s_jj = self.variance[j, j]
-        if -delta_lam * s_jj <= 0.5:
-            k = delta_lam / (1.0 + delta_lam * s_jj)
-            _loops.symmetric_rank_one(self.variance, self.weights, j, -k)
-            self.lambdas[j] = lam
-            # Raising λ shrinks Sⱼⱼ and wⱼ by 1 + δsⱼⱼ through a subtraction, lowering it
-            # divides by that: either way the cancellation is the larger of the two.
-            factor = max(1.0 + delta_lam * s_jj, 1.0 / (1.0 + delta_lam * s_jj))
+        # Raising λ shrinks Sⱼⱼ and wⱼ by 1 + δsⱼⱼ through a subtraction, lowering it
+        # divides by that: either way the error factor is the larger of the two.
+        factor = _loops.lambda_rank_one(self.variance, self.weights, self.lambdas, j, lam)
+        if factor > 0.0:
             return factor, factor
         # Remove j (λⱼ → ∞) keeping a zero row/column, then add it back at position j.
         s_j = self.variance[:, j].copy()
@@ -221,10 +236,10 @@ class RidgeState:
         """Exchange basis functions ``i`` and ``j`` (S is permutation-equivariant)."""
         if i == j:
             return
-        self.variance[[i, j], :] = self.variance[[j, i], :]
-        self.variance[:, [i, j]] = self.variance[:, [j, i]]
-        self.weights[[i, j]] = self.weights[[j, i]]
-        self.lambdas[[i, j]] = self.lambdas[[j, i]]
+        _loops.swap_symmetric(self.variance, i, j, self.size)
+        weights, lambdas = self.weights, self.lambdas
+        weights[i], weights[j] = weights[j], weights[i]
+        lambdas[i], lambdas[j] = lambdas[j], lambdas[i]
 
     def refresh(self, gram: np.ndarray, cross_y: np.ndarray) -> None:
         """Recompute ``S`` and ``w`` from the statistics by a Cholesky factorisation."""
@@ -244,8 +259,9 @@ class RidgeState:
         inverse, info = lapack.dpotri(chol, lower=True)
         if info != 0:
             raise IllConditionedError("HᵀH + Λ could not be inverted")
-        inverse = np.tril(inverse)
-        self.variance = inverse + np.tril(inverse, -1).T
+        _loops.mirror_lower(inverse)
+        # A symmetric Fortran-ordered matrix is its own C-ordered transpose: no copy.
+        self.variance = inverse.T if inverse.flags.f_contiguous else inverse
         self.weights = self.variance @ cross_y
 
     def _check_index(self, j: int) -> None:
@@ -457,11 +473,12 @@ class IncrementalRidge:
         if position < window.n_model:
             raise ValueError(f"column {column_id} is already in the model")
         m = window.n_model
-        gram = window.gram
+        gram = window._gram
+        g = gram[position, :m].copy()  # row of the symmetric Gram: contiguous
+        g_jj = float(gram[position, position])
         try:
-            account = self.state.add_basis(
-                gram[:m, position].copy(), float(gram[position, position]),
-                float(window._cross_y[position]), lam)
+            account = self.state.add_basis(g, g_jj, float(window._cross_y[position]), lam,
+                                           self._projection(position, g, g_jj))
         except IllConditionedError:
             if created:
                 window.drop_column(position)
@@ -470,6 +487,33 @@ class IncrementalRidge:
         window.promote(position)
         self._after_update(account)
         return column_id
+
+    def _projection(self, position: int, g: np.ndarray, g_jj: float
+                    ) -> tuple[float, float] | None:
+        """``(hᵀPh, yᵀPh)`` of tracked column ``position`` from the stored rows, when the
+        Gram formula ``g_jj − gᵀSg`` would lose more than four digits (None otherwise, and
+        for memories that do not store their rows).
+
+        With ``l = Sg`` and the residual ``r = h − Hl`` over the window,
+        ``hᵀPh = ‖r‖² + lᵀΛl`` and ``yᵀPh = rᵀy`` (expand ``‖r‖²`` with ``S(G + Λ) = I``):
+        sums of the residual, in which the near-cancellation of ``h`` against its
+        projection on the model happened element by element and was not amplified. The
+        first is stationary in l (it is the minimum over l of ``‖h − Hl‖² + lᵀΛl``), so the
+        rounding already in S enters it only to second order. O(W·M), paid only for a
+        nearly dependent column, where it spares an O(M³) refresh of S.
+        """
+        window, state = self.window, self.state
+        m = state.size
+        if not m or window.memory != "window" or window.factor != 1.0:
+            return None
+        l_vec = state.variance @ g
+        if g_jj - float(g @ l_vec) >= _PROJECT_BELOW * g_jj:
+            return None
+        slots = (slice(None) if window.n_stored == len(window._y) else window._order())
+        rows = window._HT
+        residual = rows[position, slots] - l_vec @ rows[:m, slots]
+        return (float(residual @ residual + l_vec @ (state.lambdas * l_vec)),
+                float(residual @ window._y[slots]))
 
     def swap_basis(self, i: int, j: int) -> None:
         """Exchange the positions of basis functions ``i`` and ``j`` (nothing else changes)."""

@@ -254,21 +254,10 @@ class WindowStatistics:
         self._ensure_columns(n + 1)
         self.basis.append(spec)
         if self.n_stored:
-            # Sums are order-free, so work in storage order: once the ring is full every
-            # slot is a pattern and the stored rows are used in place, without a copy.
-            slots = (slice(None) if self.n_stored == len(self._y)
-                     else (self._head + np.arange(self.n_stored)) % len(self._y))
-            column = self.basis.evaluate_many(self._X[slots], n, n + 1)[:, 0]
-            weighted = column
-            if self.factor != 1.0:
-                ages = (np.arange(len(self._y))[slots] - self._head) % len(self._y)
-                weighted = column * self.factor ** (self.n_stored - 1 - ages)
-            cross = self._HT[:n, slots] @ weighted
-            self._gram[:n, n] = cross
-            self._gram[n, :n] = cross
-            self._gram[n, n] = weighted @ column
-            self._cross_y[n] = weighted @ self._y[slots]
-            self._HT[n, slots] = column
+            basis = self.basis
+            _loops.new_column(basis._kind, basis._centres, basis._inv_r2, basis._feature,
+                              self._X, self._y, self._HT, self._gram, self._cross_y, n,
+                              self._head, self.n_stored, self.factor)
         else:
             self._gram[: n + 1, n] = 0.0
             self._gram[n, : n + 1] = 0.0

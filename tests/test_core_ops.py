@@ -229,3 +229,36 @@ def test_oldest_row_survives_its_slot_being_reused_with_a_single_column():
     stats.pop_oldest()
     stats.push(np.array([5.0]), 1.0)
     assert np.array_equal(h_old, expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), offset=st.sampled_from([1e-3, 1e-4]),
+       lam=st.sampled_from([1e-4, 1e-2, 1.0]), full=st.booleans())
+def test_adding_a_nearly_dependent_column_uses_the_stored_rows_and_stays_exact(
+        seed, offset, lam, full):
+    """A centre next to one in the model gives hᵀPh ≪ hᵀh: the Gram formula would lose
+    digits, so Δ and yᵀPh come from the residual over the window. The result is the
+    from-scratch solve, and the projected Δ is what the definition gives."""
+    rng = np.random.default_rng(seed)
+    model = IncrementalRidge(n_features=2, size=60)
+    for _ in range(60 if full else 45):
+        model.add_pattern(*_pattern(rng, 2))
+    centre = rng.uniform(-1, 1, 2)
+    model.add_basis(BasisSpec.radial(centre, 0.5), 1e-8)
+    for _ in range(3):
+        model.add_basis(_random_spec(rng, 2), 0.1)
+    # ψ = hᵀPh of the new column by its definition, P = I − H S Hᵀ, from the stored rows.
+    spec = BasisSpec.radial(centre + offset, 0.5)
+    column_id = model.add_candidate(spec)
+    position = model.window.position_of(column_id)
+    H = model.window.stored_rows()
+    h = model.window.stored_rows(model_only=False)[:, position]
+    y = model.window.stored_targets()
+    P = np.eye(len(y)) - H @ np.linalg.inv(H.T @ H + np.diag(model.lambdas)) @ H.T
+    g = model.window.gram[position, : model.size]
+    projection = model._projection(position, g, float(model.window.gram[position, position]))
+    assert projection is not None  # the cancellation test chose the stored rows
+    assert projection[0] == pytest.approx(h @ P @ h, rel=1e-6)
+    assert projection[1] == pytest.approx(y @ P @ h, rel=1e-6, abs=1e-12 * abs(y) @ abs(h))
+    model.add_basis(column_id, lam)
+    _check_against_reference(model, strict=True)
