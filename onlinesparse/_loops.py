@@ -29,6 +29,7 @@ __all__ = [
     "basis_quantities",
     "candidate_quantities", "swap_symmetric", "swap_rows", "gcv_of_delta", "optimal_lambda",
     "basis_optimum", "candidate_optima", "lambda_rank_one", "basis_move", "mirror_lower",
+    "least_useful",
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -95,6 +96,44 @@ def nearest_sq_distance(kinds: np.ndarray, centres: np.ndarray, stop: int,
             z += diff * diff
         if z < best:
             best = z
+    return best
+
+
+# -- the buffer manager (buffer.py) -------------------------------------------------------
+@_jit
+def least_useful(merit: np.ndarray, ids: np.ndarray, start: int, stop: int,
+                 protected: np.ndarray) -> int:
+    """Position in ``start … stop−1`` of the column ``BufferManager._evict`` drops, or −1
+    when every one is protected (its id is in ``protected``).
+
+    The order is ``(merit, never evaluated, id)``: the lowest GCV verdict first; a column
+    never evaluated (NaN) counts as 0 but goes after an evaluated one of equal merit;
+    among equals the oldest (lowest id).
+    """
+    best = -1
+    best_value = math.inf
+    best_unseen = True
+    best_id = 0
+    for position in range(start, stop):
+        column_id = ids[position]
+        is_protected = False
+        for k in range(protected.shape[0]):
+            if protected[k] == column_id:
+                is_protected = True
+                break
+        if is_protected:
+            continue
+        value = merit[position]
+        unseen = value != value
+        if unseen:
+            value = 0.0
+        if best < 0 or value < best_value or (value == best_value and (
+                (not unseen and best_unseen)
+                or (unseen == best_unseen and column_id < best_id))):
+            best = position
+            best_value = value
+            best_unseen = unseen
+            best_id = column_id
     return best
 
 
@@ -297,25 +336,86 @@ def slide_window(gram: np.ndarray, cross_y: np.ndarray, n: int, variance: np.nda
                  h_old: np.ndarray, y_old: float, min_denominator: float,
                  work: np.ndarray, out: np.ndarray) -> bool:
     """One step of a full window in one call: the oldest pattern leaves the ridge state
-    (A.11) and the statistics, the new one enters both (A.8) — what
+    (Orr A.11) and the statistics, the new one enters both (A.8) — what
     ``IncrementalRidge.add_pattern`` does with four calls.
 
+    The two rank-one changes of S are fused into one rank-two pass, and those of G into
+    one pass, which halves the memory traffic of the step. With ``u₁ = Sh_old``,
+    ``d₁ = 1 − h_oldᵀu₁``, the removal gives ``S₁ = S + u₁u₁ᵀ/d₁``; then
+    ``u₂ = S₁h_new = Sh_new + u₁(u₁ᵀh_new)/d₁`` (no second pass over S₁),
+    ``d₂ = 1 + h_newᵀu₂`` and ``S₂ = S + u₁u₁ᵀ/d₁ − u₂u₂ᵀ/d₂``; the weights follow A.11 then
+    A.8 in O(M).
+
     ``out`` receives ``[1 − leverage of the old pattern, 1 + hᵀSh of the new one,
-    cancellation ratio of the removal, healthy (1/0, see :func:`is_healthy`)]``. Returns False,
-    with nothing changed, when removing the old pattern first would leave ``HᵀH + Λ``
-    singular (the caller then takes the add-first path).
+    cancellation ratio of the removal, healthy (1/0, see :func:`is_healthy`)]``. Returns
+    False, with nothing changed, when removing the old pattern first would leave
+    ``HᵀH + Λ`` singular (the caller then takes the add-first path).
     """
-    h_old_model = h_old[:m]
-    removal = sherman_morrison(variance, weights, h_old_model, y_old, -1.0, min_denominator,
-                               work)
+    u_old = work  # S h_old
+    u_new = np.empty(m)  # S h_new, then S₁ h_new
+    for j in range(m):
+        u_old[j] = 0.0
+        u_new[j] = 0.0
+    for i in range(m):  # both products in one sweep over the rows of the symmetric S
+        a = h_old[i]
+        b = h_new[i]
+        row = variance[i]
+        for j in range(m):
+            u_old[j] += a * row[j]
+            u_new[j] += b * row[j]
+    leverage = 0.0
+    fit_old = 0.0
+    for i in range(m):
+        leverage += h_old[i] * u_old[i]
+        fit_old += h_old[i] * weights[i]
+    removal = 1.0 - leverage
     if not removal > min_denominator:
         return False
-    gram_rank_one(gram, cross_y, n, h_old, y_old, -1.0)
-    out[2] = cancellation_ratio(gram, h_old_model, m)
-    gram_rank_one(gram, cross_y, n, h_new, y_new, 1.0)
-    addition = sherman_morrison(variance, weights, h_new[:m], y_new, 1.0, -math.inf, work)
+    # A.11: the weights without the old pattern, and u₂ = S₁h_new.
+    step = (y_old - fit_old) / removal
+    u1_h = 0.0
+    for i in range(m):
+        weights[i] -= u_old[i] * step
+        u1_h += u_old[i] * h_new[i]
+    scale = u1_h / removal
+    h_u2 = 0.0
+    fit_new = 0.0
+    for i in range(m):
+        u_new[i] += u_old[i] * scale
+        h_u2 += h_new[i] * u_new[i]
+        fit_new += h_new[i] * weights[i]
+    addition = 1.0 + h_u2
+    # A.8 for the weights, then S₂ = S + u₁u₁ᵀ/d₁ − u₂u₂ᵀ/d₂ in one pass.
+    step = (y_new - fit_new) / addition
+    for i in range(m):
+        weights[i] += u_new[i] * step
+    c_old = 1.0 / removal
+    c_new = -1.0 / addition
+    for i in range(m):
+        a = c_old * u_old[i]
+        b = c_new * u_new[i]
+        row = variance[i]
+        for j in range(m):
+            row[j] += a * u_old[j] + b * u_new[j]
+    # The statistics: G += h_new h_newᵀ − h_old h_oldᵀ in one pass. The cancellation of
+    # the removal is read from the diagonal as it would be after the removal alone.
+    worst = 0.0
+    for i in range(m):
+        left = gram[i, i] - h_old[i] * h_old[i]
+        if left > 0.0:
+            ratio = h_old[i] * h_old[i] / left
+            if ratio > worst:
+                worst = ratio
+    for i in range(n):
+        a = h_new[i]
+        b = h_old[i]
+        row = gram[i]
+        for j in range(n):
+            row[j] += a * h_new[j] - b * h_old[j]
+        cross_y[i] += a * y_new - b * y_old
     out[0] = removal
     out[1] = addition
+    out[2] = worst
     out[3] = 1.0 if is_healthy(variance, weights) else 0.0
     return True
 

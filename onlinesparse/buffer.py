@@ -8,8 +8,9 @@ enters the pool once per radius in ``radii``, so that kernels of several widths 
 for the same data through GCV (the width is selected, not tuned by hand). At most
 ``max_new_per_sample`` columns are computed per sample (each costs O(W·n) over the stored
 window), the rest wait in a short queue; when the pool is full the candidate that has
-proved least useful (lowest GCV gain at its last evaluation, oldest first among the
-never-evaluated after the evaluated useless ones) is evicted. The statistics of every
+proved least useful is evicted (its last verdict, `WindowStatistics.merit`: lowest GCV gain
+first, oldest first among the
+never-evaluated after the evaluated useless ones). The statistics of every
 candidate are exact: they live in the
 window's Gram matrix beside the model's.
 """
@@ -61,7 +62,6 @@ class BufferManager:
     max_new_per_sample: int = 1
     column_every: int = 1
     queue: deque = field(default_factory=lambda: deque(maxlen=8))
-    scores: dict[int, float] = field(default_factory=dict)
     protected: set[int] = field(default_factory=set)
     n_proposed: int = 0
     n_evicted: int = 0
@@ -70,6 +70,7 @@ class BufferManager:
     def __post_init__(self) -> None:
         # The middle proposed radius: the scale novelty is measured in.
         self._reference_radius = float(np.median(self.radii))
+        self._protected_ids = np.zeros(0, dtype=np.int64)
 
     def consider(self, window: WindowStatistics, x: np.ndarray, error: float,
                  noise_std: float, at_budget: bool = True) -> None:
@@ -92,11 +93,6 @@ class BufferManager:
                 # (centre, radius): the spec is built only if the proposal is ever used;
                 # most are pushed out of the short queue by newer ones first.
                 self.queue.append((centre, radius))
-        # Scores of columns that left the pool (into the model, or dropped by the pruner)
-        # are forgotten, so the dict stays as small as the pool.
-        if len(self.scores) > 2 * self.capacity:
-            tracked = set(window.ids[window.n_model:window.n_columns].tolist())
-            self.scores = {cid: v for cid, v in self.scores.items() if cid in tracked}
         # Basis functions the pruner sends back to the pool can overfill it: trim first.
         while window.n_candidates > self.capacity and self._evict(window):
             pass
@@ -110,16 +106,20 @@ class BufferManager:
             window.add_column(BasisSpec.radial(centre, radius, self.kernel))
 
     def _evict(self, window: WindowStatistics) -> bool:
-        # Lowest GCV gain first; a never-evaluated candidate counts as gain 0 but goes
-        # after the evaluated useless ones, and among equals the oldest (lowest id) goes.
-        scores, protected = self.scores, self.protected
-        ids = window.ids[window.n_model:window.n_columns].tolist()
-        keys = [(scores.get(cid, 0.0), cid not in scores, cid)
-                for cid in ids if cid not in protected]
-        if not keys:
+        # The rule is _loops.least_useful's, on the verdicts the columns carry
+        # (WindowStatistics.merit: the pruner's GCV gain, or a Bayesian model's score).
+        if len(self._protected_ids) != len(self.protected):
+            self._protected_ids = np.fromiter(self.protected, np.int64, len(self.protected))
+        position = _loops.least_useful(window.merit, window.ids, window.n_model,
+                                       window.n_columns, self._protected_ids)
+        if position < 0:
             return False
-        worst_id = min(keys)[2]
-        scores.pop(worst_id, None)
-        window.drop_column(window.n_model + ids.index(worst_id))
+        window.drop_column(position)
         self.n_evicted += 1
         return True
+
+    def __setstate__(self, state: dict) -> None:
+        # Checkpoints written when the scores lived here rather than on the columns.
+        state.pop("scores", None)
+        state.setdefault("_protected_ids", np.zeros(0, dtype=np.int64))
+        self.__dict__.update(state)

@@ -23,6 +23,7 @@ class supports the swaps and truncations the window needs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -84,12 +85,15 @@ class BasisSpec:
                kind: str = "gaussian") -> BasisSpec:
         if kind not in KERNELS:
             raise ValueError(f"unknown kernel {kind!r}; choose one of {sorted(KERNELS)}")
-        centre_arr = np.asarray(centre, dtype=float).ravel()
-        if not np.all(np.isfinite(centre_arr)):
+        # Plain Python checks: the buffer manager builds one spec per proposal, and NumPy's
+        # per-call overhead on ten numbers cost more than the rest of the proposal.
+        values = tuple(np.asarray(centre, dtype=float).ravel().tolist())
+        if not all(map(math.isfinite, values)):
             raise ValueError("a kernel centre must be finite")
-        if not (np.isfinite(radius) and radius > 0.0):
+        radius = float(radius)
+        if not (math.isfinite(radius) and radius > 0.0):
             raise ValueError(f"a kernel radius must be positive and finite, got {radius}")
-        return BasisSpec(kind, tuple(centre_arr.tolist()), float(radius))
+        return BasisSpec(kind, values, radius)
 
 
 class Basis:

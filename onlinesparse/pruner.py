@@ -119,18 +119,17 @@ class GCVPruner:
     n_reestimated: int = 0
 
     def step(self, model: IncrementalRidge, evaluations: int, lambda_min: float,
-             protected: AbstractSet[int] = frozenset(), scores: dict[int, float] | None = None
-             ) -> int:
+             protected: AbstractSet[int] = frozenset()) -> int:
         """Do up to ``evaluations`` evaluations; returns how many were done."""
         done = 0
         for _ in range(evaluations):
             self._turn += 1
             if self._turn % 2 and model.window.n_candidates:
-                self._candidate_move(model, lambda_min, scores)
+                self._candidate_move(model, lambda_min)
             elif model.size:
                 self._basis_move(model, lambda_min, protected)
             elif model.window.n_candidates:
-                self._candidate_move(model, lambda_min, scores)
+                self._candidate_move(model, lambda_min)
             else:
                 break
             done += 1
@@ -148,8 +147,7 @@ class GCVPruner:
             model.window.merit[j] = usefulness
             self._basis_cursor = j + 1
 
-    def _candidate_move(self, model: IncrementalRidge, lambda_min: float,
-                        scores: dict[int, float] | None) -> None:
+    def _candidate_move(self, model: IncrementalRidge, lambda_min: float) -> None:
         """Score the next few candidates (round robin) and add the best if it lowers GCV by
         more than ``min_gain``; at ``max_basis``, trade the least useful basis function for
         it if the exact GCV of the trade is lower.
@@ -172,9 +170,6 @@ class GCVPruner:
             model.state.variance, window._gram, window._cross_y, model.state.weights,
             model.state.lambdas, window.merit, window.yy, window.count, columns,
             float(lambda_min), self.min_gain, model.size >= self.max_basis, out)
-        if scores is not None:
-            scores.update(zip(window.ids[columns].tolist(), window.merit[columns].tolist(),
-                              strict=True))
         if action == 0:
             return
         column_id, lam = int(window.ids[int(out[0])]), float(out[1])

@@ -187,7 +187,7 @@ class SparseRBFRegressor(base.Regressor):
         self._buffer.consider(model.window, vector, error, math.sqrt(self._noise_variance),
                               at_budget=model.size >= self.max_basis)
         self._pruner.step(model, self.evaluations_per_sample, self._lambda_min,
-                          self._buffer.protected, self._buffer.scores)
+                          self._buffer.protected)
         if self._n_learned % self.noise_every == 0:
             self._update_noise()
 
@@ -204,7 +204,7 @@ class SparseRBFRegressor(base.Regressor):
         if self.model is None or max_evaluations <= 0:
             return 0
         return self._pruner.step(self.model, max_evaluations, self._lambda_min,
-                                 self._buffer.protected, self._buffer.scores)
+                                 self._buffer.protected)
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series) -> None:
         """Learn the rows of ``X`` in order (exactly as many ``learn_one`` calls)."""

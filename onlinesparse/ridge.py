@@ -273,6 +273,8 @@ def _as_input(x: np.ndarray | list[float], n_features: int) -> np.ndarray:
     arr = np.asarray(x, dtype=float)
     if arr.ndim != 1 or arr.shape[0] != n_features:
         raise ValueError(f"expected an input of shape ({n_features},), got shape {arr.shape}")
+    if all(map(math.isfinite, arr.tolist())):  # cheaper than NumPy on a few numbers
+        return arr
     bad = np.flatnonzero(~np.isfinite(arr))
     if len(bad):
         raise ValueError(f"input {int(bad[0])} is not finite ({arr[bad[0]]})")
@@ -426,11 +428,13 @@ class IncrementalRidge:
         return h
 
     def _slide(self, x: np.ndarray, y: float, h: np.ndarray) -> bool:
-        """The steady state of a full window in one compiled call: the same operations,
-        in the same order, as the general path of :meth:`add_pattern` (remove the oldest
-        pattern from S and the statistics, add the new one), without the interpreter
-        overhead of a dozen calls. Returns False, with nothing changed, when the removal
-        must wait for the addition (the general path's ill-conditioned case)."""
+        """The steady state of a full window in one compiled call: the operations of the
+        general path of :meth:`add_pattern` (remove the oldest pattern from S and the
+        statistics, add the new one), with the two rank-one changes of S fused into one
+        rank-two pass and those of G into one pass (``_loops.slide_window``), and without
+        the interpreter overhead of a dozen calls. Returns False, with nothing changed,
+        when the removal must wait for the addition (the general path's ill-conditioned
+        case)."""
         window, state = self.window, self.state
         h_old, y_old = window.oldest()
         out = np.empty(4)

@@ -83,19 +83,47 @@ def _stream_model(seed: int) -> tuple[IncrementalRidge, np.random.Generator]:
 
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1))
-def test_fused_window_step_is_the_general_path_bit_for_bit(seed):
+def test_fused_window_step_is_the_general_path(seed):
+    """The fused step (one rank-two pass over S, one pass over G) against the four
+    rank-one updates one by one: equal to rounding, the same bookkeeping. The refresh
+    counter is checked so that a refresh (which would make both exact) cannot hide a
+    difference."""
     fused, rng = _stream_model(seed)
+    fused.refresh()
     general = copy.deepcopy(fused)
     general._slide = lambda x, y, h: False  # force pop / push / remove / add, one by one
-    for _ in range(25):
+    refreshes = fused.n_refreshes
+    for _ in range(8):
         x = rng.normal(size=2)
         y = float(np.sin(x[0]) + 0.1 * rng.normal())
         fused.add_pattern(x, y)
         general.add_pattern(x, y)
-    assert np.array_equal(fused.variance, general.variance)
-    assert np.array_equal(fused.weights, general.weights)
-    assert np.array_equal(fused.window.gram, general.window.gram)
-    assert fused.window.yy == general.window.yy
-    assert np.array_equal(fused.window.stored_rows(False), general.window.stored_rows(False))
-    assert fused._error_estimate == general._error_estimate
-    assert fused.n_refreshes == general.n_refreshes
+        if fused.n_refreshes != refreshes:
+            break
+        np.testing.assert_allclose(fused.variance, general.variance, rtol=1e-9,
+                                   atol=1e-12 * np.abs(general.variance).max())
+        np.testing.assert_allclose(fused.weights, general.weights, rtol=1e-9,
+                                   atol=1e-12 * np.abs(general.weights).max())
+        np.testing.assert_allclose(fused.window.gram, general.window.gram, rtol=1e-13,
+                                   atol=1e-13 * np.abs(general.window.gram).max())
+        assert fused.window.yy == general.window.yy
+        assert np.array_equal(fused.window.stored_rows(False),
+                              general.window.stored_rows(False))
+        assert fused.n_refreshes == general.n_refreshes
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(0, 30), start=st.integers(0, 5))
+def test_least_useful_follows_the_eviction_order(seed, n, start):
+    """Lowest verdict first; a NaN (never evaluated) counts as 0 after an evaluated 0; the
+    lowest id among equals; protected ids never; −1 when nothing may go."""
+    rng = np.random.default_rng(seed)
+    size = start + n
+    # Few distinct values, so that ties (and ties with the NaN's 0) really occur.
+    merit = rng.choice([np.nan, 0.0, -1.0, 0.5, 2.0], size=size)
+    ids = rng.permutation(3 * size + 1)[:size].astype(np.int64)
+    protected = rng.choice(ids, size=min(size, int(rng.integers(0, 4))), replace=False)
+    keys = [((0.0 if np.isnan(merit[p]) else merit[p]), bool(np.isnan(merit[p])), ids[p], p)
+            for p in range(start, size) if ids[p] not in set(protected.tolist())]
+    expected = min(keys)[3] if keys else -1
+    assert _loops.least_useful(merit, ids, start, size, protected.astype(np.int64)) == expected

@@ -377,10 +377,10 @@ class VBLSKernelRegressor(base.Regressor):
         ``t² = Q²/S = (φᵀr)² / (s(φᵀφ − kᵀP⁻¹k))``: the squared t-statistic of φ on the
         residual with the model's columns *projected out* (the likelihood gain of adding φ,
         ``t² − 1 − log t²``, grows with it, so the best candidate is the one that raises the
-        evidence most). Read from the window statistics; the scores go to the buffer manager,
+        evidence most). Read from the window statistics; the scores go to the columns' merit,
         which evicts the lowest first. Returns ``t²``, ``φᵀr`` and ``s·S``.
         """
-        stats, buffer = self._stats, self._buffer
+        stats = self._stats
         m, n = stats.n_model, stats.n_columns
         gram, cross, factor, s = self._posterior()
         k = stats.cross_candidates - np.outer(self._means, stats.cross_candidates[0])
@@ -392,8 +392,7 @@ class VBLSKernelRegressor(base.Regressor):
         t2 = np.zeros(n - m)
         np.divide(corr * corr, s * spread, out=t2,
                   where=spread > 1e-10 * np.maximum(sq, _TINY))
-        for offset, value in enumerate(t2):
-            buffer.scores[int(stats.ids[m + offset])] = float(value)
+        stats.merit[m:n] = t2  # the buffer manager evicts the lowest first
         return t2, corr, spread
 
     def _admit(self) -> bool:
@@ -418,7 +417,7 @@ class VBLSKernelRegressor(base.Regressor):
         if m >= self.max_basis or not t2[best] > self.admit_threshold:
             return False
         position = m + best
-        self._buffer.scores.pop(int(stats.ids[position]), None)
+        stats.merit[position] = np.nan  # its pool score says nothing about it in the model
         mean = float(stats.gram[0, position]) / stats.count
         s = state.total_noise
         stats.promote(position)
