@@ -73,13 +73,15 @@ class BufferManager:
         self._protected_ids = np.zeros(0, dtype=np.int64)
 
     def consider(self, window: WindowStatistics, x: np.ndarray, error: float,
-                 noise_std: float, at_budget: bool = True) -> None:
+                 noise_std: float, at_budget: bool = True, column: bool = True) -> None:
         """Look at a learned input; maybe queue it as a centre; add ≤ max_new candidates.
 
         Needs only the window statistics, so any model built on them (the Orr family's
         ridge state, the VBLS state) shares this pool. ``at_budget=False`` (the model is
         still growing towards its budget) computes new columns on every sample whatever
         ``column_every`` says: a growing model needs a rich pool, a full one only trades.
+        ``column=False`` computes none this time (the caller's sample already did heavy
+        work); proposals still queue.
         """
         basis = window.basis
         # ∞ when no radial column is tracked yet: then every input is novel.
@@ -97,7 +99,7 @@ class BufferManager:
         while window.n_candidates > self.capacity and self._evict(window):
             pass
         self.n_considered += 1
-        if at_budget and self.n_considered % self.column_every:
+        if not column or (at_budget and self.n_considered % self.column_every):
             return
         for _ in range(min(self.max_new_per_sample, len(self.queue))):
             if window.n_candidates >= self.capacity and not self._evict(window):

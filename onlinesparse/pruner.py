@@ -119,12 +119,20 @@ class GCVPruner:
     n_reestimated: int = 0
 
     def step(self, model: IncrementalRidge, evaluations: int, lambda_min: float,
-             protected: AbstractSet[int] = frozenset()) -> int:
-        """Do up to ``evaluations`` evaluations; returns how many were done."""
+             protected: AbstractSet[int] = frozenset(), candidates: bool = True) -> int:
+        """Do up to ``evaluations`` evaluations; returns how many were done.
+
+        ``candidates=False`` re-estimates basis functions only: no addition or trade (each
+        an O(M²) change plus, now and then, a refresh) in this call.
+        """
         done = 0
         for _ in range(evaluations):
             self._turn += 1
-            if self._turn % 2 and model.window.n_candidates:
+            if not candidates:
+                if not model.size:
+                    break
+                self._basis_move(model, lambda_min, protected)
+            elif self._turn % 2 and model.window.n_candidates:
                 self._candidate_move(model, lambda_min)
             elif model.size:
                 self._basis_move(model, lambda_min, protected)

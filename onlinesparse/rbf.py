@@ -38,7 +38,12 @@ class SparseRBFRegressor(base.Regressor):
 
     The work per ``learn_one`` is bounded by the parameters — ``max_basis``,
     ``n_candidates``, ``window`` and ``evaluations_per_sample`` — and does not grow with
-    the length of the stream; :meth:`refine` spends extra idle time the same way.
+    the length of the stream; :meth:`refine` spends extra idle time the same way. A
+    sample does at most one heavy piece of work, so that the worst case is the largest
+    of them rather than their sum: a refresh of the variance matrix that rounding calls
+    for (O(M³)) is deferred to the start of the next sample, which then makes no addition
+    and computes no candidate column; at the budget, a sample that adds or trades a basis
+    function computes no new column.
 
     Kernel width: candidates are proposed at several radii (``radii``, by default
     ``(0.5, 1, 2)·√d`` for d inputs, which suits standardised inputs) and compete in the
@@ -156,7 +161,8 @@ class SparseRBFRegressor(base.Regressor):
     # -- learning -------------------------------------------------------------------------
     def _start(self, n_features: int) -> None:
         radii = self.radii or tuple(r * math.sqrt(max(n_features, 1)) for r in _AUTO_RADII)
-        self.model = IncrementalRidge(n_features, memory="window", size=self.window)
+        self.model = IncrementalRidge(n_features, memory="window", size=self.window,
+                                      defer_refreshes=True)
         self._buffer = BufferManager(radii=tuple(radii), kernel=self.kernel,
                                      capacity=self.n_candidates + 1 + n_features,
                                      novelty=self.novelty,
@@ -179,15 +185,24 @@ class SparseRBFRegressor(base.Regressor):
         if self.model is None:
             self._start(len(vector))
         model = self.model
+        # Bounded work per sample: at most one heavy piece of work in a sample, so that
+        # the worst case is one of them, not their sum. A refresh of S that the last sample
+        # called for (IncrementalRidge.defer_refreshes) runs first, and then that sample
+        # neither adds a candidate column nor makes an addition or a trade; at the budget,
+        # a sample whose pruner added or traded a basis function computes no new column.
+        maintained = model.maintain()
         row = model.window.row(vector)
         error = target - float(row[: model.size] @ model.weights)
         model.add_pattern(vector, target, row=row)
         self._features.commit(vector, x)
         self._n_learned += 1
-        self._buffer.consider(model.window, vector, error, math.sqrt(self._noise_variance),
-                              at_budget=model.size >= self.max_basis)
+        at_budget = model.size >= self.max_basis
+        added = self._pruner.n_added
         self._pruner.step(model, self.evaluations_per_sample, self._lambda_min,
-                          self._buffer.protected)
+                          self._buffer.protected, candidates=not maintained)
+        busy = maintained or (at_budget and self._pruner.n_added != added)
+        self._buffer.consider(model.window, vector, error, math.sqrt(self._noise_variance),
+                              at_budget=at_budget, column=not busy)
         if self._n_learned % self.noise_every == 0:
             self._update_noise()
 
@@ -203,6 +218,7 @@ class SparseRBFRegressor(base.Regressor):
         """
         if self.model is None or max_evaluations <= 0:
             return 0
+        self.model.maintain()  # idle time is the best time for a deferred refresh
         return self._pruner.step(self.model, max_evaluations, self._lambda_min,
                                  self._buffer.protected)
 

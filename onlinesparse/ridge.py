@@ -313,6 +313,13 @@ class IncrementalRidge:
     check_every
         Probe ``‖S(G + Λ)v − v‖`` every this many operations; a drift above
         ``drift_tolerance`` triggers a refresh (DESIGN.md §4).
+    defer_refreshes
+        For real-time callers: a refresh that rounding calls for (not one that a broken
+        state needs) is not done inside the operation that called for it but marked
+        :attr:`refresh_pending`, for the caller to run with :meth:`maintain` at a time of
+        its choosing (a streaming estimator runs it at the start of its next sample and
+        does less model selection in that sample). Until then the state carries the drift
+        that triggered it (about 1e-11 relative); nothing else changes.
 
     Examples
     --------
@@ -327,9 +334,14 @@ class IncrementalRidge:
     ([0.0, 1.0], 0.06)
     """
 
+    # Class-level defaults, so that checkpoints written before deferral existed load.
+    defer_refreshes = False
+    _pending: bool | None = None
+
     def __init__(self, n_features: int, memory: str = "window", size: int = 1000,
                  factor: float = 1.0, refresh_every: int | None = None,
-                 check_every: int = 64, drift_tolerance: float = 1e-7) -> None:
+                 check_every: int = 64, drift_tolerance: float = 1e-7,
+                 defer_refreshes: bool = False) -> None:
         self.window = WindowStatistics(n_features, memory=memory, size=size, factor=factor)
         self.state = RidgeState()
         self.refresh_every = (
@@ -339,6 +351,9 @@ class IncrementalRidge:
         self.check_every = int(check_every)
         self.drift_tolerance = float(drift_tolerance)
         self.n_refreshes = 0
+        self.defer_refreshes = bool(defer_refreshes)
+        # (statistics too?) of a refresh called for but deferred; None when none is.
+        self._pending: bool | None = None
         self.ill_conditioned = False
         self._version = 0
         # (version, training error, γ): see _summary.
@@ -623,7 +638,7 @@ class IncrementalRidge:
             self._since_refresh += 1
             if (self._since_refresh >= self.refresh_every
                     or self._statistics_error > _REFRESH_AT):
-                self._safe_refresh()
+                self._refresh_or_defer(statistics=True)
                 return
         if self.window.n_stored == 0 and self.window.memory == "window":
             # An empty window has exactly zero statistics and the weights exactly zero.
@@ -644,9 +659,29 @@ class IncrementalRidge:
             self._since_check = 0
             healthy = self.drift() <= self.drift_tolerance
         if not healthy:
-            self._safe_refresh(statistics=False)
+            self._refresh_or_defer(statistics=False, broken=not _loops.is_healthy(
+                self.state.variance, self.state.weights))
+
+    def _refresh_or_defer(self, statistics: bool, broken: bool = False) -> None:
+        if broken or not self.defer_refreshes:
+            self._safe_refresh(statistics or bool(self._pending))
+            return
+        self._pending = statistics or bool(self._pending)
+
+    @property
+    def refresh_pending(self) -> bool:
+        """Whether a deferred refresh waits for :meth:`maintain` (``defer_refreshes``)."""
+        return self._pending is not None
+
+    def maintain(self) -> bool:
+        """Run the refresh deferred by ``defer_refreshes``, if any; returns whether it did."""
+        if self._pending is None:
+            return False
+        self._safe_refresh(self._pending)
+        return True
 
     def _safe_refresh(self, statistics: bool = True) -> None:
+        self._pending = None  # attempted now, whatever the outcome
         try:
             self.refresh(statistics)
         except IllConditionedError:
@@ -682,6 +717,7 @@ class IncrementalRidge:
             if self.window.refresh():
                 self._statistics_error = 0.0
         self.state.refresh(self.window.gram_model, self.window.cross_y_model)
+        self._pending = None
         self._version += 1
         self.n_refreshes += 1
         self._error_estimate = 1.0 + self._statistics_error

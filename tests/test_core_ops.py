@@ -262,3 +262,46 @@ def test_adding_a_nearly_dependent_column_uses_the_stored_rows_and_stays_exact(
     assert projection[1] == pytest.approx(y @ P @ h, rel=1e-6, abs=1e-12 * abs(y) @ abs(h))
     model.add_basis(column_id, lam)
     _check_against_reference(model, strict=True)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1),
+       ops=st.lists(st.sampled_from(OPS), min_size=30, max_size=60),
+       lambda_index=st.lists(st.integers(1, len(LAMBDAS) - 2), min_size=60, max_size=60))
+def test_a_deferred_refresh_is_the_same_refresh_later(seed, ops, lambda_index):
+    """With defer_refreshes a refresh the rounding calls for waits for maintain(); run at
+    once afterwards it gives the immediate refresh's state bit for bit, and until then
+    nothing but the pending flag differs in what the operations did."""
+    rng = np.random.default_rng(seed)
+    # Frequent periodic refreshes and a drift probe that almost always fails: many deferrals.
+    kwargs = dict(n_features=2, size=25, refresh_every=6, check_every=3, drift_tolerance=1e-15)
+    now, later = IncrementalRidge(**kwargs), IncrementalRidge(defer_refreshes=True, **kwargs)
+    deferred = 0
+    for k, op in enumerate(ops):
+        lam = LAMBDAS[lambda_index[k]]
+        pattern, spec = _pattern(rng, 2), _random_spec(rng, 2)
+        j = int(rng.integers(max(now.size, 1)))
+        results = []
+        for model in (now, later):
+            before = model.n_refreshes
+            try:
+                if op in ("add_pattern", "remove_oldest"):
+                    model.add_pattern(*pattern)
+                elif op == "add_basis":
+                    model.add_basis(spec, lam)
+                elif op == "remove_basis":
+                    model.remove_basis(j)
+                else:
+                    model.set_lambda(j, lam)
+                results.append(model.n_refreshes - before)
+            except (IllConditionedError, ValueError) as error:
+                results.append(type(error))
+        assert results[0] == results[1] or later.refresh_pending
+        if later.refresh_pending:
+            deferred += 1
+            assert later.maintain() and not later.refresh_pending
+        assert not later.maintain()  # nothing left to do
+        assert np.array_equal(now.variance, later.variance)
+        assert np.array_equal(now.weights, later.weights)
+        assert np.array_equal(now.window.gram, later.window.gram)
+        assert now.n_refreshes == later.n_refreshes

@@ -256,3 +256,29 @@ def test_snapshot_and_restore_undo_a_removal_bit_for_bit():
     assert after == before and ridge.gcv == gcv
     with pytest.raises(ValueError, match="exactly one removal"):
         ridge.restore(snapshot)
+
+
+def test_a_sample_does_at_most_one_heavy_piece_of_work_at_the_budget():
+    """The worst case of a learn_one is one heavy operation, not their sum: a sample that
+    refreshes S neither adds a basis function nor computes a candidate column, and one that
+    adds (or trades) computes no column."""
+    model = SparseRBFRegressor(max_basis=15, window=200)
+    scaler = preprocessing.StandardScaler()
+    seen = {"refresh": 0, "add": 0, "column": 0}
+    for x, y in datasets.synth.Friedman(seed=3).take(1500):
+        scaler.learn_one(x)
+        x = scaler.transform_one(x)
+        at_budget = model.n_basis >= model.max_basis
+        before = (model.model.n_refreshes if model.model else 0, model._pruner.n_added,
+                  model.model.window._next_id if model.model else 0)
+        model.learn_one(x, y)
+        refreshed = model.model.n_refreshes != before[0]
+        added = model._pruner.n_added != before[1]
+        column = model.model.window._next_id != before[2]
+        if at_budget:
+            assert not (refreshed and (added or column))
+            assert not (added and column)
+            seen["refresh"] += refreshed
+            seen["add"] += added
+            seen["column"] += column
+    assert min(seen.values()) >= 5, seen  # each kind of work did happen at the budget
