@@ -114,7 +114,7 @@ class FeatureMap:
         Before the first commit, ``learning=True`` defines the input space from ``x``;
         ``learning=False`` returns an empty vector (the model has no inputs yet).
         """
-        if not isinstance(x, Mapping):
+        if type(x) is not dict and not isinstance(x, Mapping):  # (the ABC check is slow)
             raise ValueError(f"features must be a dict, got {type(x).__name__}")
         if self.n_committed and len(x) == len(self.names):
             # The common case in a stream (exactly the known features, all Python floats,
@@ -156,7 +156,7 @@ class FeatureMap:
             self.names = _ordered(x)
             self.index = {n: i for i, n in enumerate(self.names)}
             self.means = np.zeros(len(self.names))
-        if not self.strict:
+        if not self.strict and not x.keys() <= self.index.keys():
             self.ignored.update(n for n in x if n not in self.index)
         self.n_committed += 1
         self.means += (vector - self.means) / self.n_committed
