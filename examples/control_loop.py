@@ -73,7 +73,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from onlinesparse import SparseRBFRegressor  # noqa: E402
+from onlinesparse import SparseRBFRegressor, warm_up  # noqa: E402
 
 # -- the plant (unknown to the controller) --------------------------------------------------
 DT = 1e-3  # control period: 1 kHz
@@ -184,6 +184,9 @@ def main(seconds: float) -> None:
           f"{FREQUENCY}·t) rad; {seconds:g} s at {1 / DT:.0f} Hz")
     print(f"SparseRBFRegressor({', '.join(f'{k}={v}' for k, v in MODEL_PARAMS.items())}), "
           f"learning every {LEARN_EVERY} ticks, predicting every tick")
+    # Load every compiled loop before the first tick (a few hundred ms the first time in a
+    # process), as a real-time program would before it starts its loop.
+    warm_up()
     started = time.perf_counter()
     pd_only = run(seconds, learn=False)
     learned = run(seconds, learn=True)

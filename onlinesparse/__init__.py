@@ -17,7 +17,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 from onlinesparse import batch
 from onlinesparse.lin1 import Lin1MultiTargetRegressor, Lin1Regressor
-from onlinesparse.rbf import SparseRBFRegressor
+from onlinesparse.rbf import SparseRBFRegressor, warm_up
 from onlinesparse.vbls import VBLSClassifier, VBLSKernelRegressor, VBLSRegressor
 
 __all__ = [
@@ -29,4 +29,5 @@ __all__ = [
     "VBLSRegressor",
     "VBLSKernelRegressor",
     "VBLSClassifier",
+    "warm_up",
 ]

@@ -29,7 +29,7 @@ __all__ = [
     "basis_quantities",
     "candidate_quantities", "swap_symmetric", "swap_rows", "gcv_of_delta", "optimal_lambda",
     "basis_optimum", "candidate_optima", "lambda_rank_one", "basis_move", "mirror_lower",
-    "least_useful",
+    "least_useful", "replace_basis",
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -301,6 +301,71 @@ def lambda_rank_one(variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarr
     symmetric_rank_one(variance, weights, j, -delta_lam / denom)
     lambdas[j] = lam
     return max(denom, 1.0 / denom)
+
+
+@_jit
+def replace_basis(variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray, j: int,
+                  g: np.ndarray, g_kk: float, c_k: float, lam: float, min_relative: float,
+                  project_below: float, work: np.ndarray) -> float:
+    """``RidgeState.replace_basis`` in place: remove basis function j (λⱼ → ∞, FGCV
+    appendix V) and add a column in its slot (Orr A.4), in one rank-two pass over S.
+
+    With ``S' = S − sⱼsⱼᵀ/sⱼⱼ`` and ``w' = w − sⱼwⱼ/sⱼⱼ`` (never formed), the new column's
+    ``l = S'g = Sg − sⱼ(Sg)ⱼ/sⱼⱼ`` (``g`` is its Gram row over the model, entry j ignored),
+    ``Δ = λ + g_kk − gᵀl``, its weight ``(c_k − gᵀw')/Δ``; then
+    ``S ← S − sⱼsⱼᵀ/sⱼⱼ + llᵀ/Δ`` with row and column j set to ``−l/Δ`` and ``1/Δ``, and
+    ``w ← w' − l·w_new`` with ``w_new`` at j.
+
+    Returns the error factor ``(g_kk + λ)/Δ``; or, with nothing changed, 0 when
+    ``Δ ≤ min_relative·(g_kk + λ)`` (in the span of the others to rounding) and −1 when
+    ``Δ − λ < project_below·g_kk`` (the caller recomputes Δ from the stored rows).
+    """
+    m = weights.shape[0]
+    s_jj = variance[j, j]
+    s_j = variance[j].copy()  # row j of the symmetric S: contiguous
+    u = work  # S g, with g's entry j taken as 0
+    for i in range(m):
+        u[i] = 0.0
+    for i in range(m):
+        if i == j:
+            continue
+        gi = g[i]
+        row = variance[i]
+        for k in range(m):
+            u[k] += gi * row[k]
+    correction = u[j] / s_jj
+    ratio = weights[j] / s_jj
+    l_vec = np.empty(m)
+    g_l = 0.0
+    g_w = 0.0
+    for i in range(m):
+        l_vec[i] = u[i] - s_j[i] * correction
+        if i != j:
+            g_l += g[i] * l_vec[i]
+            g_w += g[i] * (weights[i] - s_j[i] * ratio)
+    l_vec[j] = 0.0
+    delta = lam + g_kk - g_l
+    if not (delta > min_relative * (g_kk + lam)) or not math.isfinite(delta):
+        return 0.0
+    if delta - lam < project_below * g_kk:
+        return -1.0
+    w_new = (c_k - g_w) / delta
+    inv_s = 1.0 / s_jj
+    inv_delta = 1.0 / delta
+    for i in range(m):
+        row = variance[i]
+        a = inv_s * s_j[i]
+        b = inv_delta * l_vec[i]
+        for k in range(m):
+            row[k] += b * l_vec[k] - a * s_j[k]
+    for i in range(m):
+        variance[i, j] = -l_vec[i] * inv_delta
+        variance[j, i] = -l_vec[i] * inv_delta
+        weights[i] -= s_j[i] * ratio + l_vec[i] * w_new
+    variance[j, j] = inv_delta
+    weights[j] = w_new
+    lambdas[j] = lam
+    return (g_kk + lam) * inv_delta
 
 
 @_jit

@@ -119,20 +119,12 @@ class GCVPruner:
     n_reestimated: int = 0
 
     def step(self, model: IncrementalRidge, evaluations: int, lambda_min: float,
-             protected: AbstractSet[int] = frozenset(), candidates: bool = True) -> int:
-        """Do up to ``evaluations`` evaluations; returns how many were done.
-
-        ``candidates=False`` re-estimates basis functions only: no addition or trade (each
-        an O(M²) change plus, now and then, a refresh) in this call.
-        """
+             protected: AbstractSet[int] = frozenset()) -> int:
+        """Do up to ``evaluations`` evaluations; returns how many were done."""
         done = 0
         for _ in range(evaluations):
             self._turn += 1
-            if not candidates:
-                if not model.size:
-                    break
-                self._basis_move(model, lambda_min, protected)
-            elif self._turn % 2 and model.window.n_candidates:
+            if self._turn % 2 and model.window.n_candidates:
                 self._candidate_move(model, lambda_min)
             elif model.size:
                 self._basis_move(model, lambda_min, protected)
@@ -195,16 +187,9 @@ class GCVPruner:
 
     def _trade(self, model: IncrementalRidge, j: int, column_id: int, lam: float) -> None:
         """Replace basis function ``j`` by candidate ``column_id`` at λ ``lam``."""
-        # Move j to the end so that an undo is a plain restore of a copy (exact, and it
-        # cannot fail the way re-adding the column could).
-        last = model.size - 1
-        model.swap_basis(j, last)
-        snapshot = model.snapshot()
-        model.remove_basis(last, keep_as_candidate=True)
         try:
-            model.add_basis(column_id, lam)
+            model.replace_basis(j, column_id, lam)
         except IllConditionedError:
-            model.restore(snapshot)  # numerically in the span after all: undo the removal
-            return
+            return  # numerically in the span after all; the model is as it was
         self.n_added += 1
         self.n_deleted += 1

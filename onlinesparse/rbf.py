@@ -9,13 +9,14 @@ import numpy as np
 import pandas as pd
 from river import base, proba
 
+from onlinesparse._blas import single_blas_thread
 from onlinesparse.buffer import BufferManager
 from onlinesparse.features import FeatureMap, as_target
 from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.pruner import GCVPruner
 from onlinesparse.ridge import IncrementalRidge
 
-__all__ = ["SparseRBFRegressor"]
+__all__ = ["SparseRBFRegressor", "warm_up"]
 
 # Default radii, as multiples of √d: on standardised inputs the typical distance between
 # two points is √(2d), so these span "local" to "broad" kernels whatever the dimension.
@@ -41,9 +42,9 @@ class SparseRBFRegressor(base.Regressor):
     the length of the stream; :meth:`refine` spends extra idle time the same way. A
     sample does at most one heavy piece of work, so that the worst case is the largest
     of them rather than their sum: a refresh of the variance matrix that rounding calls
-    for (O(M³)) is deferred to the start of the next sample, which then makes no addition
-    and computes no candidate column; at the budget, a sample that adds or trades a basis
-    function computes no new column.
+    for (O(M³)) is deferred to the start of the next sample, which then does no model
+    selection and computes no candidate column; at the budget, a sample that adds or
+    trades a basis function computes no new column.
 
     Kernel width: candidates are proposed at several radii (``radii``, by default
     ``(0.5, 1, 2)·√d`` for d inputs, which suits standardised inputs) and compete in the
@@ -179,6 +180,7 @@ class SparseRBFRegressor(base.Regressor):
         # FGCV 3.2 point 7: α_min = 1/N, i.e. λ_min = σ²/N in Orr's units.
         return self._noise_variance / max(self.model.n_patterns, 1.0)
 
+    @single_blas_thread
     def learn_one(self, x: dict, y: float) -> None:
         vector = self._features.transform(x, learning=True)
         target = as_target(y)
@@ -188,7 +190,7 @@ class SparseRBFRegressor(base.Regressor):
         # Bounded work per sample: at most one heavy piece of work in a sample, so that
         # the worst case is one of them, not their sum. A refresh of S that the last sample
         # called for (IncrementalRidge.defer_refreshes) runs first, and then that sample
-        # neither adds a candidate column nor makes an addition or a trade; at the budget,
+        # does no model selection and computes no candidate column; at the budget,
         # a sample whose pruner added or traded a basis function computes no new column.
         maintained = model.maintain()
         row = model.window.row(vector)
@@ -198,8 +200,9 @@ class SparseRBFRegressor(base.Regressor):
         self._n_learned += 1
         at_budget = model.size >= self.max_basis
         added = self._pruner.n_added
-        self._pruner.step(model, self.evaluations_per_sample, self._lambda_min,
-                          self._buffer.protected, candidates=not maintained)
+        if not maintained:
+            self._pruner.step(model, self.evaluations_per_sample, self._lambda_min,
+                              self._buffer.protected)
         busy = maintained or (at_budget and self._pruner.n_added != added)
         self._buffer.consider(model.window, vector, error, math.sqrt(self._noise_variance),
                               at_budget=at_budget, column=not busy)
@@ -211,6 +214,7 @@ class SparseRBFRegressor(base.Regressor):
         if math.isfinite(variance) and variance > 0:
             self._noise_variance = variance
 
+    @single_blas_thread
     def refine(self, max_evaluations: int) -> int:
         """Spend up to ``max_evaluations`` GCV evaluations on model selection now.
 
@@ -342,3 +346,24 @@ class SparseRBFRegressor(base.Regressor):
             out[name] = float(np.mean(np.abs(up - down)))
         return out
 
+
+
+def warm_up(seed: int = 0) -> None:
+    """Load (or compile) every compiled loop a :class:`SparseRBFRegressor` uses, now.
+
+    The numerical core runs through numba: the first call of each compiled function in a
+    process loads its machine code from the on-disk cache, or compiles it when the cache
+    is missing or stale — some hundreds of milliseconds in all, paid by whichever sample
+    first needs each function. A real-time loop calls this once before its first tick, so
+    that no tick pays it. A small throwaway model is driven through every path (growing,
+    full window, budget, trades, refreshes); the types, hence the machine code, are those
+    of any model. Takes well under a second once the cache exists.
+    """
+    rng = np.random.default_rng(seed)
+    model = SparseRBFRegressor(max_basis=6, window=40, n_candidates=6)
+    for k in range(400):
+        x = rng.uniform(-1.0, 1.0, 2)
+        y = float(np.sin(3.0 * x[0]) + x[1] ** 2 + 0.05 * rng.standard_normal())
+        model.learn_one({"a": float(x[0]), "b": float(x[1])}, y)
+        model.predict_one({"a": float(x[0]), "b": float(x[1])}, with_dist=k % 2 == 0)
+    model.refine(20)

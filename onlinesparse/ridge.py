@@ -199,37 +199,44 @@ class RidgeState:
         delta_lam = lam - self.lambdas[j]
         if delta_lam == 0.0:
             return 1.0, 0.0
-        s_jj = self.variance[j, j]
         # Raising λ shrinks Sⱼⱼ and wⱼ by 1 + δsⱼⱼ through a subtraction, lowering it
         # divides by that: either way the error factor is the larger of the two.
         factor = _loops.lambda_rank_one(self.variance, self.weights, self.lambdas, j, lam)
         if factor > 0.0:
             return factor, factor
-        # Remove j (λⱼ → ∞) keeping a zero row/column, then add it back at position j.
-        s_j = self.variance[:, j].copy()
-        variance = self.variance.copy()
-        _loops.rank_one_update(variance, s_j, s_j, -1.0 / s_jj)
-        variance[j, :] = 0.0
-        variance[:, j] = 0.0
-        weights = self.weights - s_j * (self.weights[j] / s_jj)
-        weights[j] = 0.0
-        l_vec = variance @ g
-        delta = lam + g_jj - float(g @ l_vec)
-        if not delta > _MIN_RELATIVE_DELTA * (g_jj + lam):
+        # Remove j (λⱼ → ∞), then add it back in its slot with the new λ.
+        amplification = _loops.replace_basis(self.variance, self.weights, self.lambdas, j, g,
+                                             g_jj, c_j, lam, _MIN_RELATIVE_DELTA, 0.0,
+                                             np.empty(self.size))
+        if amplification == 0.0:
             raise IllConditionedError(
-                f"with λ = {lam:g} basis function {j} is a combination of the others "
-                f"(hᵀPⱼh + λ = {delta:.3g})"
-            )
-        w_j = (c_j - float(g @ weights)) / delta
-        _loops.rank_one_update(variance, l_vec, l_vec, 1.0 / delta)
-        variance[:, j] = -l_vec / delta
-        variance[j, :] = -l_vec / delta
-        variance[j, j] = 1.0 / delta
-        weights -= l_vec * w_j
-        weights[j] = w_j
-        self.variance, self.weights = variance, weights
-        self.lambdas[j] = lam
-        amplification = (g_jj + lam) / delta
+                f"with λ = {lam:g} basis function {j} is a combination of the others")
+        return amplification, amplification
+
+    def replace_basis(self, j: int, g: np.ndarray, g_kk: float, c_k: float, lam: float
+                      ) -> tuple[float, float] | None:
+        """Exchange basis function j for a new column in its slot, FGCV's trade: remove j
+        (appendix V with λⱼ → ∞) and add the column (Orr eq. (A.4)) in one O(M²) pass
+        (``_loops.replace_basis`` has the formulas). ``g``, ``g_kk``, ``c_k`` are the new
+        column's Gram row over the model (entry j ignored), squared norm and ``hᵀy``.
+
+        Raises :class:`IllConditionedError` (state unchanged) when the column is in the span
+        of the others to rounding; returns None (state unchanged) when the Gram formula for
+        its ``hᵀPh`` would lose more than four digits and the caller should take the exact
+        path. The error account is the addition's, ``(g_kk + λ)/Δ``.
+        """
+        self._check_index(j)
+        if not (lam >= 0.0 and math.isfinite(lam)):
+            raise ValueError(f"λ must be finite and ≥ 0, got {lam}")
+        amplification = _loops.replace_basis(self.variance, self.weights, self.lambdas, j, g,
+                                             g_kk, c_k, lam, _MIN_RELATIVE_DELTA,
+                                             _PROJECT_BELOW, np.empty(self.size))
+        if amplification == 0.0:
+            raise IllConditionedError(
+                "this basis function is (numerically) a linear combination of the model's "
+                "other columns over the window; add it with λ > 0")
+        if amplification < 0.0:
+            return None
         return amplification, amplification
 
     def swap(self, i: int, j: int) -> None:
@@ -533,6 +540,37 @@ class IncrementalRidge:
         residual = rows[position, slots] - l_vec @ rows[:m, slots]
         return (float(residual @ residual + l_vec @ (state.lambdas * l_vec)),
                 float(residual @ window._y[slots]))
+
+    def replace_basis(self, j: int, column_id: int, lam: float) -> None:
+        """Exchange basis function ``j`` for the tracked candidate ``column_id`` at λ
+        ``lam``: the candidate takes slot j, and j goes back to the pool (FGCV's trade).
+        One O(M²) pass (:meth:`RidgeState.replace_basis`); a nearly dependent candidate goes
+        the exact way instead (remove, then :meth:`add_basis` with the stored rows). Raises
+        :class:`IllConditionedError` with nothing changed when the candidate is in the span
+        of the other basis functions to rounding."""
+        lam = _as_lambda(lam)
+        self.state._check_index(j)
+        window = self.window
+        position = window.position_of(int(column_id))
+        if position < window.n_model:
+            raise ValueError(f"column {column_id} is already in the model")
+        g = window._gram[position, : self.size].copy()  # row of the symmetric Gram
+        account = self.state.replace_basis(j, g, float(window._gram[position, position]),
+                                           float(window._cross_y[position]), lam)
+        if account is not None:
+            window.swap_columns(j, position)
+            self._after_update(account)
+            return
+        # Move j last so that the undo of a refused addition is a plain restore of a copy.
+        last = self.size - 1
+        self.swap_basis(j, last)
+        snapshot = self.snapshot()
+        self.remove_basis(last, keep_as_candidate=True)
+        try:
+            self.add_basis(int(column_id), lam)
+        except IllConditionedError:
+            self.restore(snapshot)
+            raise
 
     def swap_basis(self, i: int, j: int) -> None:
         """Exchange the positions of basis functions ``i`` and ``j`` (nothing else changes)."""
