@@ -23,7 +23,8 @@ import numba
 import numpy as np
 
 __all__ = [
-    "profile", "evaluate_rows", "nearest_sq_distance", "symmetric_matvec", "rank_one_update",
+    "profile", "evaluate_rows", "nearest_sq_distance", "symmetric_matvec",
+    "symmetric_matvec_pair", "rank_one_update",
     "sherman_morrison", "symmetric_rank_one", "gram_rank_one", "cancellation_ratio",
     "slide_window", "new_column", "is_healthy", "training_error", "error_and_gamma",
     "basis_quantities",
@@ -264,6 +265,23 @@ def mirror_lower(matrix: np.ndarray) -> None:
 
 
 @_jit
+def symmetric_matvec_pair(matrix: np.ndarray, x: np.ndarray, z: np.ndarray, m: int,
+                          out_x: np.ndarray, out_z: np.ndarray) -> None:
+    """``out_x = A x`` and ``out_z = A z`` for a symmetric A in one sweep over its rows
+    (:func:`symmetric_matvec` twice, at half the memory traffic)."""
+    for j in range(m):
+        out_x[j] = 0.0
+        out_z[j] = 0.0
+    for i in range(m):
+        xi = x[i]
+        zi = z[i]
+        row = matrix[i]
+        for j in range(m):
+            out_x[j] += xi * row[j]
+            out_z[j] += zi * row[j]
+
+
+@_jit
 def rank_one_update(matrix: np.ndarray, u: np.ndarray, v: np.ndarray, coef: float) -> None:
     """``matrix += coef·uvᵀ`` in place."""
     for i in range(u.shape[0]):
@@ -418,16 +436,7 @@ def slide_window(gram: np.ndarray, cross_y: np.ndarray, n: int, variance: np.nda
     """
     u_old = work  # S h_old
     u_new = np.empty(m)  # S h_new, then S₁ h_new
-    for j in range(m):
-        u_old[j] = 0.0
-        u_new[j] = 0.0
-    for i in range(m):  # both products in one sweep over the rows of the symmetric S
-        a = h_old[i]
-        b = h_new[i]
-        row = variance[i]
-        for j in range(m):
-            u_old[j] += a * row[j]
-            u_new[j] += b * row[j]
+    symmetric_matvec_pair(variance, h_old, h_new, m, u_old, u_new)
     leverage = 0.0
     fit_old = 0.0
     for i in range(m):
@@ -550,16 +559,8 @@ def basis_quantities(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray
     s_g[j] = 0.0
     w_rem[j] = 0.0
     # pass 2: Gw' and G S'gⱼ in one sweep over G's rows
-    g_s_g = np.zeros(m)
-    for i in range(m):
-        g_w_rem[i] = 0.0
-    for i in range(m):
-        wi = w_rem[i]
-        si = s_g[i]
-        row = gram[i]
-        for k in range(m):
-            g_w_rem[k] += wi * row[k]
-            g_s_g[k] += si * row[k]
+    g_s_g = np.empty(m)
+    symmetric_matvec_pair(gram, w_rem, s_g, m, g_w_rem, g_s_g)
     g_sg = 0.0  # gⱼᵀS'gⱼ
     sg_g_sg = 0.0  # (S'gⱼ)ᵀG(S'gⱼ)
     for i in range(m):
