@@ -64,7 +64,8 @@ def test_predicts_zero_before_any_data():
 @pytest.mark.parametrize("bad", [{"max_basis": 0}, {"window_size": 1}, {"kernel": "box"},
                                  {"radii": (1.0, -1.0)}, {"radii": ()},
                                  {"precision_cap": 0.0}, {"admit_threshold": -1.0},
-                                 {"sweeps_per_sample": 1.5}, {"max_start": 0}])
+                                 {"sweeps_per_sample": 1.5}, {"max_start": 0},
+                                 {"width": "cv"}])
 def test_invalid_parameters_are_rejected(bad):
     with pytest.raises(ValueError):
         VBLSKernelRegressor(**bad)
@@ -311,3 +312,104 @@ def test_input_relevance_finds_the_used_input():
     relevance = model.input_relevance()
     assert set(relevance) == {"a", "b"}
     assert relevance["b"] < 0.2 * relevance["a"]
+
+
+def _gp_log_evidence(X, y, length):
+    """From scratch: log N(y − ȳ; 0, σ_f²K + σ_n²I), K_ij = exp(−‖x_i − x_j‖²/(2ℓ²)),
+    maximised over σ_f² and σ_n² numerically (Cholesky, no eigendecomposition)."""
+    from scipy import optimize
+    yc = y - y.mean()
+    diff = X[:, None, :] - X[None, :, :]
+    K = np.exp(-np.sum(diff * diff, axis=-1) / (2.0 * length ** 2))
+
+    def nll(logs):
+        C = math.exp(logs[0]) * K + math.exp(logs[1]) * np.eye(len(y))
+        L = np.linalg.cholesky(C)
+        a = np.linalg.solve(L, yc)
+        return float(np.sum(np.log(np.diag(L))) + 0.5 * a @ a)
+
+    v = float(np.var(yc))
+    best = min((optimize.minimize(nll, np.log([v * f, v * g]), method="Nelder-Mead",
+                                  options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 4000})
+                for f, g in ((0.9, 0.1), (0.5, 0.5), (0.1, 0.9))), key=lambda r: r.fun)
+    return -best.fun
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(12, 40), d=st.integers(1, 3), freq=st.floats(0.5, 3.0),
+       noise=st.floats(0.05, 0.5), seed=st.integers(0, 2**16))
+def test_evidence_length_scale_maximises_the_gp_marginal_likelihood(n, d, freq, noise, seed):
+    """The width rule's ℓ̂ is a maximum of the Gaussian process's marginal likelihood (σ_f and
+    σ_n optimised), computed here from scratch: no nearby length does better."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.sin(freq * X[:, 0]) + noise * rng.normal(size=n)
+    length = module.evidence_length_scale(X, y)
+    scale = math.sqrt(d)
+    assert scale / module._LENGTH_RANGE <= length <= scale * module._LENGTH_RANGE
+    at = _gp_log_evidence(X, y, length)
+    for factor in (0.8, 1.25):
+        other = length * factor
+        if scale / module._LENGTH_RANGE <= other <= scale * module._LENGTH_RANGE:
+            assert at >= _gp_log_evidence(X, y, other) - 1e-6 * max(1.0, abs(at))
+
+
+def test_evidence_length_scale_subsamples_evenly():
+    """More than max_points patterns: the rule sees the evenly spaced subset."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(90, 2))
+    y = np.cos(2.0 * X[:, 1]) + 0.1 * rng.normal(size=90)
+    picks = np.unique(np.linspace(0, 89, 30).round().astype(int))
+    assert module.evidence_length_scale(X, y, max_points=30) == pytest.approx(
+        module.evidence_length_scale(X[picks], y[picks]), rel=1e-12)
+
+
+def test_batch_radii_follow_the_width_rule():
+    """width="evidence": the start set (and the pool afterwards) has the radii r̂·(1, √2),
+    r̂ = √2·ℓ̂ on the window; width="fixed": (1/√2, √2)·√d; explicit radii win. The online
+    pool starts with (1/2, 1/√2, √2)·√d."""
+    X, y = _sinc_grid(7)
+    online = VBLSKernelRegressor()
+    online.learn_one({"x": 0.1}, 0.5)
+    assert online._buffer.radii == pytest.approx((0.5, math.sqrt(0.5), math.sqrt(2.0)))
+    model = VBLSKernelRegressor()
+    model.learn_many(X, y)
+    centre = math.sqrt(2.0) * module.evidence_length_scale(X.to_numpy(), y.to_numpy())
+    expected = (centre, math.sqrt(2.0) * centre)
+    assert model._buffer.radii == pytest.approx(expected, rel=1e-12)
+    radii = {b["radius"] for b in model.basis_functions()[1:]}
+    assert radii and all(min(abs(r - e) for e in expected) < 1e-9 * centre for r in radii)
+    fixed = VBLSKernelRegressor(width="fixed")
+    fixed.learn_many(X, y)
+    assert fixed._buffer.radii == pytest.approx((math.sqrt(0.5), math.sqrt(2.0)))
+    given_radii = VBLSKernelRegressor(radii=(0.4, 0.9))
+    given_radii.learn_many(X, y)
+    assert given_radii._buffer.radii == (0.4, 0.9)
+    assert all(min(abs(b["radius"] - 0.4), abs(b["radius"] - 0.9)) < 1e-12
+               for b in given_radii.basis_functions()[1:])
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=st.integers(0, 2**16), noise=st.floats(0.05, 0.4), offset=st.floats(-3.0, 3.0))
+def test_batch_noise_is_the_rvm_fixed_point_with_the_bias(seed, noise, offset):
+    """After a converged batch fit the noise is the fixed point of the M-step,
+    s = RSS/(p − Σγ_m) with γ_m = 1 − s⟨α_m⟩(P⁻¹)_mm, computed here from scratch on the raw
+    design [1, k(x, c_1), …] with the bias's flat prior (α₀ = 0, so γ₀ = 1)."""
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(-1.7, 1.7, 60))
+    y = offset + np.sinc(x * SCALE / np.pi) + rng.uniform(-noise, noise, 60)
+    model = VBLSKernelRegressor(tol=1e-8, width="fixed")
+    model.learn_many(pd.DataFrame({"x": x}), pd.Series(y))
+    stats, state = model._stats, model._state
+    rows = stats.stored_rows()
+    H = rows[:, : stats.n_model]
+    targets = stats.stored_targets()
+    s = state.total_noise
+    alpha = state.precisions.copy()
+    alpha[0] = 0.0
+    P = H.T @ H + s * np.diag(alpha)
+    mean = np.linalg.solve(P, H.T @ targets)
+    gamma = 1.0 - s * alpha * np.diag(np.linalg.inv(P))
+    rss = float(np.sum((targets - H @ mean) ** 2))
+    assert gamma[0] == pytest.approx(1.0)
+    assert s == pytest.approx(rss / (len(targets) - gamma.sum()), rel=1e-5)
