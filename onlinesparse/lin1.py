@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from river import base, proba
 
+from onlinesparse._blas import single_blas_thread
 from onlinesparse.features import FeatureMap
 
 __all__ = ["Lin1Regressor", "Lin1MultiTargetRegressor"]
@@ -286,6 +287,7 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
         super().__init__(rcond=rcond, strict=strict)
         self._targets = ["y"]
 
+    @single_blas_thread
     def learn_one(self, x: dict, y: float) -> None:
         """Update ``XᵀX``, ``Xᵀy``, ``yᵀy`` and ``n`` with one sample, O(d²).
 
@@ -391,6 +393,7 @@ class Lin1MultiTargetRegressor(_Lin1Base, base.MultiTargetRegressor):
                 raise ValueError(f"target {name!r} is missing")
         return np.array([values[name] for name in self._targets]), self._targets
 
+    @single_blas_thread
     def learn_one(self, x: dict, y: dict) -> None:  # type: ignore[override]
         """Update the shared statistics with one sample (O((d + t)²)).
 

@@ -8,6 +8,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 import numpy as np
 from river import base
 
+from onlinesparse._blas import single_blas_thread
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.vbls import engine
@@ -232,6 +233,7 @@ class VBLSClassifier(base.Classifier):
                                                self.prior, output_noise=False)
 
     # -- river API --------------------------------------------------------------------------
+    @single_blas_thread
     def learn_one(self, x: dict, y: Hashable) -> None:
         """Add one pattern to the window and run ``sweeps_per_sample`` EM sweeps.
 
@@ -253,6 +255,7 @@ class VBLSClassifier(base.Classifier):
             features.commit(vector, x)
         self._sweep(self.sweeps_per_sample)
 
+    @single_blas_thread
     def learn_many(self, X: Iterable[Mapping[Hashable, object]] | object,
                    y: Iterable[object]) -> None:
         """Add many patterns (the last ``window_size`` stay), then sweep to convergence.
@@ -279,6 +282,7 @@ class VBLSClassifier(base.Classifier):
         self._features = features
         self.refine()
 
+    @single_blas_thread
     def refine(self, max_sweeps: int | None = None) -> int:
         """Sweep until the relative change of the weights stays below ``tol`` for three
         sweeps, or ``max_sweeps``; returns the number of sweeps run."""

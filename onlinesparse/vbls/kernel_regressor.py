@@ -32,6 +32,7 @@ from river import base, proba
 from scipy import linalg, optimize
 from scipy.linalg import lapack
 
+from onlinesparse._blas import single_blas_thread
 from onlinesparse.buffer import BufferManager
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.kernels import KERNELS, BasisSpec, radial_profile
@@ -723,6 +724,7 @@ class VBLSKernelRegressor(base.Regressor):
         return mean, self._state.total_noise + float(centred @ self._covariance @ centred)
 
     # -- river API --------------------------------------------------------------------------
+    @single_blas_thread
     def learn_one(self, x: dict, y: float) -> None:
         """Learn one pattern: statistics, proposal, admission, ``sweeps_per_sample`` sweeps.
 
@@ -747,6 +749,7 @@ class VBLSKernelRegressor(base.Regressor):
         self._sweep(self.sweeps_per_sample)
         self._features.commit(vector, x)
 
+    @single_blas_thread
     def learn_many(self, X: Iterable[Mapping[Hashable, object]] | object,
                    y: Iterable[object]) -> None:
         """Add many patterns, then :meth:`refine`: the batch VBLS-RVM fit of the window.
@@ -772,6 +775,7 @@ class VBLSKernelRegressor(base.Regressor):
         self._features = features
         self.refine()
 
+    @single_blas_thread
     def refine(self, max_sweeps: int | None = None) -> int:
         """Spend idle time on the batch fit of the window; returns the sweeps run.
 

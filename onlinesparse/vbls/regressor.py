@@ -8,6 +8,7 @@ from collections.abc import Hashable, Iterable, Mapping
 import numpy as np
 from river import base, proba
 
+from onlinesparse._blas import single_blas_thread
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.features import as_target as _as_target
 from onlinesparse.kernels import BasisSpec
@@ -150,6 +151,7 @@ class VBLSRegressor(base.Regressor):
                                                self.prior)
 
     # -- river API --------------------------------------------------------------------------
+    @single_blas_thread
     def learn_one(self, x: dict, y: float) -> None:
         """Add one pattern to the statistics and run ``sweeps_per_sample`` EM sweeps.
 
@@ -164,6 +166,7 @@ class VBLSRegressor(base.Regressor):
         self._sweep(self.sweeps_per_sample)
         self._features.commit(vector, x)
 
+    @single_blas_thread
     def learn_many(self, X: Iterable[Mapping[Hashable, object]] | object,
                    y: Iterable[object]) -> None:
         """Add many patterns, then sweep to the VBLS fixed point (the batch fit).
@@ -189,6 +192,7 @@ class VBLSRegressor(base.Regressor):
         self._ensure_state()
         self.refine()
 
+    @single_blas_thread
     def refine(self, max_sweeps: int | None = None) -> int:
         """Spend idle time: sweep until converged (``tol``) or ``max_sweeps``; returns the
         number of sweeps run."""
