@@ -30,7 +30,7 @@ __all__ = [
     "basis_quantities",
     "candidate_quantities", "swap_symmetric", "swap_rows", "gcv_of_delta", "optimal_lambda",
     "basis_optimum", "candidate_optima", "lambda_rank_one", "basis_move", "mirror_lower",
-    "least_useful", "replace_basis",
+    "least_useful", "replace_basis", "basis_optima",
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -819,6 +819,19 @@ def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
     out[1] = optima[0, 0]
     out[2] = j
     return 2
+
+
+# -- fast GCV's step 5 over the whole model (criteria.basis_optima) -----------------------
+@_jit
+def basis_optima(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
+                 weights: np.ndarray, lambdas: np.ndarray, yy: float, count: float,
+                 lambda_min: float, out: np.ndarray) -> None:
+    """:func:`basis_optimum` of every basis function of the model, in one call
+    (``criteria.basis_optima``). Row j of ``out`` (M × 8) receives
+    ``[λ, GCV, GCV without j, case]`` of basis function j (the rest is working room)."""
+    for j in range(weights.shape[0]):
+        basis_optimum(variance, gram, cross_y, weights, lambdas, yy, count, j, lambda_min,
+                      out[j])
 
 
 @_jit

@@ -39,6 +39,8 @@ __all__ = [
     "candidate_quantities",
     "candidate_optima",
     "global_lambda_reestimate",
+    "basis_optima",
+    "candidate_scores",
 ]
 
 
@@ -293,3 +295,40 @@ def global_lambda_reestimate(gram: np.ndarray, cross_y: np.ndarray, yy: float,
     error = max(yy + float(np.sum(z2 * (mu / (d * d) - 2.0 / d))), 0.0)
     trace.append(gcv(error, float(np.sum(mu / d)), n_patterns))
     return lam, trace
+
+
+def basis_optima(model: IncrementalRidge, lambda_min: float = 0.0
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`basis_optimum` of every basis function of the model, in one compiled call.
+
+    Returns three arrays indexed by position in the model: the optimal λ (``inf``: remove
+    it), the GCV at that λ and the GCV without the basis function. This is FGCV's step 5
+    for the basis functions in the model (appendices I and IV), O(M³) in all.
+    """
+    window, state = model.window, model.state
+    out = np.empty((state.size, 8))
+    _loops.basis_optima(state.variance, window._gram, window._cross_y, state.weights,
+                        state.lambdas, window.yy, window.count, float(lambda_min), out)
+    return out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy()
+
+
+def candidate_scores(model: IncrementalRidge, lambda_min: float = 0.0
+                     ) -> dict[str, np.ndarray]:
+    """:func:`candidate_optima` of every candidate together with the
+    :func:`candidate_quantities` it was computed from, in one compiled call.
+
+    Returns ``"lam"`` and ``"gcv"`` (as :func:`candidate_optima`) and ``"r"``, ``"gamma"``,
+    ``"xi"``, ``"u"`` (as :func:`candidate_quantities`), for the window's candidate block in
+    order: FGCV's step 5 for the columns outside the model, with the quantities its
+    numerical-health check (section 3.2 point 5) looks at.
+    """
+    columns, _ = _candidate_columns(model, None, None)
+    quantities = np.empty((4, len(columns)))
+    out = np.empty((2, len(columns)))
+    _loops.candidate_optima(model.state.variance, model.window._gram, model.state.size,
+                            model.window._cross_y, model.state.weights, columns, -1,
+                            float(model.training_error),
+                            float(model.n_patterns - model.effective_parameters),
+                            float(model.n_patterns), float(lambda_min), quantities, out)
+    return {"lam": out[0], "gcv": out[1], "r": quantities[0], "gamma": quantities[1],
+            "xi": quantities[2], "u": quantities[3]}

@@ -15,8 +15,13 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from onlinesparse import criteria
 from onlinesparse.batch import SelectionResult, fast_gcv, fast_gcv_design
+from onlinesparse.kernels import BasisSpec
+from onlinesparse.ridge import IllConditionedError, IncrementalRidge
 
 # --------------------------------------------------------------------------------------------
 # brute force
@@ -210,6 +215,87 @@ def test_first_basis_is_the_minimum_gcv_candidate():
     result = fast_gcv(x, y, radius=radius, max_iterations=1)
     kind, column, _ = result.details["moves"][0]
     assert kind == "add" and column == int(np.argmin(values))
+
+
+# --------------------------------------------------------------------------------------------
+# step 5 for every column at once (criteria.basis_optima, criteria.candidate_scores)
+# --------------------------------------------------------------------------------------------
+
+
+def step5_model(seed: int, n_patterns: int, n_basis: int, n_candidates: int
+                ) -> IncrementalRidge:
+    """A ridge state with ``n_basis`` Gaussians in the model (assorted λ's) and
+    ``n_candidates`` tracked candidates, over noisy 2-d data."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1.0, 1.0, (n_patterns, 2))
+    y = np.sin(2.5 * x[:, 0]) + x[:, 1] ** 2 + 0.2 * rng.standard_normal(n_patterns)
+    model = IncrementalRidge(2, memory="window", size=n_patterns)
+    for x_i, y_i in zip(x, y, strict=True):
+        model.add_pattern(x_i, float(y_i))
+    centres = rng.uniform(-1.0, 1.0, (n_basis + n_candidates, 2))
+    lambdas = rng.choice([1e-3, 0.05, 1.0, 30.0], size=n_basis)
+    for centre, lam in zip(centres[:n_basis], lambdas, strict=True):
+        try:
+            model.add_basis(BasisSpec.radial(centre, 0.7), float(lam))
+        except IllConditionedError:  # pragma: no cover - λ ≥ 1e-3 keeps A well conditioned
+            pass
+    for centre in centres[n_basis:]:
+        model.add_candidate(BasisSpec.radial(centre, 0.7))
+    return model
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), n_patterns=st.integers(10, 40),
+       n_basis=st.integers(0, 8), n_candidates=st.integers(0, 6),
+       lambda_min=st.sampled_from([0.0, 1e-3, 0.05]))
+def test_step5_scores_equal_brute_force(seed, n_patterns, n_basis, n_candidates, lambda_min):
+    """Every column's optimum with the others fixed, from the two compiled calls fast GCV
+    makes per iteration, against explicit-P GCV minimised by :func:`best_lambda`: the same
+    minimum GCV (λ = ∞ counted as removing / not adding), at a λ ≥ λ_min whose explicit GCV is
+    the reported one; the GCV without each basis function is the explicit one."""
+    model = step5_model(seed, n_patterns, n_basis, n_candidates)
+    window = model.window
+    F = window.stored_rows(model_only=False)
+    y = window.stored_targets()
+    in_model = {j: float(lam) for j, lam in enumerate(model.lambdas)}
+    scale = explicit_gcv(np.eye(len(y)), y)
+
+    def explicit(columns: dict[int, float]) -> float:
+        return explicit_gcv(explicit_projection(F, list(columns), list(columns.values())), y)
+
+    lam, value, removed = criteria.basis_optima(model, lambda_min)
+    assert lam.shape == value.shape == removed.shape == (model.size,)
+    for j in range(model.size):
+        without = {c: v for c, v in in_model.items() if c != j}
+        assert removed[j] == pytest.approx(explicit(without), rel=1e-8, abs=1e-12 * scale)
+        _, best = best_lambda(F, y, in_model, j, lambda_min)
+        ours = removed[j] if math.isinf(lam[j]) else value[j]
+        assert ours == pytest.approx(best, rel=1e-8, abs=1e-12 * scale)
+        if not math.isinf(lam[j]):
+            assert lam[j] >= lambda_min
+            assert value[j] == pytest.approx(explicit({**without, j: float(lam[j])}),
+                                             rel=1e-8, abs=1e-12 * scale)
+
+    scores = criteria.candidate_scores(model, lambda_min)
+    # The same numbers as the separate calls (one formula, one compiled loop).
+    quantities = criteria.candidate_quantities(model)
+    for key in ("r", "gamma", "xi", "u"):
+        np.testing.assert_array_equal(scores[key], quantities[key])
+    optimum, after = criteria.candidate_optima(model, np.arange(n_candidates), lambda_min)
+    np.testing.assert_array_equal(scores["lam"], optimum)
+    np.testing.assert_array_equal(scores["gcv"], after)
+    current = explicit(in_model)
+    for i in range(n_candidates):
+        column = model.size + i
+        _, best = best_lambda(F, y, in_model, column, lambda_min)
+        if math.isinf(scores["lam"][i]):  # not a move: nothing beats leaving it out
+            assert best >= current * (1.0 - 1e-8)
+        else:
+            assert scores["lam"][i] >= lambda_min
+            assert scores["gcv"][i] == pytest.approx(best, rel=1e-8, abs=1e-12 * scale)
+            assert scores["gcv"][i] == pytest.approx(
+                explicit({**in_model, column: float(scores["lam"][i])}), rel=1e-8,
+                abs=1e-12 * scale)
 
 
 # --------------------------------------------------------------------------------------------

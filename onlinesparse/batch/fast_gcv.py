@@ -41,10 +41,14 @@ run of lowest final GCV, the paper's own criterion (a documented choice, not the
 Nothing forms a p × p matrix; the cost of one iteration is O(M²C) for C candidates and M
 basis functions in the model (the quantities are recomputed from ``S = A⁻¹`` rather than
 carried as the paper's rank-one updates, eqs. 36–47, so they do not accumulate rounding).
+Step 5 is two compiled calls per iteration, :func:`~onlinesparse.criteria.basis_optima`
+and :func:`~onlinesparse.criteria.candidate_scores`, the same case analysis
+(:func:`~onlinesparse.criteria.optimal_lambda`) the pruner uses.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, replace
 
@@ -53,7 +57,7 @@ from scipy import linalg
 
 from onlinesparse.batch.candidates import as_points, radial_candidates
 from onlinesparse.batch.result import SelectionResult
-from onlinesparse.criteria import basis_quantities, candidate_quantities, gcv, optimal_lambda
+from onlinesparse.criteria import basis_optima, candidate_scores, gcv
 from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.ridge import IllConditionedError, IncrementalRidge
 
@@ -104,64 +108,80 @@ def fast_gcv_design(inputs: np.ndarray, centres: np.ndarray, radius: float,
     return design
 
 
-def _moves(model: IncrementalRidge, quantities: dict[str, np.ndarray] | None,
-           lambda_min: float, excluded: set[int]) -> list[_Move]:
+@dataclass(frozen=True)
+class _Scores:
+    """Step 5 for every column: its GCV-optimal λ with the others fixed and the GCV after.
+
+    Entries are the model's basis functions in position order, then the candidates in the
+    window's order. ``lam`` is ∞ for a deletion (a basis function) or for a candidate that
+    does not lower GCV at any λ (not a move); ``gcv`` is the GCV after the move.
+    """
+
+    columns: np.ndarray  # tracked column ids
+    lam: np.ndarray
+    gcv: np.ndarray
+    n_basis: int  # the first n_basis entries are the model's basis functions
+
+    def reductions(self, current: float, excluded: set[int]) -> np.ndarray:
+        """GCV reduction of each move; −∞ where an entry is no move (a candidate of
+        infinite λ, or one passed over as numerically dependent, ``excluded``)."""
+        reduction = current - self.gcv
+        not_a_move = np.isnan(reduction)
+        not_a_move[self.n_basis:] |= np.isinf(self.lam[self.n_basis:])
+        if excluded:
+            not_a_move |= np.isin(self.columns, list(excluded))
+        reduction[not_a_move] = -math.inf
+        return reduction
+
+    def move(self, index: int, current: float) -> _Move:
+        """Entry ``index`` as a move."""
+        column = int(self.columns[index])
+        lam = float(self.lam[index])
+        value = float(self.gcv[index])
+        if index < self.n_basis:
+            kind = "delete" if math.isinf(lam) else "reestimate"
+            return _Move(kind, column, lam, value, current - value, index)
+        return _Move("add", column, lam, value, current - value, -1)
+
+
+def _scores(model: IncrementalRidge, lambda_min: float
+            ) -> tuple[_Scores, dict[str, np.ndarray] | None]:
     """Step 5: the GCV-optimal λ of every column, the others fixed, and the GCV it gives.
 
-    Columns in the model use Orr A.11 / FGCV appendix I (:func:`basis_quantities` then
-    :func:`optimal_lambda`); candidates use FGCV eqs. 16–19 with ``Pⱼ = P`` (appendix IV: a
-    column outside the model has ``Δⱼ = ∞``), i.e. ``a = q = yᵀP²y``, ``b = ξr``,
-    ``c = ur²``, ``tr Pⱼ = v``, ``β = u`` and ``ψ = γ``. Candidates with ``b ≤ 0`` are
-    skipped: by section 2.2 their optimal α is ∞ (``b ≤ 0`` is sufficient for irrelevance).
-    ``quantities`` are the candidates' r, γ, ξ, u (``None`` when there are no candidates).
+    Columns in the model use Orr A.11 / FGCV appendix I
+    (:func:`~onlinesparse.criteria.basis_optima`: for a deletion the GCV is that of the
+    model without the function); candidates use FGCV eqs. 16–19 with ``Pⱼ = P`` (appendix
+    IV: a column outside the model has ``Δⱼ = ∞``), i.e. ``a = q = yᵀP²y``, ``b = ξr``,
+    ``c = ur²``, ``tr Pⱼ = v``, ``β = u`` and ``ψ = γ``
+    (:func:`~onlinesparse.criteria.candidate_scores`). A candidate with ``b ≤ 0`` gets
+    ``λ = ∞`` (section 2.2: ``b ≤ 0`` is sufficient for irrelevance), as does one with
+    ``γ ≤ 0`` or ``u ≤ 0`` (in the model's span to rounding). Both are compiled loops over
+    every column. Also returns the candidates' r, γ, ξ, u (``None`` without candidates).
     """
     window = model.window
-    n_patterns = model.n_patterns
-    current = model.gcv
-    moves: list[_Move] = []
-    for position in range(model.size):
-        q = basis_quantities(model, position)
-        best = optimal_lambda(q["a"], q["b"], q["c"], q["alpha"], q["beta"], q["psi"],
-                              n_patterns, lambda_min)
-        column = int(window.ids[position])
-        if math.isinf(best.lam):
-            moves.append(_Move("delete", column, math.inf, best.gcv_removed,
-                               current - best.gcv_removed, position))
-        else:
-            moves.append(_Move("reestimate", column, best.lam, best.gcv,
-                               current - best.gcv, position))
-    if quantities is not None:
-        ids = window.ids[window.n_model:window.n_columns]
-        error = model.training_error
-        trace_p = n_patterns - model.effective_parameters
-        r, xi = quantities["r"], quantities["xi"]
-        gamma = np.maximum(quantities["gamma"], 0.0)
-        u = np.maximum(quantities["u"], 0.0)
-        b = xi * r
-        for i in np.flatnonzero(b > 0.0):
-            column = int(ids[i])
-            if column in excluded:
-                continue
-            best = optimal_lambda(error, float(b[i]), float(u[i] * r[i] * r[i]), trace_p,
-                                  float(u[i]), float(gamma[i]), n_patterns, lambda_min)
-            if not math.isinf(best.lam):
-                moves.append(_Move("add", column, best.lam, best.gcv, current - best.gcv, -1))
-    return moves
+    lam_basis, gcv_basis, removed = basis_optima(model, lambda_min)
+    # A deletion's GCV is that of the model without the function.
+    deleted = np.isinf(lam_basis)
+    gcv_basis[deleted] = removed[deleted]
+    columns = [np.asarray(window.ids[: model.size], dtype=np.int64)]
+    lams, values = [lam_basis], [gcv_basis]
+    quantities = None
+    if window.n_candidates:
+        quantities = candidate_scores(model, lambda_min)
+        columns.append(np.asarray(window.ids[window.n_model:window.n_columns], dtype=np.int64))
+        lams.append(quantities["lam"])
+        values.append(quantities["gcv"])
+    return _Scores(np.concatenate(columns), np.concatenate(lams), np.concatenate(values),
+                   model.size), quantities
 
 
-def _candidates_with_health(model: IncrementalRidge
-                            ) -> tuple[dict[str, np.ndarray] | None, bool]:
-    """The candidates' r, γ, ξ, u (eqs. 16–19) and whether they look healthy.
-
-    FGCV 3.2 point 5: γ_m = φᵀPφ or u_m = φᵀP²φ clearly negative means S has drifted.
-    """
-    window = model.window
-    if not window.n_candidates:
-        return None, True
-    quantities = candidate_quantities(model)
-    floor = -_NEGATIVE_TOLERANCE * np.maximum(window.candidate_sq_norms, np.finfo(float).tiny)
-    healthy = not (np.any(quantities["gamma"] < floor) or np.any(quantities["u"] < floor))
-    return quantities, healthy
+def _healthy(model: IncrementalRidge, quantities: dict[str, np.ndarray] | None) -> bool:
+    """FGCV 3.2 point 5: γ_m = φᵀPφ or u_m = φᵀP²φ clearly negative means S has drifted."""
+    if quantities is None:
+        return True
+    floor = -_NEGATIVE_TOLERANCE * np.maximum(model.window.candidate_sq_norms,
+                                              np.finfo(float).tiny)
+    return not (np.any(quantities["gamma"] < floor) or np.any(quantities["u"] < floor))
 
 
 def _prefix_traces(gram: np.ndarray, cross_y: np.ndarray, yy: float, lambdas: np.ndarray,
@@ -326,16 +346,18 @@ def fast_gcv(inputs: np.ndarray, y: np.ndarray, *, radius: float,
         raise ValueError(f"n_starts must be an integer ≥ 1, got {n_starts!r}")
 
     specs = _candidate_specs(C, radius, kernel, constant)
+    # The empty model over the training set, built once: every run starts from a copy.
+    built = _build_model(X, y, specs)
     if n_starts == 1:
-        return _single_run(X, y, C, specs, variance, alpha_min, noise_every, max_iterations,
+        return _single_run(X, C, built, variance, alpha_min, noise_every, max_iterations,
                            tol, None)
     # Several runs, each from one of the best first basis vectors of appendix II; the model
     # of lowest final GCV (eq. 7) is kept (the earliest start on a tie).
-    starts = _first_ranking(X, y, specs, variance, alpha_min)[:n_starts]
+    starts = _first_ranking(built, variance, alpha_min)[:n_starts]
     if not starts:  # no single function lowers GCV: every run gives the empty model
-        return _single_run(X, y, C, specs, variance, alpha_min, noise_every, max_iterations,
+        return _single_run(X, C, built, variance, alpha_min, noise_every, max_iterations,
                            tol, None)
-    runs = [_single_run(X, y, C, specs, variance, alpha_min, noise_every, max_iterations,
+    runs = [_single_run(X, C, _copy(built), variance, alpha_min, noise_every, max_iterations,
                         tol, start) for start in starts]
     finals = [float(run.details["gcv_trace"][-1]) for run in runs]
     best = min(range(len(runs)), key=lambda i: (finals[i], i))
@@ -345,6 +367,14 @@ def fast_gcv(inputs: np.ndarray, y: np.ndarray, *, radius: float,
                                                                      strict=True)),
         "start": int(starts[best]),
     })
+
+
+_Built = tuple[IncrementalRidge, list[int]]
+
+
+def _copy(built: _Built) -> _Built:
+    """An independent copy of a built model (the same numbers to the last bit)."""
+    return copy.deepcopy(built[0]), list(built[1])
 
 
 def _build_model(X: np.ndarray, y: np.ndarray, specs: list[BasisSpec]
@@ -358,25 +388,27 @@ def _build_model(X: np.ndarray, y: np.ndarray, specs: list[BasisSpec]
     return model, [model.add_candidate(spec) for spec in specs]
 
 
-def _first_ranking(X: np.ndarray, y: np.ndarray, specs: list[BasisSpec], variance: float,
-                   alpha_min: float) -> list[int]:
+def _first_ranking(built: _Built, variance: float, alpha_min: float) -> list[int]:
     """Candidates (indices into ``specs``) ordered by the GCV of the one-function model at
-    their optimal α (appendix II), best first; candidates that do not lower GCV are left out."""
-    model, column_ids = _build_model(X, y, specs)
+    their optimal α (appendix II), best first; candidates that do not lower GCV are left out.
+    ``built`` is the empty model of :func:`_build_model` (not changed)."""
+    model, column_ids = built
     candidate_of = {column: index for index, column in enumerate(column_ids)}
-    quantities, _ = _candidates_with_health(model)
-    moves = _moves(model, quantities, alpha_min * variance, set())
-    moves = [move for move in moves if move.reduction > _MIN_RELATIVE_REDUCTION * model.gcv]
-    moves.sort(key=lambda move: -move.reduction)
-    return [candidate_of[move.candidate] for move in moves]
+    scores, _ = _scores(model, alpha_min * variance)
+    current = model.gcv
+    reduction = scores.reductions(current, set())
+    order = np.argsort(-reduction, kind="stable")
+    return [candidate_of[int(scores.columns[i])] for i in order
+            if reduction[i] > _MIN_RELATIVE_REDUCTION * current]
 
 
-def _single_run(X: np.ndarray, y: np.ndarray, C: np.ndarray, specs: list[BasisSpec],
-                variance: float, alpha_min: float, noise_every: int, max_iterations: int,
-                tol: float, first: int | None) -> SelectionResult:
-    """Section 3.1, steps 1–11, from one first basis vector (``first``, an index into
-    ``specs``; ``None``: the minimum-GCV candidate of appendix II). See :func:`fast_gcv`."""
-    model, column_ids = _build_model(X, y, specs)
+def _single_run(X: np.ndarray, C: np.ndarray, built: _Built, variance: float,
+                alpha_min: float, noise_every: int, max_iterations: int, tol: float,
+                first: int | None) -> SelectionResult:
+    """Section 3.1, steps 1–11, from one first basis vector (``first``, an index into the
+    candidates; ``None``: the minimum-GCV candidate of appendix II), on ``built`` (the empty
+    model of :func:`_build_model`, which the run changes). See :func:`fast_gcv`."""
+    model, column_ids = built
     candidate_of = {column: index for index, column in enumerate(column_ids)}
     n_patterns, n_features = X.shape
 
@@ -404,24 +436,28 @@ def _single_run(X: np.ndarray, y: np.ndarray, C: np.ndarray, specs: list[BasisSp
 
     iteration = 0
     while iteration < max_iterations:
-        quantities, healthy = _candidates_with_health(model)
-        if not healthy:
+        lambda_min = alpha_min * variance
+        scores, quantities = _scores(model, lambda_min)
+        if not _healthy(model, quantities):
             # 3.2 point 5: recompute from the statistics; if that does not cure it, P is
             # too ill-conditioned to go on.
             model.refresh()
             drift_refreshes += 1
-            quantities, healthy = _candidates_with_health(model)
-            if not healthy:
+            scores, quantities = _scores(model, lambda_min)
+            if not _healthy(model, quantities):
                 stop_reason = "ill_conditioned"
                 break
-        lambda_min = alpha_min * variance
         current = model.gcv
-        candidates = _moves(model, quantities, lambda_min, excluded)
-        best = max(candidates, key=lambda move: move.reduction, default=None)
+        reduction = scores.reductions(current, excluded)
+        best = None
+        if len(reduction) and reduction.max() > -math.inf:
+            # The first of the largest reductions (basis functions before candidates).
+            best = scores.move(int(np.argmax(reduction)), current)
         if first is not None and iteration == 0 and model.size == 0:
             # A prescribed first basis vector (step 2 with another start, see n_starts).
-            best = next((move for move in candidates
-                         if move.candidate == column_ids[first]), best)
+            forced = np.flatnonzero(scores.columns == column_ids[first])
+            if len(forced) and reduction[forced[0]] > -math.inf:
+                best = scores.move(int(forced[0]), current)
         settled = (
             best is None
             or best.reduction <= _MIN_RELATIVE_REDUCTION * current
@@ -448,7 +484,7 @@ def _single_run(X: np.ndarray, y: np.ndarray, C: np.ndarray, specs: list[BasisSp
             # Numerically in the span of the model at this λ: pass it over until the model
             # changes (the state is unchanged on error).
             excluded.add(best.candidate)
-            if len(excluded) > len(specs):  # pragma: no cover - defensive
+            if len(excluded) > len(column_ids):  # pragma: no cover - defensive
                 stop_reason = "ill_conditioned"
                 break
             continue
