@@ -116,26 +116,14 @@ def run_all(x: np.ndarray, y: np.ndarray, x_test: np.ndarray, names: list[str],
     train = pd.DataFrame(x, columns=names)
     test_rows = [dict(zip(names, row, strict=True)) for row in x_test.tolist()]
 
-    model = VBLSKernelRegressor()
-    start = time.perf_counter()
-    model.learn_many(train, pd.Series(y))
-    elapsed = time.perf_counter() - start
-    out["VBLS kernel (batch)"] = (np.array([model.predict_one(r) for r in test_rows]),
-                                  model.diagnostics()["n_relevance_vectors"], elapsed)
-
-    iso = VBLSKernelRegressor(width="evidence")
-    start = time.perf_counter()
-    iso.learn_many(train, pd.Series(y))
-    elapsed = time.perf_counter() - start
-    out["VBLS batch, isotropic"] = (np.array([iso.predict_one(r) for r in test_rows]),
-                                    iso.diagnostics()["n_relevance_vectors"], elapsed)
-
-    fixed = VBLSKernelRegressor(width="fixed")
-    start = time.perf_counter()
-    fixed.learn_many(train, pd.Series(y))
-    elapsed = time.perf_counter() - start
-    out["VBLS batch, fixed width"] = (np.array([fixed.predict_one(r) for r in test_rows]),
-                                      fixed.diagnostics()["n_relevance_vectors"], elapsed)
+    for label, width in (("VBLS kernel (batch)", "ard"), ("VBLS batch, isotropic", "evidence"),
+                         ("VBLS batch, fixed width", "fixed")):
+        model = VBLSKernelRegressor(width=width)
+        start = time.perf_counter()
+        model.learn_many(train, pd.Series(y))
+        elapsed = time.perf_counter() - start
+        out[label] = (np.array([model.predict_one(r) for r in test_rows]),
+                      model.diagnostics()["n_relevance_vectors"], elapsed)
 
     online = VBLSKernelRegressor()
     order = np.random.default_rng(seed).permutation(len(y))
