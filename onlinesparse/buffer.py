@@ -8,11 +8,10 @@ enters the pool once per radius in ``radii``, so that kernels of several widths 
 for the same data through GCV (the width is selected, not tuned by hand). At most
 ``max_new_per_sample`` columns are computed per sample (each costs O(W·n) over the stored
 window), the rest wait in a short queue; when the pool is full the candidate that has
-proved least useful is evicted (its last verdict, `WindowStatistics.merit`: lowest GCV gain
-first, oldest first among the
-never-evaluated after the evaluated useless ones). The statistics of every
-candidate are exact: they live in the
-window's Gram matrix beside the model's.
+proved least useful is evicted, by the verdict each column carries
+(``WindowStatistics.merit``): lowest GCV gain first, the never-evaluated after the evaluated
+useless ones, oldest first among equals. The statistics of every candidate are exact: they
+live in the window's Gram matrix beside the model's.
 """
 
 from __future__ import annotations
