@@ -626,6 +626,29 @@ class IncrementalRidge:
                                         float(self.window._cross_y[j]))
         self._after_update(account)
 
+    def scale_lambdas(self, factor: float) -> None:
+        """Multiply every λⱼ by ``factor`` and recompute ``S`` and ``w`` (O(M³)).
+
+        FGCV section 3.2 point 6: the algorithm holds αⱼ = λⱼ/σ² while σ² is re-estimated,
+        so a new noise level changes every λⱼ at once and "all the relevant variables are
+        calculated afresh" — here one Cholesky solve from the window statistics, which
+        are untouched. λⱼ = 0 stays 0. On :class:`IllConditionedError` the model is left
+        as it was.
+        """
+        factor = float(factor)
+        if not (factor > 0.0 and math.isfinite(factor)):
+            raise ValueError(f"the λ scale factor must be finite and > 0, got {factor}")
+        if not self.size or factor == 1.0:
+            return
+        before = self.state.lambdas
+        self.state.lambdas = before * factor
+        try:
+            # Fails before it assigns anything (RidgeState.refresh), so only λ needs undoing.
+            self.refresh(statistics=False)
+        except IllConditionedError:
+            self.state.lambdas = before
+            raise
+
     # -- numerical health (DESIGN.md §4) --------------------------------------------------
     def condition_bound(self) -> float:
         """A cheap O(M) lower bound on cond(G + Λ): ``max(diag A)·max(diag S)``.

@@ -16,7 +16,9 @@ from onlinesparse.window import WindowStatistics
 from tests.reference import from_scratch, rel_err
 
 LAMBDAS = [0.0, 1e-8, 1e-4, 1e-2, 0.1, 1.0, 10.0, 1e3, 1e8]
-OPS = ["add_pattern", "remove_oldest", "add_basis", "remove_basis", "set_lambda"]
+OPS = ["add_pattern", "remove_oldest", "add_basis", "remove_basis", "set_lambda",
+       "scale_lambdas"]
+SCALES = [1e-3, 0.5, 2.0, 1e3]
 
 
 def _random_spec(rng: np.random.Generator, d: int) -> BasisSpec:
@@ -103,6 +105,8 @@ def test_random_operation_sequences_match_from_scratch(seed, d, n_patterns, n_ba
                 model.add_basis(_random_spec(rng, d), lam)
             elif op == "remove_basis":
                 model.remove_basis(int(rng.integers(model.size)) if model.size else 0)
+            elif op == "scale_lambdas":
+                model.scale_lambdas(SCALES[lambda_index[k % 40] % len(SCALES)])
             else:
                 model.set_lambda(int(rng.integers(model.size)) if model.size else 0, lam)
         except (IllConditionedError, ValueError):
@@ -348,3 +352,16 @@ def test_replacing_a_basis_function_matches_from_scratch(seed, n_basis, lam_inde
     assert window.n_model == model.size
     _check_against_reference(model, strict=well_conditioned and
                              from_scratch(model)["cond"] <= 1e4)
+
+
+@pytest.mark.parametrize("factor", [0.0, -1.0, math.nan, math.inf])
+def test_scaling_the_lambdas_by_a_bad_factor_is_refused_and_changes_nothing(factor):
+    rng = np.random.default_rng(0)
+    model = IncrementalRidge(n_features=1, size=10)
+    for _ in range(6):
+        model.add_pattern(*_pattern(rng, 1))
+    model.add_basis(BasisSpec.constant(), 0.5)
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match="scale factor"):
+        model.scale_lambdas(factor)
+    assert pickle.dumps(model) == before

@@ -13,10 +13,13 @@ re-estimate one α (section 3.1, steps 5–9).
 Units
 -----
 The paper writes ``α`` and ``σ²`` but notes (after eq. 7) that P, hence GCV, depends only
-on ``ζ = ασ²``, which is Orr's ``λ``. Everything here is in λ units; ``σ²`` enters only
-through ``α_min``: ``λ_min = α_min·σ²`` with ``α_min = 1/N`` (section 3.2 point 7), and the
-stopping rule (step 11). ``σ²`` starts at ``0.1·var(y)`` (step 1) and is re-estimated by
-eq. 8, ``σ̂² = yᵀP²y / tr(P)``, every ``noise_every`` iterations (step 10).
+on ``ζ = ασ²``, which is Orr's ``λ``. Everything here is in λ units; ``σ²`` enters
+through ``α_min``: ``λ_min = α_min·σ²`` with ``α_min = 1/N`` (section 3.2 point 7), the
+stopping rule (step 11), and its re-estimation. ``σ²`` starts at ``0.1·var(y)`` (step 1)
+and is re-estimated by eq. 8, ``σ̂² = yᵀP²y / tr(P)``, every ``noise_every`` iterations
+(step 10). The paper's variables are the α's, so a new σ² moves every ``λⱼ = αⱼσ²`` with
+it and P is recomputed afresh (3.2 point 6,
+:meth:`~onlinesparse.ridge.IncrementalRidge.scale_lambdas`).
 
 GCV is invariant to the scale of y (section 2.2), but ``λ_min = σ²/N`` is not: it grows with
 ``y²`` while ``HᵀH`` does not. The paper's ``α_min = 1/N`` suits targets on the scale of
@@ -285,7 +288,8 @@ def fast_gcv(inputs: np.ndarray, y: np.ndarray, *, radius: float,
         its prefixes, each function keeping its final λ (the last entry is the returned
         model). ``centres`` are the chosen centres (a row of NaN for the constant).
         ``details``: ``"gcv_trace"``, ``"noise_variance_trace"`` and ``"n_basis_trace"``
-        (after each iteration, index 0 the empty model), ``"moves"`` (tuple of
+        (index 0 the empty model, then after every move and after every new σ² that ended
+        a settled stretch; the last entry is the returned model), ``"moves"`` (tuple of
         ``(kind, candidate, λ)``), ``"iterations"``, ``"converged"``, ``"stop_reason"``,
         ``"noise_variance"`` (final σ²), ``"alphas"`` (λ/σ²), ``"lambda_min"``,
         ``"refreshes"`` (Cholesky refreshes of ``S`` during the run) and
@@ -423,14 +427,25 @@ def _single_run(X: np.ndarray, C: np.ndarray, built: _Built, variance: float,
     stop_reason = "max_iterations"
     since_noise = 0
 
-    def reestimate_noise() -> float:
-        """Eq. 8; returns the relative change of σ²."""
+    def reestimate_noise(stop_below: float = -1.0) -> float:
+        """Eq. 8 and 3.2 point 6; returns the relative change of σ². A change of at most
+        ``stop_below`` ends the run (step 11) and is not applied, so that the model returned
+        is the one the last GCV of the trace describes."""
         nonlocal variance, since_noise
         since_noise = 0
         new = model.noise_variance
         if not (math.isfinite(new) and new > 0.0):
             return 0.0  # no degrees of freedom left or a perfect fit: keep the old value
         change = abs(new - variance) / variance if variance > 0.0 else math.inf
+        if change <= stop_below:
+            return change
+        if variance > 0.0:
+            # The paper's variables are αⱼ = λⱼ/σ², held while σ² changes: every λⱼ moves
+            # with σ² and P is computed afresh (point 6).
+            try:
+                model.scale_lambdas(new / variance)
+            except IllConditionedError:
+                return 0.0  # P is singular at the new λ's: keep σ² and the model
         variance = new
         return change
 
@@ -466,10 +481,14 @@ def _single_run(X: np.ndarray, C: np.ndarray, built: _Built, variance: float,
         )
         if settled:
             # α has settled for this σ²; σ² must settle too (step 11).
-            if reestimate_noise() <= tol:
+            if reestimate_noise(stop_below=tol) <= tol:
                 converged = True
                 stop_reason = "converged"
                 break
+            # The new σ² moved every λ: the traces record that state too.
+            gcv_trace.append(model.gcv)
+            noise_trace.append(variance)
+            size_trace.append(model.size)
             continue
         try:
             if best.kind == "add":
