@@ -698,15 +698,30 @@ def optimal_lambda(a: float, b: float, c: float, alpha: float, beta: float, psi:
 
 
 @_jit
+def floored_optimum(a: float, b: float, c: float, alpha: float, beta: float, psi: float,
+                    n_patterns: float, lambda_min: float, zeros_only: bool
+                    ) -> tuple[float, float, float, int]:
+    """:func:`optimal_lambda` with ``lambda_min`` read one of two ways
+    (``criteria.optimal_lambda``): a floor on the domain (``zeros_only=False``), or FGCV
+    3.2 point 7 as written (``zeros_only=True``): the optimum over ``[0, ∞]``, where only an
+    optimum *at* λ = 0 is replaced by the best λ over ``[lambda_min, ∞]``."""
+    if zeros_only and lambda_min > 0.0:
+        result = optimal_lambda(a, b, c, alpha, beta, psi, n_patterns, 0.0)
+        if result[0] != 0.0:
+            return result
+    return optimal_lambda(a, b, c, alpha, beta, psi, n_patterns, lambda_min)
+
+
+@_jit
 def basis_optimum(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
                   weights: np.ndarray, lambdas: np.ndarray, yy: float, count: float, j: int,
-                  lambda_min: float, out: np.ndarray) -> None:
-    """:func:`basis_quantities` then :func:`optimal_lambda` for basis function j, in one
+                  lambda_min: float, out: np.ndarray, zeros_only: bool = False) -> None:
+    """:func:`basis_quantities` then :func:`floored_optimum` for basis function j, in one
     call (``criteria.basis_optimum``). ``out`` receives ``[λ, GCV, GCV without j, case]``
     and needs room for the eight quantities."""
     basis_quantities(variance, gram, cross_y, weights, lambdas, yy, count, j, out)
-    lam, value, removed, case = optimal_lambda(out[0], out[1], out[2], out[3], out[4],
-                                               out[5], count, lambda_min)
+    lam, value, removed, case = floored_optimum(out[0], out[1], out[2], out[3], out[4],
+                                                out[5], count, lambda_min, zeros_only)
     out[0] = lam
     out[1] = value
     out[2] = removed
@@ -717,8 +732,9 @@ def basis_optimum(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
 def candidate_optima(variance: np.ndarray, gram: np.ndarray, n_model: int,
                      cross_y: np.ndarray, weights: np.ndarray, columns: np.ndarray,
                      removed: int, error: float, trace_p: float, count: float,
-                     lambda_min: float, quantities: np.ndarray, out: np.ndarray) -> None:
-    """:func:`candidate_quantities` then :func:`optimal_lambda` for each column
+                     lambda_min: float, quantities: np.ndarray, out: np.ndarray,
+                     zeros_only: bool = False) -> None:
+    """:func:`candidate_quantities` then :func:`floored_optimum` for each column
     (``criteria.candidate_optima``): FGCV appendix IV's a = yᵀP²y (``error``), b = ξr,
     c = ur², α = tr(P) (``trace_p``), β = u, ψ = γ. ``out[:, q]`` receives
     ``[λ, GCV]``; a column in the model's span to rounding (γ ≤ 0 or u ≤ 0) gets
@@ -734,8 +750,8 @@ def candidate_optima(variance: np.ndarray, gram: np.ndarray, n_model: int,
             out[0, q] = math.inf
             out[1, q] = math.inf
             continue
-        lam, value, _, _ = optimal_lambda(error, xi * r, u * r * r, trace_p, u, gamma,
-                                          count, lambda_min)
+        lam, value, _, _ = floored_optimum(error, xi * r, u * r * r, trace_p, u, gamma,
+                                           count, lambda_min, zeros_only)
         out[0, q] = lam
         out[1, q] = value
 
@@ -825,13 +841,13 @@ def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
 @_jit
 def basis_optima(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
                  weights: np.ndarray, lambdas: np.ndarray, yy: float, count: float,
-                 lambda_min: float, out: np.ndarray) -> None:
+                 lambda_min: float, out: np.ndarray, zeros_only: bool = False) -> None:
     """:func:`basis_optimum` of every basis function of the model, in one call
     (``criteria.basis_optima``). Row j of ``out`` (M × 8) receives
     ``[λ, GCV, GCV without j, case]`` of basis function j (the rest is working room)."""
     for j in range(weights.shape[0]):
         basis_optimum(variance, gram, cross_y, weights, lambdas, yy, count, j, lambda_min,
-                      out[j])
+                      out[j], zeros_only)
 
 
 @_jit

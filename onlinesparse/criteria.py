@@ -122,8 +122,14 @@ class LocalOptimum:
 
 
 def optimal_lambda(a: float, b: float, c: float, alpha: float, beta: float, psi: float,
-                   n_patterns: float, lambda_min: float = 0.0) -> LocalOptimum:
+                   n_patterns: float, lambda_min: float = 0.0,
+                   zeros_only: bool = False) -> LocalOptimum:
     """Minimise GCV over one λⱼ ∈ [lambda_min, ∞], Orr appendix A.11 (FGCV appendix I).
+
+    ``zeros_only=True`` reads ``lambda_min`` as FGCV 3.2 point 7 states it ("some of the
+    α_j may reach 0 … set such α_j to … α_min"): the minimum over ``[0, ∞]``, unless it is
+    at λ = 0, in which case the minimum over ``[lambda_min, ∞]``. An optimum inside
+    ``(0, lambda_min)`` then stands, where the default floor would raise it.
 
     Parameters follow Orr appendix A.11 with ``Pⱼ`` the projection matrix without basis
     function j:
@@ -145,9 +151,9 @@ def optimal_lambda(a: float, b: float, c: float, alpha: float, beta: float, psi:
     """
     # The case analysis runs compiled (the pruner calls it for every evaluation); this
     # wrapper names the case.
-    lam, value, removed, case = _loops.optimal_lambda(
+    lam, value, removed, case = _loops.floored_optimum(
         float(a), float(b), float(c), float(alpha), float(beta), float(psi),
-        float(n_patterns), float(lambda_min))
+        float(n_patterns), float(lambda_min), bool(zeros_only))
     return LocalOptimum(lam, value, removed, _loops.CASES[case])
 
 
@@ -222,13 +228,14 @@ def candidate_quantities(model: IncrementalRidge, positions: np.ndarray | None =
 
 
 def candidate_optima(model: IncrementalRidge, positions: np.ndarray,
-                     lambda_min: float = 0.0, without: int | None = None
-                     ) -> tuple[np.ndarray, np.ndarray]:
+                     lambda_min: float = 0.0, without: int | None = None,
+                     zeros_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """GCV-optimal λ of each candidate and the model's GCV with it added at that λ (FGCV
     appendix IV, Orr A.11 with ``Pⱼ = P``: a = yᵀP²y, b = ξr, c = ur², α = tr(P), β = u,
     ψ = γ), in one compiled call. ``λ = ∞`` means the candidate does not lower GCV (or is
     in the model's span). ``without = j``: the same for the model without basis function
-    j, i.e. the GCV of trading j for the candidate."""
+    j, i.e. the GCV of trading j for the candidate. ``zeros_only`` as in
+    :func:`optimal_lambda`."""
     columns, removed = _candidate_columns(model, positions, without)
     if removed >= 0:
         q = basis_quantities(model, removed)
@@ -239,7 +246,8 @@ def candidate_optima(model: IncrementalRidge, positions: np.ndarray,
     _loops.candidate_optima(model.state.variance, model.window._gram, model.state.size,
                             model.window._cross_y, model.state.weights, columns, removed,
                             float(error), float(trace_p), float(model.n_patterns),
-                            float(lambda_min), np.empty((4, len(columns))), out)
+                            float(lambda_min), np.empty((4, len(columns))), out,
+                            bool(zeros_only))
     return out[0], out[1]
 
 
@@ -297,30 +305,33 @@ def global_lambda_reestimate(gram: np.ndarray, cross_y: np.ndarray, yy: float,
     return lam, trace
 
 
-def basis_optima(model: IncrementalRidge, lambda_min: float = 0.0
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def basis_optima(model: IncrementalRidge, lambda_min: float = 0.0,
+                 zeros_only: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`basis_optimum` of every basis function of the model, in one compiled call.
 
     Returns three arrays indexed by position in the model: the optimal λ (``inf``: remove
     it), the GCV at that λ and the GCV without the basis function. This is FGCV's step 5
     for the basis functions in the model (appendices I and IV), O(M³) in all.
+    ``zeros_only`` as in :func:`optimal_lambda`.
     """
     window, state = model.window, model.state
     out = np.empty((state.size, 8))
     _loops.basis_optima(state.variance, window._gram, window._cross_y, state.weights,
-                        state.lambdas, window.yy, window.count, float(lambda_min), out)
+                        state.lambdas, window.yy, window.count, float(lambda_min), out,
+                        bool(zeros_only))
     return out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy()
 
 
-def candidate_scores(model: IncrementalRidge, lambda_min: float = 0.0
-                     ) -> dict[str, np.ndarray]:
+def candidate_scores(model: IncrementalRidge, lambda_min: float = 0.0,
+                     zeros_only: bool = False) -> dict[str, np.ndarray]:
     """:func:`candidate_optima` of every candidate together with the
     :func:`candidate_quantities` it was computed from, in one compiled call.
 
     Returns ``"lam"`` and ``"gcv"`` (as :func:`candidate_optima`) and ``"r"``, ``"gamma"``,
     ``"xi"``, ``"u"`` (as :func:`candidate_quantities`), for the window's candidate block in
     order: FGCV's step 5 for the columns outside the model, with the quantities its
-    numerical-health check (section 3.2 point 5) looks at.
+    numerical-health check (section 3.2 point 5) looks at. ``zeros_only`` as in
+    :func:`optimal_lambda`.
     """
     columns, _ = _candidate_columns(model, None, None)
     quantities = np.empty((4, len(columns)))
@@ -329,6 +340,7 @@ def candidate_scores(model: IncrementalRidge, lambda_min: float = 0.0
                             model.window._cross_y, model.state.weights, columns, -1,
                             float(model.training_error),
                             float(model.n_patterns - model.effective_parameters),
-                            float(model.n_patterns), float(lambda_min), quantities, out)
+                            float(model.n_patterns), float(lambda_min), quantities, out,
+                            bool(zeros_only))
     return {"lam": out[0], "gcv": out[1], "r": quantities[0], "gamma": quantities[1],
             "xi": quantities[2], "u": quantities[3]}

@@ -50,9 +50,11 @@ def explicit_noise(P: np.ndarray, y: np.ndarray) -> float:
     return float(Py @ Py) / float(np.trace(P))
 
 
-def best_lambda(F, y, model: dict[int, float], column: int, lambda_min: float
-                ) -> tuple[float, float]:
+def best_lambda(F, y, model: dict[int, float], column: int, lambda_min: float,
+                zeros_only: bool = False) -> tuple[float, float]:
     """Minimum over λ ∈ [λ_min, ∞] of GCV with every other λ fixed: (λ, GCV), λ = inf for ∞.
+    ``zeros_only`` (FGCV 3.2 point 7 as written): the minimum over [0, ∞], with λ_min in
+    place of λ = 0 — the stationary point counts wherever it is above 0.
 
     With ``P_j`` the projection without the column, ``u = P_jφ``, ``x = 1/(λ + φᵀP_jφ)``:
     ``yᵀP²y = ‖P_jy‖² − 2x(uᵀy)(uᵀP_jy) + x²‖u‖²(uᵀy)²`` and ``tr P = tr P_j − x‖u‖²``, so
@@ -70,7 +72,7 @@ def best_lambda(F, y, model: dict[int, float], column: int, lambda_min: float
     denominator = c0 * t0 - b0 * e0
     if denominator != 0.0:
         x_star = (b0 * t0 - e0 * a0) / denominator
-        if x_star > 0.0 and 1.0 / x_star - psi > lambda_min:
+        if x_star > 0.0 and 1.0 / x_star - psi > (0.0 if zeros_only else lambda_min):
             points.append(1.0 / x_star - psi)
     best = (math.inf, explicit_gcv(P_j, y))
     for lam in points:
@@ -84,8 +86,9 @@ def best_lambda(F, y, model: dict[int, float], column: int, lambda_min: float
 def brute_force_fast_gcv(F: np.ndarray, y: np.ndarray, *, noise_every: int = 5,
                          max_iterations: int = 2000, tol: float = 1e-3) -> dict[str, object]:
     """Section 3.1 with every quantity explicit, under the same rules as the library
-    (move of largest GCV reduction, α_min = 1/N, σ² by eq. 8 every ``noise_every`` moves and
-    when α has settled, with the α's held as σ² changes, stop when α and σ² have settled)."""
+    (move of largest GCV reduction, α_min = 1/N where α's optimum is 0, σ² by eq. 8 every
+    ``noise_every`` moves and when α has settled, with the α's held as σ² changes, stop
+    when α and σ² have settled)."""
     p, n_candidates = F.shape
     variance = 0.1 * float(np.var(y))
     model: dict[int, float] = {}
@@ -113,7 +116,7 @@ def brute_force_fast_gcv(F: np.ndarray, y: np.ndarray, *, noise_every: int = 5,
         current = explicit_gcv(projection(), y)
         best = None
         for column in range(n_candidates):
-            lam, value = best_lambda(F, y, model, column, lambda_min)
+            lam, value = best_lambda(F, y, model, column, lambda_min, zeros_only=True)
             if column in model:
                 kind = "delete" if math.isinf(lam) else "reestimate"
             elif math.isinf(lam):
@@ -222,7 +225,8 @@ def test_first_basis_is_the_minimum_gcv_candidate():
     x, y, radius = random_problem(11)
     F = fast_gcv_design(x, x, radius)
     lambda_min = 0.1 * np.var(y) / len(y)
-    values = [best_lambda(F, y, {}, j, lambda_min)[1] for j in range(F.shape[1])]
+    values = [best_lambda(F, y, {}, j, lambda_min, zeros_only=True)[1]
+              for j in range(F.shape[1])]
     result = fast_gcv(x, y, radius=radius, max_iterations=1)
     kind, column, _ = result.details["moves"][0]
     assert kind == "add" and column == int(np.argmin(values))
@@ -258,12 +262,15 @@ def step5_model(seed: int, n_patterns: int, n_basis: int, n_candidates: int
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10**6), n_patterns=st.integers(10, 40),
        n_basis=st.integers(0, 8), n_candidates=st.integers(0, 6),
-       lambda_min=st.sampled_from([0.0, 1e-3, 0.05]))
-def test_step5_scores_equal_brute_force(seed, n_patterns, n_basis, n_candidates, lambda_min):
+       lambda_min=st.sampled_from([0.0, 1e-3, 0.05]), zeros_only=st.booleans())
+def test_step5_scores_equal_brute_force(seed, n_patterns, n_basis, n_candidates, lambda_min,
+                                        zeros_only):
     """Every column's optimum with the others fixed, from the two compiled calls fast GCV
     makes per iteration, against explicit-P GCV minimised by :func:`best_lambda`: the same
-    minimum GCV (λ = ∞ counted as removing / not adding), at a λ ≥ λ_min whose explicit GCV is
-    the reported one; the GCV without each basis function is the explicit one."""
+    minimum GCV (λ = ∞ counted as removing / not adding), at a λ whose explicit GCV is the
+    reported one (≥ λ_min for the floor; for point 7 as written, below λ_min only where
+    the minimum over [0, ∞] is inside (0, λ_min)); the GCV without each basis function is
+    the explicit one."""
     model = step5_model(seed, n_patterns, n_basis, n_candidates)
     window = model.window
     F = window.stored_rows(model_only=False)
@@ -274,35 +281,42 @@ def test_step5_scores_equal_brute_force(seed, n_patterns, n_basis, n_candidates,
     def explicit(columns: dict[int, float]) -> float:
         return explicit_gcv(explicit_projection(F, list(columns), list(columns.values())), y)
 
-    lam, value, removed = criteria.basis_optima(model, lambda_min)
+    lam, value, removed = criteria.basis_optima(model, lambda_min, zeros_only)
     assert lam.shape == value.shape == removed.shape == (model.size,)
     for j in range(model.size):
         without = {c: v for c, v in in_model.items() if c != j}
         assert removed[j] == pytest.approx(explicit(without), rel=1e-8, abs=1e-12 * scale)
-        _, best = best_lambda(F, y, in_model, j, lambda_min)
+        _, best = best_lambda(F, y, in_model, j, lambda_min, zeros_only)
         ours = removed[j] if math.isinf(lam[j]) else value[j]
         assert ours == pytest.approx(best, rel=1e-8, abs=1e-12 * scale)
         if not math.isinf(lam[j]):
-            assert lam[j] >= lambda_min
+            if zeros_only:  # never 0 when there is a λ_min to put in its place
+                assert lam[j] > 0.0 or lambda_min == 0.0
+            else:
+                assert lam[j] >= lambda_min
             assert value[j] == pytest.approx(explicit({**without, j: float(lam[j])}),
                                              rel=1e-8, abs=1e-12 * scale)
 
-    scores = criteria.candidate_scores(model, lambda_min)
+    scores = criteria.candidate_scores(model, lambda_min, zeros_only)
     # The same numbers as the separate calls (one formula, one compiled loop).
     quantities = criteria.candidate_quantities(model)
     for key in ("r", "gamma", "xi", "u"):
         np.testing.assert_array_equal(scores[key], quantities[key])
-    optimum, after = criteria.candidate_optima(model, np.arange(n_candidates), lambda_min)
+    optimum, after = criteria.candidate_optima(model, np.arange(n_candidates), lambda_min,
+                                               zeros_only=zeros_only)
     np.testing.assert_array_equal(scores["lam"], optimum)
     np.testing.assert_array_equal(scores["gcv"], after)
     current = explicit(in_model)
     for i in range(n_candidates):
         column = model.size + i
-        _, best = best_lambda(F, y, in_model, column, lambda_min)
+        _, best = best_lambda(F, y, in_model, column, lambda_min, zeros_only)
         if math.isinf(scores["lam"][i]):  # not a move: nothing beats leaving it out
             assert best >= current * (1.0 - 1e-8)
         else:
-            assert scores["lam"][i] >= lambda_min
+            if zeros_only:
+                assert scores["lam"][i] > 0.0 or lambda_min == 0.0
+            else:
+                assert scores["lam"][i] >= lambda_min
             assert scores["gcv"][i] == pytest.approx(best, rel=1e-8, abs=1e-12 * scale)
             assert scores["gcv"][i] == pytest.approx(
                 explicit({**in_model, column: float(scores["lam"][i])}), rel=1e-8,
@@ -478,7 +492,7 @@ def test_wide_kernels_local_minimum_and_restarts():
     current = explicit_gcv(explicit_projection(F, list(model), list(model.values())), y)
     lambda_min = single.details["lambda_min"]
     for column in range(F.shape[1]):  # a coordinate-wise minimum: nothing lowers GCV
-        _, value = best_lambda(F, y, model, column, lambda_min)
+        _, value = best_lambda(F, y, model, column, lambda_min, zeros_only=True)
         assert value >= current * (1.0 - 1e-6), column
 
     restarted = fast_gcv(x, y, radius=radius, constant=True, n_starts=5)
@@ -525,3 +539,14 @@ def test_docstring_examples():
     module = importlib.import_module("onlinesparse.batch.fast_gcv")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_alpha_min_replaces_only_zero_optima_unless_asked_to_floor():
+    """Section 3.2 point 7 as written keeps a positive optimum below α_min (here in 2 of 6
+    functions); ``alpha_min_floor=True`` holds every λ at or above λ_min."""
+    x, y, radius = random_problem(0)
+    written = fast_gcv(x, y, radius=radius, constant=True)
+    floored = fast_gcv(x, y, radius=radius, constant=True, alpha_min_floor=True)
+    assert np.sum(written.lambdas < written.details["lambda_min"]) >= 1
+    assert np.all(written.lambdas > 0.0)
+    assert np.all(floored.lambdas >= floored.details["lambda_min"] * (1.0 - 1e-12))

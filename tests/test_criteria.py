@@ -203,9 +203,19 @@ def test_optimal_lambda_case_analysis():
     # Stationary point below ψ with k > 0: the optimum is the lower end (λ = 0).
     opt = criteria.optimal_lambda(1.0, 1.0, 1.1, 8.0, 1.0, 2.0, p)
     assert opt.case == "zero" and opt.lam == 0.0
-    # ... clamped to λ_min when one is given.
+    # ... clamped to λ_min when one is given, under either reading of FGCV 3.2 point 7.
     opt = criteria.optimal_lambda(1.0, 1.0, 1.1, 8.0, 1.0, 2.0, p, lambda_min=0.25)
     assert opt.lam == 0.25
+    opt = criteria.optimal_lambda(1.0, 1.0, 1.1, 8.0, 1.0, 2.0, p, lambda_min=0.25,
+                                  zeros_only=True)
+    assert opt.lam == 0.25
+    # An interior minimum below λ_min: the floor raises it, point 7 as written keeps it.
+    interior = m / k - psi
+    opt = criteria.optimal_lambda(a, b, c, alpha, beta, psi, p, lambda_min=2.0)
+    assert opt.case == "zero" and opt.lam == 2.0
+    opt = criteria.optimal_lambda(a, b, c, alpha, beta, psi, p, lambda_min=2.0,
+                                  zeros_only=True)
+    assert opt.case == "interior" and opt.lam == pytest.approx(interior) and interior < 2.0
     # k < 0 with no stationary point in the domain: GCV falls for ever → ∞.
     opt = criteria.optimal_lambda(1.0, 0.01, 0.0, 8.0, 1.0, 0.5, p)
     assert opt.case == "infinite" and math.isinf(opt.lam)

@@ -14,8 +14,10 @@ Units
 -----
 The paper writes ``α`` and ``σ²`` but notes (after eq. 7) that P, hence GCV, depends only
 on ``ζ = ασ²``, which is Orr's ``λ``. Everything here is in λ units; ``σ²`` enters
-through ``α_min``: ``λ_min = α_min·σ²`` with ``α_min = 1/N`` (section 3.2 point 7), the
-stopping rule (step 11), and its re-estimation. ``σ²`` starts at ``0.1·var(y)`` (step 1)
+through ``α_min``: ``λ_min = α_min·σ²`` with ``α_min = 1/N`` (section 3.2 point 7: "some
+of the α_j may reach 0 … set such α_j to … α_min", so only an optimum at α = 0 is replaced;
+``alpha_min_floor=True`` floors every α instead), the stopping rule (step 11), and its
+re-estimation. ``σ²`` starts at ``0.1·var(y)`` (step 1)
 and is re-estimated by eq. 8, ``σ̂² = yᵀP²y / tr(P)``, every ``noise_every`` iterations
 (step 10). The paper's variables are the α's, so a new σ² moves every ``λⱼ = αⱼσ²`` with
 it and P is recomputed afresh (3.2 point 6,
@@ -147,7 +149,7 @@ class _Scores:
         return _Move("add", column, lam, value, current - value, -1)
 
 
-def _scores(model: IncrementalRidge, lambda_min: float
+def _scores(model: IncrementalRidge, lambda_min: float, zeros_only: bool
             ) -> tuple[_Scores, dict[str, np.ndarray] | None]:
     """Step 5: the GCV-optimal λ of every column, the others fixed, and the GCV it gives.
 
@@ -162,7 +164,7 @@ def _scores(model: IncrementalRidge, lambda_min: float
     every column. Also returns the candidates' r, γ, ξ, u (``None`` without candidates).
     """
     window = model.window
-    lam_basis, gcv_basis, removed = basis_optima(model, lambda_min)
+    lam_basis, gcv_basis, removed = basis_optima(model, lambda_min, zeros_only)
     # A deletion's GCV is that of the model without the function.
     deleted = np.isinf(lam_basis)
     gcv_basis[deleted] = removed[deleted]
@@ -170,7 +172,7 @@ def _scores(model: IncrementalRidge, lambda_min: float
     lams, values = [lam_basis], [gcv_basis]
     quantities = None
     if window.n_candidates:
-        quantities = candidate_scores(model, lambda_min)
+        quantities = candidate_scores(model, lambda_min, zeros_only)
         columns.append(np.asarray(window.ids[window.n_model:window.n_columns], dtype=np.int64))
         lams.append(quantities["lam"])
         values.append(quantities["gcv"])
@@ -218,7 +220,7 @@ def fast_gcv(inputs: np.ndarray, y: np.ndarray, *, radius: float,
              constant: bool = False, noise_variance: float | None = None,
              alpha_min: float | None = None, noise_every: int = 5,
              max_iterations: int = 2000, tol: float = 1e-3,
-             n_starts: int = 1) -> SelectionResult:
+             n_starts: int = 1, alpha_min_floor: bool = False) -> SelectionResult:
     """Sparse local-ridge model by the fast GCV algorithm (seed 000, section 3.1).
 
     Candidates are the kernels ``φ(‖x − cⱼ‖²/r²)`` (Orr A.3; FGCV's Gaussian
@@ -228,13 +230,14 @@ def fast_gcv(inputs: np.ndarray, y: np.ndarray, *, radius: float,
     1. ``σ² ← noise_variance`` (default ``0.1·var(y)``, step 1).
     2. From the empty model: the first basis function is the candidate of minimum GCV at its
        optimal α (appendix II; step 5 below on the empty model, where ``P = I``).
-    3. Each iteration (steps 4–9): for every column, its optimal λ ∈ [λ_min, ∞] with the
-       others fixed (appendices I and IV via :func:`~onlinesparse.criteria.optimal_lambda`);
-       the move of largest GCV reduction is applied — ``add_basis`` (step 7, appendix VI),
-       ``remove_basis`` (step 8, appendix V with ``Kⱼ = 1/sⱼⱼ``) or ``set_lambda`` (step 6,
-       appendix V). Only moves that lower GCV are taken, so GCV never increases.
+    3. Each iteration (steps 4–9): for every column, its optimal λ ∈ [0, ∞] (λ_min where
+       that is 0, point 7) with the others fixed (appendices I and IV via
+       :func:`~onlinesparse.criteria.optimal_lambda`); the move of largest GCV reduction
+       is applied — ``add_basis`` (step 7, appendix VI), ``remove_basis`` (step 8,
+       appendix V with ``Kⱼ = 1/sⱼⱼ``) or ``set_lambda`` (step 6, appendix V). Only moves
+       that lower GCV are taken.
     4. Every ``noise_every`` iterations ``σ² ← yᵀP²y / tr(P)`` (step 10, eq. 8), which
-       moves ``λ_min = α_min·σ²`` (section 3.2 point 7, ``α_min = 1/N``).
+       moves ``λ_min = α_min·σ²`` and, at fixed α, every λ (3.2 point 6).
     5. Stop (step 11) when α and σ² no longer change significantly: the best move is a
        re-estimation changing λ by a factor within ``1 ± tol`` (or no move lowers GCV), and
        re-estimating σ² then changes it by less than ``tol`` relatively; or after
@@ -265,8 +268,12 @@ def fast_gcv(inputs: np.ndarray, y: np.ndarray, *, radius: float,
     noise_variance
         Initial σ² (step 1); default ``0.1·var(y)``.
     alpha_min
-        Smallest α (section 3.2 point 7); default ``1/N``. λ is clamped to ``α_min·σ²``
-        (see the module notes on the scale of y).
+        Section 3.2 point 7's ``α_min``; default ``1/N``. An α whose optimum is 0 is set to
+        it (λ = ``α_min·σ²``, or ∞ if that is better); an optimum inside ``(0, α_min)``
+        stands (see the module notes on the scale of y).
+    alpha_min_floor
+        Hold every α at or above ``α_min`` instead (the streaming pruner's reading, and
+        this function's before): the optimum over ``[α_min, ∞]``.
     noise_every
         Re-estimate σ² by eq. 8 every this many iterations (step 10 suggests five).
     max_iterations
@@ -349,20 +356,21 @@ def fast_gcv(inputs: np.ndarray, y: np.ndarray, *, radius: float,
     if not (isinstance(n_starts, int) and n_starts >= 1):
         raise ValueError(f"n_starts must be an integer ≥ 1, got {n_starts!r}")
 
+    zeros_only = not alpha_min_floor
     specs = _candidate_specs(C, radius, kernel, constant)
     # The empty model over the training set, built once: every run starts from a copy.
     built = _build_model(X, y, specs)
     if n_starts == 1:
-        return _single_run(X, C, built, variance, alpha_min, noise_every, max_iterations,
-                           tol, None)
+        return _single_run(X, C, built, variance, alpha_min, zeros_only, noise_every,
+                           max_iterations, tol, None)
     # Several runs, each from one of the best first basis vectors of appendix II; the model
     # of lowest final GCV (eq. 7) is kept (the earliest start on a tie).
-    starts = _first_ranking(built, variance, alpha_min)[:n_starts]
+    starts = _first_ranking(built, variance, alpha_min, zeros_only)[:n_starts]
     if not starts:  # no single function lowers GCV: every run gives the empty model
-        return _single_run(X, C, built, variance, alpha_min, noise_every, max_iterations,
-                           tol, None)
-    runs = [_single_run(X, C, _copy(built), variance, alpha_min, noise_every, max_iterations,
-                        tol, start) for start in starts]
+        return _single_run(X, C, built, variance, alpha_min, zeros_only, noise_every,
+                           max_iterations, tol, None)
+    runs = [_single_run(X, C, _copy(built), variance, alpha_min, zeros_only, noise_every,
+                        max_iterations, tol, start) for start in starts]
     finals = [float(run.details["gcv_trace"][-1]) for run in runs]
     best = min(range(len(runs)), key=lambda i: (finals[i], i))
     return replace(runs[best], details={
@@ -392,13 +400,14 @@ def _build_model(X: np.ndarray, y: np.ndarray, specs: list[BasisSpec]
     return model, [model.add_candidate(spec) for spec in specs]
 
 
-def _first_ranking(built: _Built, variance: float, alpha_min: float) -> list[int]:
+def _first_ranking(built: _Built, variance: float, alpha_min: float,
+                   zeros_only: bool) -> list[int]:
     """Candidates (indices into ``specs``) ordered by the GCV of the one-function model at
     their optimal α (appendix II), best first; candidates that do not lower GCV are left out.
     ``built`` is the empty model of :func:`_build_model` (not changed)."""
     model, column_ids = built
     candidate_of = {column: index for index, column in enumerate(column_ids)}
-    scores, _ = _scores(model, alpha_min * variance)
+    scores, _ = _scores(model, alpha_min * variance, zeros_only)
     current = model.gcv
     reduction = scores.reductions(current, set())
     order = np.argsort(-reduction, kind="stable")
@@ -407,8 +416,8 @@ def _first_ranking(built: _Built, variance: float, alpha_min: float) -> list[int
 
 
 def _single_run(X: np.ndarray, C: np.ndarray, built: _Built, variance: float,
-                alpha_min: float, noise_every: int, max_iterations: int, tol: float,
-                first: int | None) -> SelectionResult:
+                alpha_min: float, zeros_only: bool, noise_every: int, max_iterations: int,
+                tol: float, first: int | None) -> SelectionResult:
     """Section 3.1, steps 1–11, from one first basis vector (``first``, an index into the
     candidates; ``None``: the minimum-GCV candidate of appendix II), on ``built`` (the empty
     model of :func:`_build_model`, which the run changes). See :func:`fast_gcv`."""
@@ -452,13 +461,13 @@ def _single_run(X: np.ndarray, C: np.ndarray, built: _Built, variance: float,
     iteration = 0
     while iteration < max_iterations:
         lambda_min = alpha_min * variance
-        scores, quantities = _scores(model, lambda_min)
+        scores, quantities = _scores(model, lambda_min, zeros_only)
         if not _healthy(model, quantities):
             # 3.2 point 5: recompute from the statistics; if that does not cure it, P is
             # too ill-conditioned to go on.
             model.refresh()
             drift_refreshes += 1
-            scores, quantities = _scores(model, lambda_min)
+            scores, quantities = _scores(model, lambda_min, zeros_only)
             if not _healthy(model, quantities):
                 stop_reason = "ill_conditioned"
                 break
