@@ -437,7 +437,8 @@ def _single_run(X: np.ndarray, C: np.ndarray, built: _Built, variance: float,
     since_noise = 0
 
     def reestimate_noise(stop_below: float = -1.0) -> float:
-        """Eq. 8 and 3.2 point 6; returns the relative change of σ². A change of at most
+        """Eq. 8 and 3.2 point 6; returns the relative change of σ² (NaN, with nothing
+        changed, if the λ's at the new σ² make HᵀH + Λ singular). A change of at most
         ``stop_below`` ends the run (step 11) and is not applied, so that the model returned
         is the one the last GCV of the trace describes."""
         nonlocal variance, since_noise
@@ -454,7 +455,8 @@ def _single_run(X: np.ndarray, C: np.ndarray, built: _Built, variance: float,
             try:
                 model.scale_lambdas(new / variance)
             except IllConditionedError:
-                return 0.0  # P is singular at the new λ's: keep σ² and the model
+                # HᵀH + Λ is singular at the new λ's: keep σ² and the model, and say so.
+                return math.nan
         variance = new
         return change
 
@@ -490,7 +492,11 @@ def _single_run(X: np.ndarray, C: np.ndarray, built: _Built, variance: float,
         )
         if settled:
             # α has settled for this σ²; σ² must settle too (step 11).
-            if reestimate_noise(stop_below=tol) <= tol:
+            change = reestimate_noise(stop_below=tol)
+            if math.isnan(change):  # 3.2 point 5: P too ill-conditioned to go on
+                stop_reason = "ill_conditioned"
+                break
+            if change <= tol:
                 converged = True
                 stop_reason = "converged"
                 break
