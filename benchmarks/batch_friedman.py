@@ -134,7 +134,7 @@ WIDTH_FACTORS = (0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
 N_FOLDS = 5
 TCR_MAX_BASIS = 100
 # α_min·N tried for FGCV in the second CV round (1 is the paper's α_min = 1/N, section 3.2
-# point 7; a smaller floor lets GCV leave more weights unshrunk).
+# point 7; a smaller α_min leaves the weights whose optimal α is 0 less shrunk).
 ALPHA_FACTORS = (1.0, 0.1, 0.01)
 FGCV_STARTS = 8  # runs from the 8 best first basis vectors (appendix II); lowest GCV kept
 # Orr's rbf_fs_2 defaults (rbf2.zip): initial λ, patience and termination threshold.

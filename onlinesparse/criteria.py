@@ -194,16 +194,19 @@ def basis_quantities(model: IncrementalRidge, j: int) -> dict[str, float]:
                     strict=True))
 
 
-def basis_optimum(model: IncrementalRidge, j: int, lambda_min: float = 0.0) -> LocalOptimum:
+def basis_optimum(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
+                  zeros_only: bool = False) -> LocalOptimum:
     """:func:`optimal_lambda` of :func:`basis_quantities` for basis function ``j``, in one
-    compiled call: the pruner's evaluation of a basis function (Orr 6.4, A.11)."""
+    compiled call: the pruner's evaluation of a basis function (Orr 6.4, A.11).
+    ``zeros_only`` as in :func:`optimal_lambda`."""
     window, state = model.window, model.state
     if not 0 <= j < state.size:
         raise ValueError(f"basis index {j} is not in the model (it has {state.size} basis "
                          "functions)")
     out = np.empty(8)
     _loops.basis_optimum(state.variance, window._gram, window._cross_y, state.weights,
-                         state.lambdas, window.yy, window.count, int(j), float(lambda_min), out)
+                         state.lambdas, window.yy, window.count, int(j), float(lambda_min), out,
+                         bool(zeros_only))
     return LocalOptimum(float(out[0]), float(out[1]), float(out[2]), _loops.CASES[int(out[3])])
 
 

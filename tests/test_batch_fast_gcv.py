@@ -4,7 +4,9 @@ The brute force shares no numerics with the library: every GCV value comes from 
 p × p projection matrix ``P = I − H(HᵀH + Λ)⁻¹Hᵀ`` (FGCV eqs. 6–7), and the optimal λ of a
 column is found by evaluating that explicit GCV at every point where its minimum over
 ``[λ_min, ∞]`` can be: the stationary point of the one-parameter rational function, the lower
-end and infinity (FGCV appendix I's case analysis, done by comparison instead of by sign).
+end and infinity (FGCV appendix I's case analysis, done by comparison instead of by sign);
+for FGCV 3.2 point 7 as written (the optimum over ``[0, ∞]``, λ_min only in place of 0) the
+stationary point counts anywhere above 0.
 """
 
 from __future__ import annotations
@@ -360,14 +362,16 @@ def test_weights_are_the_ridge_solution_and_predict_uses_the_design():
                                rtol=1e-9)
 
 
-def test_every_lambda_respects_alpha_min_at_the_time_it_was_set():
-    """Section 3.2 point 7: α ≥ α_min = 1/N, i.e. λ ≥ σ²/N with the σ² in force."""
+def test_with_the_floor_every_lambda_respects_alpha_min_at_the_time_it_was_set():
+    """``alpha_min_floor=True``: α ≥ α_min = 1/N, i.e. λ ≥ σ²/N with the σ² in force."""
     x, y, radius = random_problem(3, n_patterns=40)
-    result = fast_gcv(x, y, radius=radius, noise_every=1)
+    result = fast_gcv(x, y, radius=radius, noise_every=1, alpha_min_floor=True)
     noise = result.details["noise_variance_trace"]
     moves = result.details["moves"]
-    # noise[i] is the σ² in force after i moves (re-estimated after every move here), so
-    # move i (0-based) was made with floor noise[i]/N.
+    # noise[i] is the σ² in force after i moves (re-estimated after every move here, and no
+    # settled stretch added entries of its own), so move i (0-based) was made with floor
+    # noise[i]/N.
+    assert len(noise) == len(moves) + 1
     at_floor = 0
     for i, (kind, _, lam) in enumerate(moves):
         if kind != "delete":
@@ -542,8 +546,9 @@ def test_docstring_examples():
 
 
 def test_alpha_min_replaces_only_zero_optima_unless_asked_to_floor():
-    """Section 3.2 point 7 as written keeps a positive optimum below α_min (here in 2 of 6
-    functions); ``alpha_min_floor=True`` holds every λ at or above λ_min."""
+    """Section 3.2 point 7 as written keeps a positive optimum below α_min (on this problem
+    2 of the 6 functions have one); ``alpha_min_floor=True`` holds every λ at or above
+    λ_min."""
     x, y, radius = random_problem(0)
     written = fast_gcv(x, y, radius=radius, constant=True)
     floored = fast_gcv(x, y, radius=radius, constant=True, alpha_min_floor=True)

@@ -323,42 +323,28 @@ def test_input_relevance_finds_the_used_input():
     assert relevance["b"] < 0.2 * relevance["a"]
 
 
-def _gp_log_evidence(X, y, length, starts=None):
-    """From scratch: log N(y − ȳ; 0, σ_f²K + σ_n²I), K_ij = exp(−‖x_i − x_j‖²/(2ℓ²)),
-    maximised over σ_f² and σ_n² numerically (Cholesky, no eigendecomposition) within the
-    rule's bounds (σ_f², σ_n² within _SIGNAL_RANGE, _NOISE_RANGE times the targets'
-    variance), by Nelder-Mead from ``starts`` (pairs (σ_f², σ_n²); default three spread
-    ones)."""
-    from scipy import optimize
+def _gp_log_evidence(X, y, length, signal2, noise2):
+    """From scratch: log N(y − ȳ; 0, σ_f²K + σ_n²I), K_ij = exp(−‖x_i − x_j‖²/(2ℓ²)), by a
+    Cholesky factorisation (no shared code with the library)."""
     yc = y - y.mean()
     diff = X[:, None, :] - X[None, :, :]
     K = np.exp(-np.sum(diff * diff, axis=-1) / (2.0 * length ** 2))
-    v = float(np.var(yc))
-    low = np.log([v * module._SIGNAL_RANGE[0], v * module._NOISE_RANGE[0]])
-    high = np.log([v * module._SIGNAL_RANGE[1], v * module._NOISE_RANGE[1]])
-
-    def nll(logs):
-        logs = np.clip(logs, low, high)
-        C = math.exp(logs[0]) * K + math.exp(logs[1]) * np.eye(len(y))
-        L = np.linalg.cholesky(C)
-        a = np.linalg.solve(L, yc)
-        return float(np.sum(np.log(np.diag(L))) + 0.5 * a @ a)
-
-    starts = starts or [(v * f, v * g) for f, g in ((0.9, 0.1), (0.5, 0.5), (0.1, 0.9))]
-    best = min((optimize.minimize(nll, np.log(start), method="Nelder-Mead",
-                                  options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 4000})
-                for start in starts), key=lambda r: r.fun)
-    return -best.fun
+    L = np.linalg.cholesky(signal2 * K + noise2 * np.eye(len(y)))
+    a = np.linalg.solve(L, yc)
+    return -float(np.sum(np.log(np.diag(L))) + 0.5 * a @ a) - 0.5 * len(y) * math.log(2 * math.pi)
 
 
 @settings(max_examples=15, deadline=None)
 @given(n=st.integers(12, 40), d=st.integers(1, 3), freq=st.floats(0.5, 3.0),
        noise=st.floats(0.05, 0.5), seed=st.integers(0, 2**16))
 def test_evidence_length_scale_maximises_the_gp_marginal_likelihood(n, d, freq, noise, seed):
-    """The width rule's ℓ̂ is a local maximum of the Gaussian process's marginal likelihood
-    (σ_f and σ_n optimised, locally: from the rule's own), computed here from scratch: no
-    nearby length does better. (Globally, on a dozen points a noise-free interpolant at
-    another length can have a larger evidence; the rule's L-BFGS-B search is local.)"""
+    """The width rule's (ℓ̂, σ_f, σ_n) is a local maximum of the Gaussian process's marginal
+    likelihood, computed here from scratch: moving any one of the three by ±10 % (within the
+    rule's bounds) does not raise it beyond the optimiser's stopping tolerance. (Globally,
+    on a few dozen points a noise-free interpolant at another length can have a larger
+    evidence; the rule's L-BFGS-B search is local. An earlier version of this test
+    re-optimised σ_f and σ_n by Nelder-Mead at the other length, which could wander into
+    that other basin: n = 30, d = 2, freq = 2, noise = 0.387, seed = 0.)"""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     y = np.sin(freq * X[:, 0]) + noise * rng.normal(size=n)
@@ -366,13 +352,23 @@ def test_evidence_length_scale_maximises_the_gp_marginal_likelihood(n, d, freq, 
     lengths, signal, noise_std = module.evidence_hyperparameters(X, y)
     assert lengths.tolist() == [length] * d
     scale = math.sqrt(d)
-    assert scale / module._LENGTH_RANGE <= length <= scale * module._LENGTH_RANGE
-    starts = [(signal ** 2, noise_std ** 2)]
-    at = _gp_log_evidence(X, y, length, starts)
-    for factor in (0.8, 1.25):
-        other = length * factor
-        if scale / module._LENGTH_RANGE <= other <= scale * module._LENGTH_RANGE:
-            assert at >= _gp_log_evidence(X, y, other, starts) - 1e-6 * max(1.0, abs(at))
+    # (the search runs in log ℓ: a length at a bound can be a rounding step outside it)
+    assert (scale / module._LENGTH_RANGE * (1 - 1e-12) <= length
+            <= scale * module._LENGTH_RANGE * (1 + 1e-12))
+    v = float(np.var(y))
+    point = {"length": length, "signal2": signal ** 2, "noise2": noise_std ** 2}
+    bounds = {"length": (scale / module._LENGTH_RANGE, scale * module._LENGTH_RANGE),
+              "signal2": (v * module._SIGNAL_RANGE[0], v * module._SIGNAL_RANGE[1]),
+              "noise2": (v * module._NOISE_RANGE[0], v * module._NOISE_RANGE[1])}
+    at = _gp_log_evidence(X, y, **point)
+    # L-BFGS-B stops once a step gains less than _EVIDENCE_FTOL of the evidence, which can
+    # leave it some tens of times that below the top (seen: 7.5e-6 of it, at ftol 1e-6).
+    tolerance = 100.0 * module._EVIDENCE_FTOL * max(1.0, abs(at))
+    for name, (low, high) in bounds.items():
+        for factor in (0.9, 1.1):
+            moved = point[name] * factor
+            if low <= moved <= high:
+                assert at >= _gp_log_evidence(X, y, **{**point, name: moved}) - tolerance
 
 
 def test_evidence_length_scale_subsamples_evenly():
@@ -584,3 +580,16 @@ def test_ard_scales_are_recomputed_from_the_raw_inputs():
     fresh = VBLSKernelRegressor(width="ard", window_size=100, max_sweeps=5)
     fresh.learn_many(X.iloc[20:], y.iloc[20:])
     np.testing.assert_allclose(model.input_scales, fresh.input_scales, rtol=1e-6)
+
+
+def test_one_length_per_input_with_one_input_is_the_isotropic_answer_on_every_pattern():
+    """With one input ``ard=True`` is the isotropic search (in units of the input's standard
+    deviation), on all the patterns: the subset that only starts the ARD search with several
+    inputs must not decide the answer here."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 1))
+    y = np.sin(2.0 * X[:, 0]) + 0.3 * rng.normal(size=400)
+    iso = module.evidence_hyperparameters(X, y, ard=False)
+    ard = module.evidence_hyperparameters(X, y, ard=True)
+    np.testing.assert_allclose(ard[0], iso[0], rtol=1e-4)
+    np.testing.assert_allclose(ard[1:], iso[1:], rtol=1e-4)

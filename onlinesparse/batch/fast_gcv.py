@@ -194,8 +194,8 @@ def _prefix_traces(gram: np.ndarray, cross_y: np.ndarray, yy: float, lambdas: np
     """SSE and GCV (Orr 5.2) of each prefix of the final model, each with its final λ's.
 
     ``SSE = yᵀy − 2wᵀc + wᵀGw`` and ``γ = tr(A⁻¹G)`` from one Cholesky factor per prefix
-    (a pseudo-inverse if a prefix is singular to working precision, possible only with
-    ``alpha_min = 0``).
+    (a pseudo-inverse if a prefix is singular to working precision, possible when a λ is 0
+    or, under point 7 as written, a tiny positive optimum).
     """
     sse, gcv_trace = [yy], [gcv(yy, 0.0, n_patterns)]
     for m in range(1, len(lambdas) + 1):
@@ -246,7 +246,8 @@ def fast_gcv(inputs: np.ndarray, y: np.ndarray, *, radius: float,
     Numerical health (section 3.2 point 5): :class:`~onlinesparse.ridge.IncrementalRidge`
     refreshes ``S`` by Cholesky whenever its rounding-error account or drift probe says so;
     in addition, a candidate with clearly negative ``γ_m`` or ``u_m`` forces a refresh, and
-    if that does not cure it the run stops (``details["stop_reason"] == "ill_conditioned"``).
+    if that does not cure it the run stops (``details["stop_reason"] == "ill_conditioned"``),
+    as it does when the λ's of a new σ² (point 6) would make ``HᵀH + Λ`` singular.
     A candidate that ``add_basis`` rejects as numerically dependent on the model is passed
     over until the model next changes.
 

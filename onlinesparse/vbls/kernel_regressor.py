@@ -169,9 +169,9 @@ def evidence_hyperparameters(X: np.ndarray, y: np.ndarray, ard: bool = False,
     hyper-parameters of a model with few of them. Isotropic (``ard=False``): L-BFGS-B over
     ``(log ℓ, log σ_f, log σ_n)`` with the analytic gradient, started from the best point of a
     small grid (9 lengths spread over ``[√d/20, 20√d]``, the range searched, for standardised
-    inputs, × 3 noise shares). With ``ard``: the same isotropic search, on at most 128 of the
-    patterns (it only finds a start), with the inputs divided by their standard deviations
-    (so the result does not depend on the inputs' units), then
+    inputs, × 3 noise shares). With ``ard``: the same isotropic search, with more than one
+    input on at most 128 of the patterns (it only finds a start), with the inputs divided by
+    their standard deviations (so the result does not depend on the inputs' units), then
     L-BFGS-B over ``(log ℓ_1, …, log ℓ_d, log σ_f, log σ_n)`` from there, each ℓ_i within
     ``[1/20, 1000]`` standard deviations of its input (an irrelevant input's length runs to the
     ceiling, where it no longer matters). At most ``max_points`` patterns, evenly spaced, are
@@ -190,9 +190,10 @@ def evidence_hyperparameters(X: np.ndarray, y: np.ndarray, ard: bool = False,
         units = np.where(spread > 0.0, spread, 1.0)
     Z = X / units
     centred = y - y.mean() if n else y
-    # With ``ard`` the isotropic search only finds a start, and on a subset it costs a
-    # fraction: (128/404)³ ≈ 3 % per evaluation on Boston housing.
-    if ard and n > _START_POINTS:
+    # With ``ard`` (and several inputs) the isotropic search only finds a start, and on a
+    # subset it costs a fraction: (128/404)³ ≈ 3 % per evaluation on Boston housing. With
+    # one input it is the answer, so it sees every pattern.
+    if ard and d > 1 and n > _START_POINTS:
         picks = np.unique(np.linspace(0, n - 1, _START_POINTS).round().astype(int))
         Z_start, y_start = Z[picks], centred[picks]
     else:
@@ -960,6 +961,8 @@ class VBLSKernelRegressor(base.Regressor):
         ``μ = Σ_b c/s = P⁻¹c``. Returns μ, the diagonal of Σ_b and the inverse Cholesky factor
         ``L⁻¹`` of P (``Σ_b = s·L⁻ᵀL⁻¹``). O(M³)."""
         system = gram + noise * np.diag(precisions)
+        if not np.all(np.isfinite(system)):  # (raw LAPACK would not say)
+            raise linalg.LinAlgError("the posterior precision has non-finite entries")
         # LAPACK directly: this runs hundreds of times per batch fit, at M in the hundreds
         # for the first sweeps. potrf (M³/3) and trtri (M³/3, where a triangular solve
         # against the identity costs M³); clean=1 zeroes the upper triangle.
