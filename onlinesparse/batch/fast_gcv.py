@@ -461,6 +461,12 @@ def _single_run(X: np.ndarray, C: np.ndarray, built: _Built, variance: float,
         variance = new
         return change
 
+    def record() -> None:
+        """One entry of each trace for the model as it is now."""
+        gcv_trace.append(model.gcv)
+        noise_trace.append(variance)
+        size_trace.append(model.size)
+
     iteration = 0
     while iteration < max_iterations:
         lambda_min = alpha_min * variance
@@ -501,10 +507,7 @@ def _single_run(X: np.ndarray, C: np.ndarray, built: _Built, variance: float,
                 converged = True
                 stop_reason = "converged"
                 break
-            # The new σ² moved every λ: the traces record that state too.
-            gcv_trace.append(model.gcv)
-            noise_trace.append(variance)
-            size_trace.append(model.size)
+            record()  # the new σ² moved every λ: the traces record that state too
             continue
         try:
             if best.kind == "add":
@@ -529,9 +532,7 @@ def _single_run(X: np.ndarray, C: np.ndarray, built: _Built, variance: float,
         since_noise += 1
         if since_noise >= noise_every:
             reestimate_noise()
-        gcv_trace.append(model.gcv)
-        noise_trace.append(variance)
-        size_trace.append(model.size)
+        record()
 
     refreshes = model.n_refreshes
     # Report the weights of a fresh Cholesky solve on the final model rather than the

@@ -91,6 +91,14 @@ _AT_CAP = 1.0 - 1e-6
 _TINY = float(np.finfo(float).tiny)
 
 
+def _evenly_spaced(n: int, k: int) -> np.ndarray:
+    """Indices of at most ``k`` of ``n`` items spread evenly from the first to the last (all
+    of them when ``n ≤ k``)."""
+    if n <= k:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, k).round().astype(int))
+
+
 def gp_log_evidence(X: np.ndarray, y: np.ndarray, lengths: np.ndarray | float,
                     signal: float, noise: float, gradient: bool = True
                     ) -> tuple[float, np.ndarray | None]:
@@ -181,7 +189,7 @@ def evidence_hyperparameters(X: np.ndarray, y: np.ndarray, ard: bool = False,
     y = np.asarray(y, dtype=float)
     n, d = X.shape
     if n > max_points:
-        picks = np.unique(np.linspace(0, n - 1, max_points).round().astype(int))
+        picks = _evenly_spaced(n, max_points)
         X, y = X[picks], y[picks]
         n = len(y)
     units = np.ones(d)
@@ -194,7 +202,7 @@ def evidence_hyperparameters(X: np.ndarray, y: np.ndarray, ard: bool = False,
     # subset it costs a fraction: (128/404)³ ≈ 3 % per evaluation on Boston housing. With
     # one input it is the answer, so it sees every pattern.
     if ard and d > 1 and n > _START_POINTS:
-        picks = np.unique(np.linspace(0, n - 1, _START_POINTS).round().astype(int))
+        picks = _evenly_spaced(n, _START_POINTS)
         Z_start, y_start = Z[picks], centred[picks]
     else:
         Z_start, y_start = Z, centred
@@ -941,8 +949,7 @@ class VBLSKernelRegressor(base.Regressor):
         metric) spread evenly over the window, and their W × K design matrix over them.
         O(W²·(d + R))."""
         per_radius = max(self.max_start // len(radii), 1)
-        picks = (np.arange(len(X)) if len(X) <= per_radius
-                 else np.unique(np.linspace(0, len(X) - 1, per_radius).round().astype(int)))
+        picks = _evenly_spaced(len(X), per_radius)
         centres = X[picks]
         sq = np.einsum("ij,ij->i", X, X)
         dist = np.maximum(sq[:, None] + sq[picks][None, :] - 2.0 * X @ centres.T, 0.0)
