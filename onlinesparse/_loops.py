@@ -26,7 +26,8 @@ __all__ = [
     "profile", "evaluate_rows", "nearest_sq_distance", "symmetric_matvec",
     "symmetric_matvec_pair", "rank_one_update",
     "sherman_morrison", "symmetric_rank_one", "gram_rank_one", "cancellation_ratio",
-    "slide_window", "new_column", "is_healthy", "training_error", "error_and_gamma",
+    "slide_window", "new_column", "refresh_column", "is_healthy", "training_error",
+    "error_and_gamma",
     "basis_quantities",
     "candidate_quantities", "swap_symmetric", "swap_rows", "gcv_of_delta", "optimal_lambda",
     "basis_optimum", "candidate_optima", "lambda_rank_one", "basis_move", "mirror_lower",
@@ -189,6 +190,21 @@ def new_column(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
         gram[n, k] = cross[k]
     gram[n, n] = own
     cross_y[n] = with_y
+
+
+@_jit
+def refresh_column(HT: np.ndarray, y: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
+                   n: int, i: int) -> None:
+    """Recompute column ``i``'s statistics from the stored rows of a full window
+    (``WindowStatistics.refresh_step``): row and column ``i`` of the Gram matrix and
+    ``φᵢᵀy``, with every slot of the ring holding a pattern. One matrix-vector product
+    over contiguous lines of ``HT``, as in :func:`new_column`."""
+    line = HT[i]
+    cross = np.dot(HT[:n], line)
+    for k in range(n):
+        gram[k, i] = cross[k]
+        gram[i, k] = cross[k]
+    cross_y[i] = np.dot(line, y)
 
 
 @_jit

@@ -316,7 +316,10 @@ class IncrementalRidge:
     refresh_every
         Recompute the statistics from the stored window and ``S`` by Cholesky after this many
         added patterns (for a window the default is its size), so rounding never accumulates
-        without bound.
+        without bound. Once a window is full its statistics are recomputed a column at a time
+        instead, every pattern paying its share (:meth:`WindowStatistics.refresh_step
+        <onlinesparse.window.WindowStatistics.refresh_step>`), and this refreshes ``S``
+        alone.
     check_every
         Probe ``‖S(G + Λ)v − v‖`` every this many operations; a drift above
         ``drift_tolerance`` triggers a refresh (DESIGN.md §4).
@@ -344,6 +347,8 @@ class IncrementalRidge:
     # Class-level defaults, so that checkpoints written before deferral existed load.
     defer_refreshes = False
     _pending: bool | None = None
+    _round_error = 0.0
+    _round_start = 0
 
     def __init__(self, n_features: int, memory: str = "window", size: int = 1000,
                  factor: float = 1.0, refresh_every: int | None = None,
@@ -367,6 +372,11 @@ class IncrementalRidge:
         self._summary_cache: tuple[int, float, float] = (-1, 0.0, 0.0)
         self._error_estimate = 1.0
         self._statistics_error = 0.0
+        # The rolling refresh of a full window (WindowStatistics.refresh_step): the
+        # statistics' rounding accumulated since the current round of it began, and the
+        # pattern count at which it began.
+        self._round_error = 0.0
+        self._round_start = 0
         self._since_refresh = 0
         self._since_check = 0
 
@@ -467,7 +477,7 @@ class IncrementalRidge:
         window.replace_oldest(x, y, h, y_old)
         removal, addition, cancellation, healthy = out.tolist()
         self._account((1.0 / removal, 1.0 / removal))
-        self._statistics_error += cancellation
+        self._add_statistics_error(cancellation)
         self._account((1.0, cancellation))
         self._after_update((1.0 / addition, addition), pattern=True, healthy=healthy > 0.0)
         return True
@@ -668,8 +678,12 @@ class IncrementalRidge:
         if not len(h_old):
             return 1.0, 0.0
         fresh = _loops.cancellation_ratio(self.window.gram, h_old, len(h_old))
-        self._statistics_error += fresh
+        self._add_statistics_error(fresh)
         return 1.0, fresh
+
+    def _add_statistics_error(self, fresh: float) -> None:
+        self._statistics_error += fresh
+        self._round_error += fresh
 
     def _account(self, account: tuple[float, float]) -> None:
         propagation, fresh = account
@@ -686,20 +700,32 @@ class IncrementalRidge:
           statistics only if the residual exceeds both 1e-11 and 10·ε·cond(A) (about what
           a fresh factorisation leaves); the statistics themselves are
           recomputed from the stored rows when their own cancellation estimate passes the
-          same bound, and every ``refresh_every`` patterns.
+          same bound, and every ``refresh_every`` patterns — for a full window a column at
+          a time instead (:meth:`~onlinesparse.window.WindowStatistics.refresh_step`), so
+          that no sample pays for the whole O(W·n²) recomputation; once every column has
+          been recomputed since a round began, only that round's rounding can remain.
         * Cheap O(M) checks every time: positive diagonal of S, finite weights.
         * The O(M²) drift probe every ``check_every`` operations, a backstop for what the
           first-order account misses.
-        * A full refresh every ``refresh_every`` patterns.
+        * A full refresh every ``refresh_every`` patterns (of S alone while the rolling
+          refresh keeps the statistics).
         """
         self._version += 1
         for account in accounts:
             self._account(account)
         if pattern:
             self._since_refresh += 1
-            if (self._since_refresh >= self.refresh_every
-                    or self._statistics_error > _REFRESH_AT):
+            exact_since = self.window.refresh_step()
+            if exact_since is not None and exact_since >= self._round_start:
+                self._statistics_error, self._round_error = self._round_error, 0.0
+                self._round_start = self.window.n_seen
+            if self._statistics_error > _REFRESH_AT:
                 self._refresh_or_defer(statistics=True)
+                return
+            if self._since_refresh >= self.refresh_every:
+                if exact_since is not None:
+                    self._since_refresh = 0  # the statistics are kept by the rolling refresh
+                self._refresh_or_defer(statistics=exact_since is None)
                 return
         if self.window.n_stored == 0 and self.window.memory == "window":
             # An empty window has exactly zero statistics and the weights exactly zero.
@@ -776,7 +802,8 @@ class IncrementalRidge:
             # rebuild its statistics (only a window stores the rows to do so).
             self._since_refresh = 0
             if self.window.refresh():
-                self._statistics_error = 0.0
+                self._statistics_error = self._round_error = 0.0
+                self._round_start = self.window.n_seen
         self.state.refresh(self.window.gram_model, self.window.cross_y_model)
         self._pending = None
         self._version += 1

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onlinesparse.kernels import BasisSpec
+from onlinesparse.kernels import Basis, BasisSpec
 from onlinesparse.ridge import IllConditionedError, IncrementalRidge
 from onlinesparse.window import WindowStatistics
 from tests.reference import from_scratch, rel_err
@@ -365,3 +365,93 @@ def test_scaling_the_lambdas_by_a_bad_factor_is_refused_and_changes_nothing(fact
     with pytest.raises(ValueError, match="scale factor"):
         model.scale_lambdas(factor)
     assert pickle.dumps(model) == before
+
+
+def _statistics_from_scratch(window: WindowStatistics) -> tuple[np.ndarray, np.ndarray, float]:
+    """G, Hᵀy and yᵀy of every tracked column over the stored window, from the stored inputs
+    and the column specs (not from the stored rows the window itself reads)."""
+    basis = Basis(window.n_features)
+    for i in range(window.n_columns):
+        basis.append(window.basis.spec(i))
+    H = basis.evaluate_many(window.stored_inputs())
+    y = window.stored_targets()
+    return H.T @ H, H.T @ y, float(y @ y)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), size=st.integers(2, 40), n_columns=st.integers(1, 12),
+       ops=st.lists(st.sampled_from(["push"] * 6 + ["add", "drop", "swap", "promote"]),
+                    min_size=60, max_size=200))
+def test_the_rolling_refresh_keeps_a_full_window_exact(seed, size, n_columns, ops):
+    """A full window's statistics, recomputed a column at a time (refresh_step) while
+    columns come, go and move, equal a from-scratch computation to rounding at every step;
+    with a fixed set of columns none goes more than about one window without being
+    recomputed."""
+    rng = np.random.default_rng(seed)
+    d = 2
+    window = WindowStatistics(d, memory="window", size=size)
+    for _ in range(n_columns):
+        window.add_column(_random_spec(rng, d))
+
+    def push() -> int | None:
+        if window.is_full:
+            window.pop_oldest()
+        window.push(*_pattern(rng, d))
+        return window.refresh_step()
+
+    for op in ops:
+        if op == "push":
+            exact_since = push()
+            assert (exact_since is None) == (not window.is_full)
+        elif op == "add":
+            window.add_column(_random_spec(rng, d))
+        elif op == "drop" and window.n_candidates > 1:
+            window.drop_column(int(rng.integers(window.n_model, window.n_columns)))
+        elif op == "swap":
+            i, j = rng.integers(window.n_columns, size=2)
+            window.swap_columns(int(i), int(j))
+        elif op == "promote" and window.n_candidates > 1:
+            window.promote(int(rng.integers(window.n_model, window.n_columns)))
+        gram, cross_y, yy = _statistics_from_scratch(window)
+        scale = max(float(np.abs(gram).max()), 1.0)
+        np.testing.assert_allclose(window.gram, gram, rtol=0, atol=1e-12 * scale * size)
+        np.testing.assert_allclose(window._cross_y[: window.n_columns], cross_y, rtol=0,
+                                   atol=1e-12 * max(float(np.abs(cross_y).max()), 1.0) * size)
+        assert window.yy == pytest.approx(yy, rel=1e-12, abs=1e-12)
+    # A fixed set of n columns: n/size columns' worth per pattern, the stalest first.
+    for _ in range(3 * size):
+        exact_since = push()
+    n = window.n_columns
+    staleness = window.n_seen - window.stamps[:n]
+    assert staleness.max() <= size + math.ceil(size / n) + 1
+    assert exact_since <= int(window.stamps[:n].min())
+
+
+def test_a_long_window_stream_never_recomputes_the_whole_gram_and_stays_exact(monkeypatch):
+    """Steady state of a full window: the statistics are kept by the rolling refresh (no
+    sample recomputes them whole), the model stays equal to the from-scratch solve, and
+    the statistics' error account is renewed with every round instead of growing."""
+    rng = np.random.default_rng(11)
+    size = 30
+    model = IncrementalRidge(n_features=2, size=size)
+    for _ in range(size):
+        model.add_pattern(*_pattern(rng, 2))
+    for _ in range(8):
+        model.add_basis(_random_spec(rng, 2), 0.01)
+    whole = []
+    original = WindowStatistics.refresh
+    monkeypatch.setattr(WindowStatistics, "refresh",
+                        lambda self: whole.append(1) or original(self))
+    added = []
+    account = IncrementalRidge._add_statistics_error
+    monkeypatch.setattr(IncrementalRidge, "_add_statistics_error",
+                        lambda self, fresh: added.append(fresh) or account(self, fresh))
+    for k in range(20 * size):
+        model.add_pattern(*_pattern(rng, 2))
+        if k % size == 0:
+            _check_against_reference(model, strict=True)
+    assert not whole
+    assert model.n_refreshes >= 19  # the periodic refresh of S still runs, every window
+    # The account covers at most the last two rounds, far less than the whole stream.
+    assert model._statistics_error <= sum(added[-2 * size - 2:]) + 1e-12
+    assert model._statistics_error < 0.2 * sum(added)

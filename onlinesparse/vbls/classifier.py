@@ -129,7 +129,6 @@ class VBLSClassifier(base.Classifier):
         self._xi = np.zeros(0)
         # [negative label, positive label]; None until seen.
         self._classes: list[Hashable | None] = [None, None]
-        self._since_refresh = 0
 
     @property
     def _multiclass(self) -> bool:
@@ -200,10 +199,10 @@ class VBLSClassifier(base.Classifier):
             xi = 0.0
         self._signs = np.append(self._signs, sign)
         self._xi = np.append(self._xi, xi)
-        self._since_refresh += 1
-        if self._since_refresh >= stats.store_capacity:
-            stats.refresh()
-            self._since_refresh = 0
+        # Adding and subtracting patterns accumulates rounding: a full window recomputes its
+        # statistics from the stored rows a column at a time, about once per window for
+        # each (WindowStatistics.refresh_step; DESIGN.md §4).
+        stats.refresh_step()
 
     def _sweep(self, n: int) -> float:
         stats, state = self._stats, self._state

@@ -463,7 +463,6 @@ class VBLSKernelRegressor(base.Regressor):
         self._at_cap = np.zeros(0, dtype=np.int64)
         # Window means μ_m of the model's columns that the state's parametrisation uses.
         self._means = np.zeros(0)
-        self._since_refresh = 0
         # Full covariance Σ_b of the last batch fit (eq. 5.2), for the predictive until the
         # next learn_one changes the posterior; None otherwise.
         self._covariance: np.ndarray | None = None
@@ -727,12 +726,10 @@ class VBLSKernelRegressor(base.Regressor):
         if stats.is_full:
             stats.pop_oldest()
         stats.push(vector, target, row)
-        # Adding and subtracting patterns accumulates rounding: recompute the statistics from
-        # the stored rows once per window (DESIGN.md §4).
-        self._since_refresh += 1
-        if self._since_refresh >= stats.store_capacity:
-            stats.refresh()
-            self._since_refresh = 0
+        # Adding and subtracting patterns accumulates rounding: a full window recomputes its
+        # statistics from the stored rows a column at a time, about once per window for
+        # each (WindowStatistics.refresh_step; DESIGN.md §4).
+        stats.refresh_step()
         if self._state is None:
             self._state = engine.initial_state(stats.n_model, stats.yy / stats.count, "ard")
             self._at_cap = np.zeros(stats.n_model, dtype=np.int64)
@@ -1037,7 +1034,6 @@ class VBLSKernelRegressor(base.Regressor):
         for x, target in zip(X, targets, strict=True):
             stats.push(x, float(target), stats.row(x))
         self._stats = stats
-        self._since_refresh = 0
         m = stats.n_model
         state = engine.initial_state(m, stats.yy / stats.count, "ard")
         self._means = stats.gram_model[0] / stats.count

@@ -111,7 +111,6 @@ class VBLSRegressor(base.Regressor):
         self._features = FeatureMap(strict=strict)
         self._stats: WindowStatistics | None = None
         self._state: engine.VBLSState | None = None
-        self._since_refresh = 0
 
     # -- internals --------------------------------------------------------------------------
     def _new_statistics(self, n_features: int) -> WindowStatistics:
@@ -130,13 +129,10 @@ class VBLSRegressor(base.Regressor):
             stats.pop_oldest()
         # The row of a linear basis is the input behind a 1: cheaper than evaluating specs.
         stats.push(vector, y, np.concatenate(([1.0], vector)))
-        if stats.memory == "window":
-            # Adding and subtracting patterns accumulates rounding: recompute the statistics
-            # from the stored rows once per window (DESIGN.md §4).
-            self._since_refresh += 1
-            if self._since_refresh >= stats.store_capacity:
-                stats.refresh()
-                self._since_refresh = 0
+        # Adding and subtracting patterns accumulates rounding: a full window recomputes its
+        # statistics from the stored rows a column at a time, about once per window for
+        # each (WindowStatistics.refresh_step; DESIGN.md §4).
+        stats.refresh_step()
 
     def _sweep(self, n: int) -> None:
         stats, state = self._stats, self._state
