@@ -169,6 +169,9 @@ class SparseRBFRegressor(base.Regressor):
                                      novelty=self.novelty,
                                      error_threshold=self.error_threshold,
                                      column_every=self.candidate_every)
+        # Everything the model can hold is known now: allocating it before the first
+        # pattern keeps array growth (a copy of the stored window) out of the stream.
+        self.model.window.reserve(self.max_basis + self._buffer.capacity + 2)
         specs = [BasisSpec.constant()]
         if self.linear:
             specs += [BasisSpec.linear(i) for i in range(n_features)]

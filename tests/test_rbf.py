@@ -289,3 +289,35 @@ def test_a_sample_does_at_most_one_heavy_piece_of_work_at_the_budget():
             seen["add"] += added
             seen["column"] += column
     assert min(seen.values()) >= 5, seen  # each kind of work did happen at the budget
+
+
+def test_no_array_grows_and_the_gram_is_never_recomputed_whole_mid_stream(monkeypatch):
+    """What used to make single samples slow once the stream runs: the stored window and
+    the column arrays are reserved before the first sample (no growth copies them later),
+    and a full window's statistics are renewed a column at a time (no sample recomputes
+    the whole Gram matrix)."""
+    from onlinesparse.window import WindowStatistics
+
+    calls = {"_grow_store": 0, "_ensure_columns_grew": 0, "refresh": 0}
+    grow, ensure, refresh = (WindowStatistics._grow_store, WindowStatistics._ensure_columns,
+                             WindowStatistics.refresh)
+
+    def counting_ensure(self, needed):
+        calls["_ensure_columns_grew"] += needed > self._gram.shape[0]
+        return ensure(self, needed)
+
+    model = SparseRBFRegressor(max_basis=15, window=120, n_candidates=10)
+    scaler = preprocessing.StandardScaler()
+    stream = list(datasets.synth.Friedman(seed=5).take(700))
+    x0 = scaler.learn_one(stream[0][0]) or scaler.transform_one(stream[0][0])
+    model.learn_one(x0, stream[0][1])  # the first sample reserves
+    monkeypatch.setattr(WindowStatistics, "_grow_store",
+                        lambda self, rows: calls.__setitem__("_grow_store", 1) or grow(self, rows))
+    monkeypatch.setattr(WindowStatistics, "_ensure_columns", counting_ensure)
+    monkeypatch.setattr(WindowStatistics, "refresh",
+                        lambda self: calls.__setitem__("refresh", 1) or refresh(self))
+    for x, y in stream[1:]:
+        scaler.learn_one(x)
+        model.learn_one(scaler.transform_one(x), y)
+    assert model.n_basis == 15 and model.model.window.is_full
+    assert calls == {"_grow_store": 0, "_ensure_columns_grew": 0, "refresh": 0}
