@@ -1,0 +1,179 @@
+"""How much of the latency target of ``stream_friedman.py`` the arithmetic alone uses.
+
+The issue's latency target for ``SparseRBFRegressor(max_basis=100)`` on Friedman #1 (d = 10,
+window W = 1000, behind ``preprocessing.StandardScaler()``) is a median ``predict_one`` +
+``learn_one`` of at most 4 × river ``LinearRegression``'s median in the same setting. This
+script splits that budget: it builds the model on the first 3000 samples of the stream and
+then times, in isolation and on that model's own state,
+
+* what both pipelines pay alike: river's ``StandardScaler`` (``learn_one`` and two
+  ``transform_one``), and our dict → vector conversion (``FeatureMap.transform``, once in
+  ``predict_one`` and once in ``learn_one``);
+* the compiled loops a sample runs when it computes no candidate column and makes no move
+  (the typical sample of a model at its budget with a column every few samples): the row of
+  every tracked column at the new input and the model's row for the prediction, the window
+  step (``slide_window``: the oldest pattern out of S and G, the new one in), one candidate
+  evaluation (``candidate_move``, two candidates, FGCV's quantities and the decision) and
+  one basis-function evaluation (``error_and_gamma`` + ``basis_optimum``, Orr A.11, and the
+  rank-one λ change, FGCV appendix V) — the two GCV evaluations per sample of the default
+  ``evaluations_per_sample=2``.
+
+It prints the sum of the compiled loops — a floor no arrangement of the Python around them
+can go under — beside the budget, and what that leaves for all the interpreted code of the
+two calls. Everything runs on one BLAS thread; each figure is the median of many repeated
+calls (mutating loops alternate between two states so that every call does the same work).
+Repeated calls run with warm caches; inside the stream, where every sample also walks the
+stored window and the other matrices, the same loops take longer (under cProfile in the
+stream: window step 13 µs, candidate evaluation 16 µs), so the floor printed here is, if
+anything, low.
+
+Measured (2026-11-21, this machine): LinearRegression 15.8 µs, target 63.1 µs; scaler 9.0 +
+conversions 4.9 + compiled loops 33.6 = 47.4 µs (3.0 ×), leaving 15.7 µs for all other
+Python of both calls — where the model as written spends about 130 µs (a sample without a
+candidate column took 124 µs in all). The target is thus out of reach of the present
+arrangement (a dozen Python-level calls per sample into the compiled core) and needs the
+steady-state sample as one or two compiled calls, with candidate columns (46 µs each here)
+computed on only some samples once the model is at its budget.
+
+Run: ``.venv/bin/python benchmarks/stream_latency_floor.py`` (about 20 s).
+"""
+
+from __future__ import annotations
+
+import os
+
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+from river import datasets, linear_model, preprocessing  # noqa: E402
+
+from onlinesparse import SparseRBFRegressor, _loops, warm_up  # noqa: E402
+
+REPEATS = 3000
+
+
+def median_us(call: Callable[[], object], repeats: int = REPEATS) -> float:
+    call()
+    times = np.empty(repeats)
+    for k in range(repeats):
+        start = time.perf_counter()
+        call()
+        times[k] = time.perf_counter() - start
+    return float(np.median(times) * 1e6)
+
+
+def linear_regression_median(data: list) -> float:
+    """river LinearRegression behind the scaler, progressive validation: median µs."""
+    pipe = preprocessing.StandardScaler() | linear_model.LinearRegression()
+    times = np.empty(len(data))
+    for k, (x, y) in enumerate(data):
+        start = time.perf_counter()
+        pipe.predict_one(x)
+        pipe.learn_one(x, y)
+        times[k] = time.perf_counter() - start
+    return float(np.median(times) * 1e6)
+
+
+def main() -> None:
+    warm_up()
+    data = list(datasets.synth.Friedman(seed=42).take(5000))
+    lin = linear_regression_median(data)
+
+    scaler = preprocessing.StandardScaler()
+    model = SparseRBFRegressor(max_basis=100)
+    for x, y in data[:3000]:
+        scaler.learn_one(x)
+        model.learn_one(scaler.transform_one(x), y)
+    ridge, window = model.model, model.model.window
+    state, basis = ridge.state, window.basis
+    x_next, _ = data[3000]
+
+    shared = {
+        "StandardScaler learn_one + 2 × transform_one":
+            median_us(lambda: (scaler.learn_one(x_next), scaler.transform_one(x_next),
+                               scaler.transform_one(x_next))),
+    }
+    x_scaled = scaler.transform_one(x_next)
+    vector = model._features.transform(x_scaled)
+    shared["dict → vector (FeatureMap.transform) × 2"] = 2 * median_us(
+        lambda: model._features.transform(x_scaled))
+
+    n, m = window.n_columns, ridge.size
+    gram, cross_y = window._gram, window._cross_y
+    variance, weights, lambdas = state.variance, state.weights, state.lambdas
+    rows_all = np.empty((1, n))
+    rows_model = np.empty((1, m))
+    point = vector.reshape(1, -1)
+    h_new = window.row(vector)
+    h_old, y_old = window.oldest()
+    y_new = float(y_old) + 0.1
+    work, out4, out8 = np.empty(m), np.empty(4), np.empty(8)
+    flip = [False]
+
+    def slide() -> None:
+        # Alternate the roles of the two patterns, so that S and G come back each other call.
+        a, b = (h_old, h_new) if flip[0] else (h_new, h_old)
+        ya, yb = (y_old, y_new) if flip[0] else (y_new, y_old)
+        _loops.slide_window(gram, cross_y, n, variance, weights, m, a, ya, b, yb, 1e-10, work,
+                            out4)
+        flip[0] = not flip[0]
+
+    columns = np.array([window.n_model, window.n_model + 1])
+    merit = window.merit.copy()
+    lam_min = model._lambda_min
+    j = 7
+    lam_j = float(lambdas[j])
+
+    def basis_evaluation() -> None:
+        error, gamma = _loops.error_and_gamma(gram, cross_y, weights, lambdas, variance,
+                                              window.yy)
+        _loops.basis_optimum(variance, gram, cross_y, weights, lambdas, window.yy,
+                             window.count, j, lam_min, out8)
+        # Move λⱼ and back on alternate calls: the same rank-one work every time.
+        _loops.lambda_rank_one(variance, weights, lambdas, j,
+                               lam_j * 1.01 if lambdas[j] == lam_j else lam_j)
+
+    compiled = {
+        "row of every tracked column (learn)": median_us(
+            lambda: _loops.evaluate_rows(basis._kind, basis._centres, basis._inv_r2,
+                                         basis._feature, point, 0, n, rows_all)),
+        "row of the model's columns (predict)": median_us(
+            lambda: _loops.evaluate_rows(basis._kind, basis._centres, basis._inv_r2,
+                                         basis._feature, point, 0, m, rows_model)),
+        "window step (slide_window)": median_us(slide),
+        "candidate evaluation (candidate_move, 2 candidates)": median_us(
+            lambda: _loops.candidate_move(variance, gram, cross_y, weights, lambdas, merit,
+                                          window.yy, window.count, columns, lam_min, 1e-4,
+                                          True, out4)),
+        "basis evaluation (error_and_gamma + basis_optimum + λ rank one)":
+            median_us(basis_evaluation),
+    }
+    budget = 4.0 * lin
+    floor = sum(compiled.values()) + sum(shared.values())
+    print(f"M = {m}, tracked columns n = {n}, window W = {int(window.count)}, d = "
+          f"{window.n_features}")
+    print(f"river LinearRegression (behind the scaler), median µs per sample: {lin:.1f}; "
+          f"the target, 4 × that: {budget:.1f} µs\n")
+    print(f"{'part of a sample (median of ' + str(REPEATS) + ' calls)':66s} {'µs':>8s}")
+    for name, value in shared.items():
+        print(f"  {name:64s} {value:8.1f}")
+    for name, value in compiled.items():
+        print(f"  {name:64s} {value:8.1f}")
+    print(f"  {'sum: scaler + conversions + compiled loops':64s} {floor:8.1f}   "
+          f"= {floor / lin:.2f} × LinearRegression")
+    print(f"\nleft of the 4× budget for every other line of Python in predict_one + "
+          f"learn_one: {budget - floor:.1f} µs")
+
+    def column_round_trip() -> None:
+        window.add_column(window.basis.spec(window.n_columns - 1))
+        window.drop_column(window.n_columns - 1)
+
+    print(f"(a sample that computes a candidate column adds O(W·n) on top: "
+          f"{median_us(column_round_trip, 300):.1f} µs for one add_column + drop_column here)")
+
+if __name__ == "__main__":
+    main()
