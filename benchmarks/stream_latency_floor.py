@@ -29,7 +29,7 @@ anything, low.
 
 Measured (2026-11-21, this machine): LinearRegression 15.8 µs, target 63.1 µs; scaler 9.0 +
 conversions 4.9 + compiled loops 33.6 = 47.4 µs (3.0 ×), leaving 15.7 µs for all other
-Python of both calls — where the model as written spends about 130 µs (a sample without a
+Python of both calls — where the model as written spends about 75 µs (a sample without a
 candidate column took 124 µs in all). The target is thus out of reach of the present
 arrangement (a dozen Python-level calls per sample into the compiled core) and needs the
 steady-state sample as one or two compiled calls, with candidate columns (46 µs each here)
