@@ -452,7 +452,7 @@ class WindowStatistics:
         columns' worth per pattern (one column — its Gram row and column and ``φᵀy``, a
         matrix-vector product over the stored rows, O(W·n) — every W/n patterns, with
         ``yᵀy``), the stalest first. The total work is the same as one full refresh per W
-        patterns, but no sample does more than one column's share, and every column is
+        patterns, but no sample recomputes more than ⌈n/W⌉ columns, and every column is
         still recomputed about once per W patterns: a column recomputed at pattern t is
         exact then and afterwards carries only the rounding of the updates since t, as a
         full refresh would leave it.
