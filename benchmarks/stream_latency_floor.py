@@ -27,12 +27,12 @@ stored window and the other matrices, the same loops take longer (under cProfile
 stream: window step 13 µs, candidate evaluation 16 µs), so the floor printed here is, if
 anything, low.
 
-Measured (2026-11-21, this machine): LinearRegression 15.8 µs, target 63.1 µs; scaler 9.0 +
-conversions 4.9 + compiled loops 33.6 = 47.4 µs (3.0 ×), leaving 15.7 µs for all other
+Measured (2026-11-21, this machine): LinearRegression 15.3 µs, target 61.2 µs; scaler 9.2 +
+conversions 5.0 + compiled loops 33.6 = 47.7 µs (3.1 ×), leaving 13.5 µs for all other
 Python of both calls — where the model as written spends about 75 µs (a sample without a
 candidate column took 124 µs in all). The target is thus out of reach of the present
 arrangement (a dozen Python-level calls per sample into the compiled core) and needs the
-steady-state sample as one or two compiled calls, with candidate columns (46 µs each here)
+steady-state sample as one or two compiled calls, with candidate columns (46–48 µs each here)
 computed on only some samples once the model is at its budget.
 
 Run: ``.venv/bin/python benchmarks/stream_latency_floor.py`` (about 20 s).
@@ -122,6 +122,9 @@ def main() -> None:
                             out4)
         flip[0] = not flip[0]
 
+    # The model's (yᵀP²y, γ): computed once per sample and shared by both evaluations; the
+    # basis evaluation below times its computation.
+    summary = ridge._summary()
     columns = np.array([window.n_model, window.n_model + 1])
     merit = window.merit.copy()
     lam_min = model._lambda_min
@@ -147,8 +150,8 @@ def main() -> None:
         "window step (slide_window)": median_us(slide),
         "candidate evaluation (candidate_move, 2 candidates)": median_us(
             lambda: _loops.candidate_move(variance, gram, cross_y, weights, lambdas, merit,
-                                          window.yy, window.count, columns, lam_min, 1e-4,
-                                          True, out4)),
+                                          window.yy, window.count, *summary, columns,
+                                          lam_min, 1e-4, True, out4)),
         "basis evaluation (error_and_gamma + basis_optimum + λ rank one)":
             median_us(basis_evaluation),
     }

@@ -786,20 +786,22 @@ def gcv(error: float, gamma: float, count: float) -> float:
 @_jit
 def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
                    weights: np.ndarray, lambdas: np.ndarray, merit: np.ndarray, yy: float,
-                   count: float, columns: np.ndarray, lambda_min: float, min_gain: float,
-                   at_budget: bool, out: np.ndarray) -> int:
+                   count: float, error: float, gamma: float, columns: np.ndarray,
+                   lambda_min: float, min_gain: float, at_budget: bool, out: np.ndarray
+                   ) -> int:
     """The decision of ``GCVPruner._candidate_move``, whose docstring gives the rules:
     score ``columns`` (:func:`candidate_optima`), record each gain in ``merit``, and
     choose the best one that lowers GCV by more than ``min_gain``; at the budget, price
     trading the least useful basis function for it (its usefulness refreshed first, then
     the candidate's optimum without it, :func:`candidate_quantities` with ``removed``).
+    ``error`` and ``gamma`` are the current model's (``IncrementalRidge._summary``, computed
+    once per change of the model and shared with :func:`basis_move`).
 
     Returns 0 (no move), 1 (add column ``out[0]`` with λ ``out[1]``) or 2 (remove basis
     function ``out[2]`` and add column ``out[0]`` with λ ``out[1]``); ``out[3]`` is the
     chosen candidate's gain.
     """
     m = weights.shape[0]
-    error, gamma = error_and_gamma(gram, cross_y, weights, lambdas, variance, yy)
     current = gcv(error, gamma, count)
     k = columns.shape[0]
     quantities = np.empty((4, k))

@@ -166,10 +166,11 @@ class GCVPruner:
         # One compiled call for the scoring and the decision: at M = 100 the interpreter
         # overhead of doing it step by step cost several times the arithmetic.
         out = np.empty(4)
+        error, gamma = model._summary()  # shared with the basis move of the same sample
         action = _loops.candidate_move(
             model.state.variance, window._gram, window._cross_y, model.state.weights,
-            model.state.lambdas, window.merit, window.yy, window.count, columns,
-            float(lambda_min), self.min_gain, model.size >= self.max_basis, out)
+            model.state.lambdas, window.merit, window.yy, window.count, error, gamma,
+            columns, float(lambda_min), self.min_gain, model.size >= self.max_basis, out)
         if action == 0:
             return
         column_id, lam = int(window.ids[int(out[0])]), float(out[1])
