@@ -26,12 +26,14 @@ __all__ = [
     "profile", "evaluate_rows", "nearest_sq_distance", "symmetric_matvec",
     "symmetric_matvec_pair", "rank_one_update",
     "sherman_morrison", "symmetric_rank_one", "gram_rank_one", "cancellation_ratio",
-    "slide_window", "new_column", "refresh_column", "is_healthy", "training_error",
+    "slide_window", "new_column", "refresh_column", "rolling_refresh", "drift",
+    "condition_bound", "is_healthy", "training_error",
     "error_and_gamma",
     "basis_quantities",
     "candidate_quantities", "swap_symmetric", "swap_rows", "gcv_of_delta", "optimal_lambda",
     "basis_optimum", "candidate_optima", "lambda_rank_one", "basis_move", "mirror_lower",
-    "least_useful", "replace_basis", "basis_optima",
+    "least_useful", "replace_basis", "basis_optima", "running_mean", "inner", "predict_mean",
+    "stream_sample",
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -205,6 +207,28 @@ def refresh_column(HT: np.ndarray, y: np.ndarray, gram: np.ndarray, cross_y: np.
         gram[k, i] = cross[k]
         gram[i, k] = cross[k]
     cross_y[i] = np.dot(line, y)
+
+
+@_jit
+def rolling_refresh(HT: np.ndarray, y: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
+                    stamps: np.ndarray, n: int, n_seen: int, credit: float,
+                    period: int) -> tuple[float, float, int]:
+    """One pattern's share of the rolling refresh (``WindowStatistics.refresh_step``, whose
+    docstring gives the rule): ``n/period`` columns' worth of credit, and for each whole
+    column owed, the stalest column (lowest stamp) recomputed by :func:`refresh_column`.
+
+    Returns ``(credit left, yᵀy recomputed, pattern count since which every column is
+    exact)``, the last two ``(nan, −1)`` when no column was due.
+    """
+    credit += n / period
+    if credit < 1.0:
+        return credit, math.nan, -1
+    while credit >= 1.0:
+        credit -= 1.0
+        i = np.argmin(stamps[:n])
+        refresh_column(HT, y, gram, cross_y, n, i)
+        stamps[i] = n_seen
+    return credit, np.dot(y, y), stamps[:n].min()
 
 
 @_jit
@@ -508,6 +532,37 @@ def slide_window(gram: np.ndarray, cross_y: np.ndarray, n: int, variance: np.nda
     out[2] = worst
     out[3] = 1.0 if is_healthy(variance, weights) else 0.0
     return True
+
+
+@_jit
+def drift(gram: np.ndarray, variance: np.ndarray, lambdas: np.ndarray) -> float:
+    """``‖S(G + Λ)v − v‖/‖v‖`` for the fixed probe ``v = (cos 1, …, cos M)``, deterministic
+    and aligned with no axis (``IncrementalRidge.drift``): two symmetric products."""
+    m = lambdas.shape[0]
+    probe = np.cos(np.arange(1.0, m + 1.0))
+    applied = np.empty(m)
+    symmetric_matvec(gram, probe, m, applied)
+    for i in range(m):
+        applied[i] += lambdas[i] * probe[i]
+    back = np.empty(m)
+    symmetric_matvec(variance, applied, m, back)
+    residual = 0.0
+    norm = 0.0
+    for i in range(m):
+        residual += (back[i] - probe[i]) ** 2
+        norm += probe[i] * probe[i]
+    return math.sqrt(residual / norm)
+
+
+@_jit
+def condition_bound(gram: np.ndarray, variance: np.ndarray, lambdas: np.ndarray) -> float:
+    """``max(diag(G + Λ))·max(diag S)`` (``IncrementalRidge.condition_bound``)."""
+    largest_a = -math.inf
+    largest_s = -math.inf
+    for i in range(lambdas.shape[0]):
+        largest_a = max(largest_a, gram[i, i] + lambdas[i])
+        largest_s = max(largest_s, variance[i, i])
+    return largest_a * largest_s
 
 
 @_jit
@@ -897,3 +952,267 @@ def basis_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
         out[2] = factor
         return 1
     return 3
+
+
+# -- the steady-state sample of SparseRBFRegressor (rbf.py) -------------------------------
+@_jit
+def running_mean(means: np.ndarray, vector: np.ndarray, count: int) -> None:
+    """``means += (vector − means)/count`` in place (``FeatureMap.commit``)."""
+    for i in range(means.shape[0]):
+        means[i] += (vector[i] - means[i]) / count
+
+
+@_jit
+def inner(a: np.ndarray, b: np.ndarray, m: int) -> float:
+    """``Σᵢ<m aᵢbᵢ`` summed in order: a model's output ``hᵀw``, the same bits on every path
+    (predictions, and the error the buffer manager judges a sample by)."""
+    total = 0.0
+    for i in range(m):
+        total += a[i] * b[i]
+    return total
+
+
+@_jit
+def predict_mean(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
+                 features: np.ndarray, weights: np.ndarray) -> float:
+    """``h(x)ᵀw`` over the model's columns in one call (``SparseRBFRegressor.predict_one``)."""
+    m = weights.shape[0]
+    row = np.empty((1, m))
+    evaluate_rows(kinds, centres, inv_r2, features, x.reshape((1, x.shape[0])), 0, m, row)
+    return inner(row[0], weights, m)
+
+
+# Registers of stream_sample: the scalars of the objects whose state it advances
+# (SparseRBFRegressor keeps them in two arrays while samples stay on the fused path and
+# writes them back to the objects when they leave it). Integers:
+N_SEEN, HEAD, SINCE_REFRESH, SINCE_CHECK, ROUND_START, EXACT_SINCE, TURN, BASIS_CURSOR, \
+    CANDIDATE_CURSOR, N_REESTIMATED, UPDATES, DONE, MOVE_KIND, ACTION, MOVE_BASIS, \
+    PROTECTED, HEALTHY, PROPOSE, SUMMARY_VALID, COMMITTED, N_COLUMNS, N_STORED, \
+    FULL = range(23)
+# …and floats:
+YY, ERROR_ESTIMATE, STATISTICS_ERROR, ROUND_ERROR, CREDIT, ERROR, NEAREST, TRAINING_ERROR, \
+    GAMMA, COUNT = range(10)
+INT_REGISTERS, FLOAT_REGISTERS = FULL + 1, COUNT + 1
+# What stream_sample returns: where it stopped.
+SLIDE_REFUSED, DECIDE, MOVE, QUIET = range(4)
+
+
+@_jit
+def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarray,
+                  inv_r2: np.ndarray, features: np.ndarray, gram: np.ndarray,
+                  cross_y: np.ndarray, HT: np.ndarray, X: np.ndarray, targets: np.ndarray,
+                  stamps: np.ndarray, merit: np.ndarray, ids: np.ndarray, capacity: int,
+                  variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray,
+                  ints: np.ndarray, floats: np.ndarray, row: np.ndarray, move: np.ndarray,
+                  refresh_every: int, check_every: int, refresh_at: float,
+                  min_leverage: float, evaluations: int, per_evaluation: int,
+                  at_budget: bool, noise_variance: float, min_gain: float,
+                  relative_gain: float, protected: np.ndarray, means: np.ndarray,
+                  novelty_sq: float, error_threshold: float, noise_std: float) -> int:
+    """A sample of ``SparseRBFRegressor.learn_one`` in one call, as long as nothing
+    unusual happens; it stops and reports where, for the caller to finish the sample on
+    the general path, whenever something does.
+
+    Every step is the general path's, in its order, through the same compiled loops:
+
+    * the row over every tracked column (:func:`evaluate_rows`) and the error before
+      learning;
+    * in a full window ``IncrementalRidge._slide`` (:func:`slide_window`, the ring
+      bookkeeping of ``WindowStatistics.replace_oldest`` and the rounding accounts), in a
+      filling one ``WindowStatistics.push`` and ``RidgeState.add_pattern``
+      (:func:`gram_rank_one`, :func:`sherman_morrison`); then the inputs' running means
+      (``FeatureMap.commit``) and ``IncrementalRidge._rolling_refresh``
+      (:func:`rolling_refresh`);
+    * the quiet outcome of ``IncrementalRidge._decide``: no test fires, the counters move;
+    * ``GCVPruner.step``'s evaluations (:func:`candidate_move`, :func:`basis_move`) as long
+      as each ends without a move, or with a λ changed in place whose own ``_decide`` is
+      quiet;
+    * the buffer manager's test of the input as a centre (``BufferManager.consider``:
+      novel by :func:`nearest_sq_distance`, or badly predicted).
+
+    At M = 100 the interpreter overhead of the dozen calls this replaces cost more than
+    their arithmetic. A test holds both paths to the same bits.
+
+    ``ints`` and ``floats`` carry the scalars it reads and advances (indices above), among
+    them the number of tracked columns; ``row`` has room for them all. Returns
+
+    * ``SLIDE_REFUSED``: the oldest pattern cannot leave first (``_slide`` returns False);
+      ``row[:n]`` and ``floats[ERROR]`` are filled and nothing else has changed.
+    * ``DECIDE``: the pattern is in; ``_decide(pattern=True)`` has something to do
+      (``ints[HEALTHY]`` carries the health check, ``ints[FULL]`` whether the window is
+      full and ``ints[EXACT_SINCE]`` the rolling refresh's answer).
+    * ``MOVE``: the pruner stopped at a move for the caller to carry out:
+      ``ints[MOVE_KIND]`` 1 (candidate move, ``move[:4]`` as :func:`candidate_move` leaves
+      it) or 2 (basis move on ``ints[MOVE_BASIS]``, ``move`` as :func:`basis_move` leaves
+      it); ``ints[ACTION]`` is the action, ``ints[DONE]`` the evaluations completed before.
+    * ``QUIET``: all done; ``floats[NEAREST]`` is the novelty distance and
+      ``ints[PROPOSE]`` whether the input is to be proposed as a centre.
+
+    ``ints[UPDATES]`` and ``ints[N_REESTIMATED]`` accumulate over calls (versions of the
+    model, λ's re-estimated) until the caller collects them; ``ints[SUMMARY_VALID]`` says
+    whether ``floats[TRAINING_ERROR]`` and ``floats[GAMMA]`` are the current model's.
+    """
+    m = weights.shape[0]
+    d = x.shape[0]
+    n = ints[N_COLUMNS]
+    row = row[:n]
+    evaluate_rows(kinds, centres, inv_r2, features, x.reshape((1, d)), 0, n,
+                  row.reshape((1, n)))
+    error = y - inner(row, weights, m)
+    floats[ERROR] = error
+    head = ints[HEAD]
+    n_stored = ints[N_STORED]
+    count = floats[COUNT]
+    yy = floats[YY]
+    estimate = floats[ERROR_ESTIMATE]
+    statistics_error = floats[STATISTICS_ERROR]
+    round_error = floats[ROUND_ERROR]
+    n_seen = ints[N_SEEN] + 1
+    if n_stored >= capacity:
+        # IncrementalRidge._slide
+        h_old = np.empty(n)
+        for i in range(n):
+            h_old[i] = HT[i, head]
+        y_old = targets[head]
+        out = np.empty(4)
+        if not slide_window(gram, cross_y, n, variance, weights, m, row, y, h_old, y_old,
+                            min_leverage, np.empty(m), out):
+            return SLIDE_REFUSED
+        # WindowStatistics.replace_oldest (the slot of the oldest takes the new pattern)
+        yy -= y_old * y_old
+        yy += y * y
+        slot = head
+        head = (head + 1) % capacity
+        # The accounts of _slide, then those of _after_update(pattern=True)
+        removal, addition, cancellation, healthy = out[0], out[1], out[2], out[3] > 0.0
+        estimate = estimate * (1.0 / removal) + 1.0 / removal
+        statistics_error += cancellation
+        round_error += cancellation
+        estimate = estimate * 1.0 + cancellation
+        estimate = estimate * (1.0 / addition) + addition
+    else:
+        # A window still filling: WindowStatistics.push, then RidgeState.add_pattern.
+        gram_rank_one(gram, cross_y, n, row, y, 1.0)
+        yy += y * y
+        count += 1.0
+        slot = (head + n_stored) % capacity
+        n_stored += 1
+        addition = sherman_morrison(variance, weights, row[:m], y, 1.0, -math.inf,
+                                    np.empty(m))
+        estimate = estimate * (1.0 / addition) + addition
+        healthy = is_healthy(variance, weights)
+    for f in range(d):
+        X[slot, f] = x[f]
+    targets[slot] = y
+    for i in range(n):
+        HT[i, slot] = row[i]
+    ints[N_SEEN] = n_seen
+    ints[HEAD] = head
+    ints[N_STORED] = n_stored
+    floats[COUNT] = count
+    ints[COMMITTED] += 1
+    running_mean(means, x, ints[COMMITTED])
+    ints[SUMMARY_VALID] = 0
+    ints[UPDATES] += 1
+    # IncrementalRidge._rolling_refresh (a full window only)
+    ints[FULL] = 1 if n_stored >= capacity else 0
+    if n_stored >= capacity:
+        credit, fresh_yy, exact = rolling_refresh(HT, targets, gram, cross_y, stamps, n,
+                                                  n_seen, floats[CREDIT], refresh_every)
+        floats[CREDIT] = credit
+        if exact >= 0:
+            yy = fresh_yy
+            ints[EXACT_SINCE] = exact
+        if ints[EXACT_SINCE] >= ints[ROUND_START]:
+            statistics_error = round_error
+            round_error = 0.0
+            ints[ROUND_START] = n_seen
+    floats[YY] = yy
+    floats[STATISTICS_ERROR] = statistics_error
+    floats[ROUND_ERROR] = round_error
+    floats[ERROR_ESTIMATE] = estimate
+    ints[HEALTHY] = 1 if healthy else 0
+    # The quiet outcome of _decide(pattern=True): no test fires, only the counters move.
+    if (statistics_error > refresh_at or ints[SINCE_REFRESH] + 1 >= refresh_every
+            or not healthy or estimate > refresh_at or ints[SINCE_CHECK] + 1 >= check_every):
+        return DECIDE
+    ints[SINCE_REFRESH] += 1
+    ints[SINCE_CHECK] += 1
+    # GCVPruner.step, with SparseRBFRegressor._lambda_min
+    lambda_min = noise_variance / max(count, 1.0)
+    training, gamma = error_and_gamma(gram, cross_y, weights, lambdas, variance, yy)
+    done = 0
+    for _ in range(evaluations):
+        turn = ints[TURN] + 1
+        ints[TURN] = turn
+        n_candidates = n - m
+        if turn % 2 == 1 and n_candidates > 0:
+            kind = 1
+        elif m > 0:
+            kind = 2
+        elif n_candidates > 0:
+            kind = 1
+        else:
+            break
+        if kind == 1:  # GCVPruner._candidate_move
+            k = min(per_evaluation, n_candidates)
+            cursor = ints[CANDIDATE_CURSOR]
+            columns = np.empty(k, np.int64)
+            for q in range(k):
+                columns[q] = m + (cursor + q) % n_candidates
+            ints[CANDIDATE_CURSOR] = (cursor + k - 1) % n_candidates + 1
+            action = candidate_move(variance, gram, cross_y, weights, lambdas, merit, yy,
+                                    count, training, gamma, columns, lambda_min, min_gain,
+                                    at_budget, move)
+            if action != 0:
+                ints[MOVE_KIND] = 1
+                ints[ACTION] = action
+                ints[DONE] = done
+                floats[TRAINING_ERROR] = training
+                floats[GAMMA] = gamma
+                ints[SUMMARY_VALID] = 1
+                return MOVE
+        else:  # GCVPruner._basis_move, reestimate_basis
+            j = ints[BASIS_CURSOR] % m
+            is_protected = False
+            for p in range(protected.shape[0]):
+                if protected[p] == ids[j]:
+                    is_protected = True
+            action = basis_move(variance, gram, cross_y, weights, lambdas, yy, count,
+                                training, gamma, j, lambda_min, relative_gain, move)
+            quiet = action == 0
+            if action == 1:  # λⱼ changed in place: is _after_update((f, f)) quiet?
+                factor = move[2]
+                after = estimate * factor + factor
+                quiet = (not after > refresh_at and ints[SINCE_CHECK] + 1 < check_every
+                         and is_healthy(variance, weights))
+                if quiet:
+                    estimate = after
+                    floats[ERROR_ESTIMATE] = estimate
+                    ints[SINCE_CHECK] += 1
+                    ints[UPDATES] += 1
+                    ints[N_REESTIMATED] += 1
+                    training, gamma = error_and_gamma(gram, cross_y, weights, lambdas,
+                                                      variance, yy)
+            if not quiet:
+                ints[MOVE_KIND] = 2
+                ints[ACTION] = action
+                ints[MOVE_BASIS] = j
+                ints[PROTECTED] = 1 if is_protected else 0
+                ints[DONE] = done
+                if action != 1:  # (λⱼ changed in place leaves the criteria stale)
+                    floats[TRAINING_ERROR] = training
+                    floats[GAMMA] = gamma
+                    ints[SUMMARY_VALID] = 1
+                return MOVE
+            merit[j] = move[1]
+            ints[BASIS_CURSOR] = j + 1
+        done += 1
+    floats[TRAINING_ERROR] = training
+    floats[GAMMA] = gamma
+    ints[SUMMARY_VALID] = 1
+    nearest = nearest_sq_distance(kinds, centres, n, x)
+    floats[NEAREST] = nearest
+    badly_predicted = noise_std > 0 and abs(error) > error_threshold * noise_std
+    ints[PROPOSE] = 1 if nearest > novelty_sq or badly_predicted else 0
+    return QUIET

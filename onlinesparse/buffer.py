@@ -72,7 +72,8 @@ class BufferManager:
         self._protected_ids = np.zeros(0, dtype=np.int64)
 
     def consider(self, window: WindowStatistics, x: np.ndarray, error: float,
-                 noise_std: float, at_budget: bool = True, column: bool = True) -> None:
+                 noise_std: float, at_budget: bool = True, column: bool = True,
+                 nearest: float | None = None) -> None:
         """Look at a learned input; maybe queue it as a centre; add ≤ max_new candidates.
 
         Needs only the window statistics, so any model built on them (the Orr family's
@@ -80,25 +81,23 @@ class BufferManager:
         still growing towards its budget) computes new columns on every sample whatever
         ``column_every`` says: a growing model needs a rich pool, a full one only trades.
         ``column=False`` computes none this time (the caller's sample already did heavy
-        work); proposals still queue.
+        work); proposals still queue. ``nearest`` is the novelty distance if the caller has
+        computed it already (``_loops.stream_sample`` does).
         """
-        basis = window.basis
-        # ∞ when no radial column is tracked yet: then every input is novel.
-        nearest = _loops.nearest_sq_distance(basis._kind, basis._centres, basis.size, x)
-        novel = nearest > self.novelty * self._reference_radius ** 2
+        if nearest is None:
+            basis = window.basis
+            # ∞ when no radial column is tracked yet: then every input is novel.
+            nearest = _loops.nearest_sq_distance(basis._kind, basis._centres, basis.size, x)
+        novel = nearest > self.novelty_threshold
         badly_predicted = noise_std > 0 and abs(error) > self.error_threshold * noise_std
         if novel or badly_predicted:
-            self.n_proposed += 1
-            centre = x.copy()
-            for radius in self.radii:
-                # (centre, radius): the spec is built only if the proposal is ever used;
-                # most are pushed out of the short queue by newer ones first.
-                self.queue.append((centre, radius))
+            self.propose(x.copy())
         # Basis functions the pruner sends back to the pool can overfill it: trim first.
         while window.n_candidates > self.capacity and self._evict(window):
             pass
+        due = self.column_due(at_budget)
         self.n_considered += 1
-        if not column or (at_budget and self.n_considered % self.column_every):
+        if not (column and due):
             return
         for _ in range(min(self.max_new_per_sample, len(self.queue))):
             if window.n_candidates >= self.capacity and not self._evict(window):
@@ -106,18 +105,40 @@ class BufferManager:
             centre, radius = self.queue.popleft()
             window.add_column(BasisSpec.radial(centre, radius, self.kernel))
 
+    def propose(self, centre: np.ndarray) -> None:
+        """Queue ``centre`` (the caller's to give away) once per radius."""
+        self.n_proposed += 1
+        # (centre, radius): the spec is built only if the proposal is ever used; most are
+        # pushed out of the short queue by newer ones first.
+        self.queue.extend([(centre, radius) for radius in self.radii])
+
     def _evict(self, window: WindowStatistics) -> bool:
         # The rule is _loops.least_useful's, on the verdicts the columns carry
         # (WindowStatistics.merit: the pruner's GCV gain, or a Bayesian model's score).
-        if len(self._protected_ids) != len(self.protected):
-            self._protected_ids = np.fromiter(self.protected, np.int64, len(self.protected))
         position = _loops.least_useful(window.merit, window.ids, window.n_model,
-                                       window.n_columns, self._protected_ids)
+                                       window.n_columns, self.protected_ids())
         if position < 0:
             return False
         window.drop_column(position)
         self.n_evicted += 1
         return True
+
+    @property
+    def novelty_threshold(self) -> float:
+        """The squared distance beyond which an input is novel."""
+        return self.novelty * self._reference_radius ** 2
+
+    def column_due(self, at_budget: bool) -> bool:
+        """Whether :meth:`consider`, called now, would compute a new candidate column (if
+        it is allowed to and proposals wait)."""
+        return not at_budget or (self.n_considered + 1) % self.column_every == 0
+
+    def protected_ids(self) -> np.ndarray:
+        """The ids of ``protected`` as an array, for the compiled loops (the set only ever
+        grows, so its size tells when the array is stale)."""
+        if len(self._protected_ids) != len(self.protected):
+            self._protected_ids = np.fromiter(self.protected, np.int64, len(self.protected))
+        return self._protected_ids
 
     def __setstate__(self, state: dict) -> None:
         # Checkpoints written when the scores lived here rather than on the columns.

@@ -28,6 +28,8 @@ from collections.abc import Hashable, Iterable, Mapping
 
 import numpy as np
 
+from onlinesparse import _loops
+
 __all__ = ["FeatureMap", "as_target", "as_rows"]
 
 
@@ -116,18 +118,9 @@ class FeatureMap:
         """
         if type(x) is not dict and not isinstance(x, Mapping):  # (the ABC check is slow)
             raise ValueError(f"features must be a dict, got {type(x).__name__}")
-        if self.n_committed and len(x) == len(self.names):
-            # The common case in a stream (exactly the known features, all Python floats,
-            # as river's scalers emit them) in a few µs: it runs twice per sample.
-            try:
-                ordered = [x[name] for name in self.names]
-            except KeyError:
-                ordered = None
-            # A finite sum means no NaN or ±∞ among them (one overflowing to ∞ only sends
-            # the sample down the general path, which then accepts it).
-            if (ordered is not None and all(type(v) is float for v in ordered)
-                    and math.isfinite(sum(ordered))):
-                return np.array(ordered)
+        vector = self.transform_known(x)
+        if vector is not None:
+            return vector
         values = {name: _number(name, value) for name, value in x.items()}
         if not self.is_fitted:
             if not learning:
@@ -149,17 +142,42 @@ class FeatureMap:
                 raise ValueError(f"feature {missing[0]!r} is missing")
         return out
 
-    def commit(self, vector: np.ndarray, x: Mapping[Hashable, object]) -> None:
+    def transform_known(self, x: Mapping[Hashable, object]) -> np.ndarray | None:
+        """The common case of :meth:`transform` in a stream, in a few µs (it runs twice per
+        sample): once the input space is fixed, a dict of exactly the known features,
+        all Python floats (as river's scalers emit them) and finite. Returns None for
+        anything else, which :meth:`transform` then examines."""
+        if not (self.n_committed and len(x) == len(self.names)):
+            return None
+        try:
+            ordered = [x[name] for name in self.names]
+        except (KeyError, TypeError):
+            return None
+        try:
+            vector = np.array(ordered)
+        except (ValueError, TypeError):  # e.g. sequences of different lengths
+            return None
+        # Real numbers only make a float array (a string, None or a complex number does
+        # not; booleans and integers become the floats _number makes of them), and a
+        # finite sum means no NaN or ±∞ among them (one overflowing to ∞ only sends the
+        # sample down the general path, which then accepts it).
+        if vector.dtype == np.float64 and vector.ndim == 1 and math.isfinite(sum(ordered)):
+            return vector
+        return None
+
+    def commit(self, vector: np.ndarray, x: Mapping[Hashable, object],
+               known: bool = False) -> None:
         """Record a learned sample (``x`` and its vector from :meth:`transform`): the first
-        fixes the input space; every one updates the running means."""
+        fixes the input space; every one updates the running means. ``known``: the vector
+        came from :meth:`transform_known`, so ``x`` has no feature to record as ignored."""
         if not self.is_fitted:
             self.names = _ordered(x)
             self.index = {n: i for i, n in enumerate(self.names)}
             self.means = np.zeros(len(self.names))
-        if not self.strict and not x.keys() <= self.index.keys():
+        if not (known or self.strict or x.keys() <= self.index.keys()):
             self.ignored.update(n for n in x if n not in self.index)
         self.n_committed += 1
-        self.means += (vector - self.means) / self.n_committed
+        _loops.running_mean(self.means, vector, self.n_committed)
 
     def rehearse(self, rows: Iterable[Mapping[Hashable, object]]
                  ) -> tuple[FeatureMap, list[np.ndarray]]:

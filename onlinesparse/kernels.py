@@ -156,6 +156,10 @@ class Basis:
         self._inv_r2 = np.resize(self._inv_r2, new_capacity)
         self._feature = np.resize(self._feature, new_capacity)
 
+    def reserve(self, capacity: int) -> None:
+        """Make room for ``capacity`` columns now (the arrays otherwise double as needed)."""
+        self._grow(int(capacity))
+
     def append(self, spec: BasisSpec) -> int:
         """Add a column at the end and return its position."""
         i = self.size

@@ -50,8 +50,15 @@ def reestimate_basis(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
     action = _loops.basis_move(state.variance, window._gram, window._cross_y, state.weights,
                                state.lambdas, window.yy, window.count, error, gamma, int(j),
                                float(lambda_min), _RELATIVE_GAIN, out)
+    return _apply_basis_move(model, j, action, out, protected)
+
+
+def _apply_basis_move(model: IncrementalRidge, j: int, action: int, out: np.ndarray,
+                      protected: bool) -> tuple[str, float]:
+    """Carry out the outcome of ``_loops.basis_move`` (action and ``out`` as it returns
+    them) and report it as :func:`reestimate_basis` does."""
     usefulness = float(out[1])
-    if action == 1:
+    if action == 1:  # λⱼ was changed in place: the model's accounts follow
         model._after_update((float(out[2]), float(out[2])))
         return "reestimated", usefulness
     if action == 2:
@@ -140,6 +147,10 @@ class GCVPruner:
         j = self._basis_cursor % model.size
         column_id = int(model.window.ids[j])
         action, usefulness = reestimate_basis(model, j, lambda_min, column_id in protected)
+        self._record_basis_move(model, j, action, usefulness)
+
+    def _record_basis_move(self, model: IncrementalRidge, j: int, action: str,
+                           usefulness: float) -> None:
         if action == "deleted":
             self.n_deleted += 1
         else:
@@ -171,9 +182,14 @@ class GCVPruner:
             model.state.variance, window._gram, window._cross_y, model.state.weights,
             model.state.lambdas, window.merit, window.yy, window.count, error, gamma,
             columns, float(lambda_min), self.min_gain, model.size >= self.max_basis, out)
+        self._apply_candidate_move(model, action, out)
+
+    def _apply_candidate_move(self, model: IncrementalRidge, action: int, out: np.ndarray
+                              ) -> None:
+        """Carry out the outcome of ``_loops.candidate_move`` (action and ``out``)."""
         if action == 0:
             return
-        column_id, lam = int(window.ids[int(out[0])]), float(out[1])
+        column_id, lam = int(model.window.ids[int(out[0])]), float(out[1])
         if action == 1:
             self._add(model, column_id, lam)
         else:

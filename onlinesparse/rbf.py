@@ -9,18 +9,26 @@ import numpy as np
 import pandas as pd
 from river import base, proba
 
+from onlinesparse import _loops
 from onlinesparse._blas import single_blas_thread
 from onlinesparse.buffer import BufferManager
 from onlinesparse.features import FeatureMap, as_target
 from onlinesparse.kernels import KERNELS, BasisSpec
-from onlinesparse.pruner import GCVPruner
-from onlinesparse.ridge import IncrementalRidge
+from onlinesparse.pruner import _RELATIVE_GAIN, GCVPruner, _apply_basis_move
+from onlinesparse.ridge import _MIN_RESIDUAL_LEVERAGE, _REFRESH_AT, IncrementalRidge
 
 __all__ = ["SparseRBFRegressor", "warm_up"]
 
 # Default radii, as multiples of √d: on standardised inputs the typical distance between
 # two points is √(2d), so these span "local" to "broad" kernels whatever the dimension.
 _AUTO_RADII = (0.5, 1.0, 2.0)
+# The window's statistics are recomputed from the stored rows a column at a time, every
+# column once per this many windows (IncrementalRidge.refresh_every). Each recomputed
+# column is an O(W·n) product, as heavy as a new candidate's; once per window they made one
+# sample in seven heavy at M = 100. The rounding they clear grows by about ε·(max h²/mean
+# h²) per window per entry (1e-14 relative after ten), and the statistics' own account
+# still calls for a full refresh if a subtraction ever cancels badly.
+_REFRESH_WINDOWS = 10
 
 
 class SparseRBFRegressor(base.Regressor):
@@ -127,7 +135,7 @@ class SparseRBFRegressor(base.Regressor):
         self.noise_every = noise_every
         self.strict = strict
         self._validate_parameters()
-        self.model: IncrementalRidge | None = None
+        self._model: IncrementalRidge | None = None
         self._features = FeatureMap(strict=strict)
         self._buffer: BufferManager | None = None
         self._pruner = GCVPruner(max_basis=max_basis)
@@ -159,10 +167,30 @@ class SparseRBFRegressor(base.Regressor):
     def _unit_test_params(cls) -> Iterable[dict]:
         yield {}
 
+    @property
+    def model(self) -> IncrementalRidge | None:
+        # While samples stay on the fused path a few of the model's scalars live in the
+        # registers (see _learn_fused): whoever reads the model gets it up to date.
+        if self._in_registers:
+            self._sync()
+        return self._model
+
+    @model.setter
+    def model(self, value: IncrementalRidge | None) -> None:
+        if self._in_registers:
+            self._sync()
+        self._model = value
+
+    def __setstate__(self, state: dict) -> None:
+        if "model" in state:  # a checkpoint written before the fused path
+            state["_model"] = state.pop("model")
+        self.__dict__.update(state)
+
     # -- learning -------------------------------------------------------------------------
     def _start(self, n_features: int) -> None:
         radii = self.radii or tuple(r * math.sqrt(max(n_features, 1)) for r in _AUTO_RADII)
         self.model = IncrementalRidge(n_features, memory="window", size=self.window,
+                                      refresh_every=_REFRESH_WINDOWS * self.window,
                                       defer_refreshes=True)
         self._buffer = BufferManager(radii=tuple(radii), kernel=self.kernel,
                                      capacity=self.n_candidates + 1 + n_features,
@@ -181,36 +209,211 @@ class SparseRBFRegressor(base.Regressor):
     @property
     def _lambda_min(self) -> float:
         # FGCV 3.2 point 7: α_min = 1/N, i.e. λ_min = σ²/N in Orr's units.
-        return self._noise_variance / max(self.model.n_patterns, 1.0)
+        return self._noise_variance / max(self._model.n_patterns, 1.0)
 
     @single_blas_thread
     def learn_one(self, x: dict, y: float) -> None:
-        vector = self._features.transform(x, learning=True)
+        features = self._features
+        vector = features.transform_known(x)
+        known = vector is not None
+        if not known:
+            vector = features.transform(x, learning=True)
         target = as_target(y)
-        if self.model is None:
-            self._start(len(vector))
-        model = self.model
-        # Bounded work per sample: at most one heavy piece of work in a sample, so that
-        # the worst case is one of them, not their sum. A refresh of S that the last sample
-        # called for (IncrementalRidge.defer_refreshes) runs first, and then that sample
-        # does no model selection and computes no candidate column; at the budget,
-        # a sample whose pruner added or traded a basis function computes no new column.
-        maintained = model.maintain()
-        row = model.window.row(vector)
-        error = target - float(row[: model.size] @ model.weights)
+        model = self._model
+        if known and (self._in_registers or self._fuse and self._fused_ready()):
+            stopped = self._learn_fused(vector, target)
+            if stopped is None:
+                return
+            row, error = stopped  # the slide must wait: the general path takes over
+            maintained = False
+        else:
+            model = self.model  # (up to date)
+            if model is None:
+                self._start(len(vector))
+                model = self._model
+            # Bounded work per sample: at most one heavy piece of work in a sample, so
+            # that the worst case is one of them, not their sum. A refresh of S that the
+            # last sample called for (IncrementalRidge.defer_refreshes) runs first, and
+            # then that sample does no model selection and computes no candidate column;
+            # at the budget, a sample whose pruner added or traded a basis function
+            # computes no new column.
+            maintained = model.maintain()
+            row = model.window.row(vector)
+            error = target - _loops.inner(row, model.weights, model.size)
         model.add_pattern(vector, target, row=row)
-        self._features.commit(vector, x)
+        features.commit(vector, x, known)
         self._n_learned += 1
-        at_budget = model.size >= self.max_basis
-        added = self._pruner.n_added
-        if not maintained:
-            self._pruner.step(model, self.evaluations_per_sample, self._lambda_min,
-                              self._buffer.protected)
+        self._select(model, vector, error, maintained, self.evaluations_per_sample)
+
+    def _select(self, model: IncrementalRidge, vector: np.ndarray, error: float,
+                maintained: bool, evaluations: int, at_budget: bool | None = None,
+                added: int | None = None, nearest: float | None = None) -> None:
+        """The rest of a sample once its pattern is in: the pruner's evaluations, the
+        buffer manager's proposal, the periodic noise estimate. ``at_budget`` and
+        ``added`` are as they stood when model selection began (a fused sample that
+        stopped at a move began it already)."""
+        if at_budget is None:
+            at_budget = model.size >= self.max_basis
+        if added is None:
+            added = self._pruner.n_added
+        if not maintained and evaluations > 0:
+            self._pruner.step(model, evaluations, self._lambda_min, self._buffer.protected)
         busy = maintained or (at_budget and self._pruner.n_added != added)
         self._buffer.consider(model.window, vector, error, math.sqrt(self._noise_variance),
-                              at_budget=at_budget, column=not busy)
+                              at_budget=at_budget, column=not busy, nearest=nearest)
         if self._n_learned % self.noise_every == 0:
             self._update_noise()
+
+    # -- the fused sample ---------------------------------------------------------------
+    # A sample in the steady state (full window, no refresh waiting) runs as one compiled
+    # call, _loops.stream_sample, which follows the general path above step for step
+    # through the same compiled loops as long as nothing unusual happens, and stops where
+    # something does; the general path's own methods then finish the sample. A test holds
+    # both paths to the same bits. At M = 100 the interpreter overhead of the general
+    # path's dozen calls cost more than their arithmetic.
+    #
+    # The scalars the call advances (window position, rounding accounts, pruner cursors…)
+    # stay in two register arrays while samples stay on the fused path, and go back to
+    # their objects (_sync) when one leaves it or anything reads the model (the `model`
+    # property): packing and unpacking them every sample cost more than the rest of a
+    # quiet sample's Python.
+
+    _in_registers = False  # (class default: checkpoints from before the fused path)
+    _fuse = True  # False: every sample takes the general path (tests, warm_up)
+
+    def _fused_ready(self) -> bool:
+        """Whether this sample can start as one compiled call: a reserved window holding
+        patterns, a model with basis functions and no refresh waiting. (Nothing but the
+        general path changes that, so it holds as long as the registers do.)"""
+        model = self._model
+        if model is None:
+            return False
+        window = model.window
+        return bool(model._pending is None and model.state.weights.shape[0]
+                    and window.n_stored and window.store_capacity == len(window._y)
+                    and window.basis.size == window.n_columns)
+
+    def _pack(self) -> None:
+        """Load the registers from the objects (they are then the authoritative copy), and
+        gather the compiled call's arguments: between two packs only the registers and
+        the arrays' contents change, so the call reuses them."""
+        model, pruner, buffer, features = self._model, self._pruner, self._buffer, self._features
+        window, state = model.window, model.state
+        basis = window.basis
+        ints = np.zeros(_loops.INT_REGISTERS, dtype=np.int64)
+        ints[:9] = (window.n_seen, window._head, model._since_refresh, model._since_check,
+                    model._round_start, window._exact_since, pruner._turn,
+                    pruner._basis_cursor, pruner._candidate_cursor)
+        ints[_loops.COMMITTED] = features.n_committed
+        ints[_loops.N_COLUMNS] = window.n_columns
+        ints[_loops.N_STORED] = window.n_stored
+        floats = np.zeros(_loops.FLOAT_REGISTERS)
+        floats[:5] = (window.yy, model._error_estimate, model._statistics_error,
+                      model._round_error, window._refresh_credit)
+        floats[_loops.COUNT] = window.count
+        self._ints, self._floats = ints, floats
+        self._at_budget = state.weights.shape[0] >= self.max_basis
+        self._noise_std = math.sqrt(self._noise_variance)
+        self._row_buffer, self._move_buffer = np.empty(window._gram.shape[0]), np.empty(8)
+        self._arguments = (
+            basis._kind, basis._centres, basis._inv_r2, basis._feature, window._gram,
+            window._cross_y, window._HT, window._X, window._y, window.stamps, window.merit,
+            window.ids, window.store_capacity, state.variance,
+            state.weights, state.lambdas, ints, floats, self._row_buffer,
+            self._move_buffer, model.refresh_every, model.check_every,
+            _REFRESH_AT, _MIN_RESIDUAL_LEVERAGE, self.evaluations_per_sample,
+            pruner.candidates_per_evaluation, self._at_budget, self._noise_variance,
+            pruner.min_gain, _RELATIVE_GAIN, buffer.protected_ids(), features.means,
+            buffer.novelty_threshold, buffer.error_threshold, self._noise_std)
+        self._predict_arguments = (basis._kind, basis._centres, basis._inv_r2,
+                                   basis._feature, state.weights)
+        self._in_registers = True
+
+    def _sync(self) -> None:
+        """Write the registers back to the objects (once: they are then authoritative)."""
+        if not self._in_registers:
+            return
+        model, pruner = self._model, self._pruner
+        window = model.window
+        ints, floats = self._ints, self._floats
+        (window.n_seen, window._head, model._since_refresh, model._since_check,
+         model._round_start, window._exact_since, pruner._turn, pruner._basis_cursor,
+         pruner._candidate_cursor, reestimated, updates) = ints[:11].tolist()
+        self._features.n_committed = int(ints[_loops.COMMITTED])
+        window.n_stored = int(ints[_loops.N_STORED])
+        (window.yy, model._error_estimate, model._statistics_error, model._round_error,
+         window._refresh_credit, _, _, training, gamma, window.count) = floats.tolist()
+        model._version += updates
+        pruner.n_reestimated += reestimated
+        if ints[_loops.SUMMARY_VALID]:
+            # The criteria of the current state: what model._summary() would compute next.
+            model._summary_cache = (model._version, training, gamma)
+        self._in_registers = False
+        del self._arguments, self._predict_arguments  # (they hold arrays: a pickle must not)
+
+    def __getstate__(self) -> dict:
+        self._sync()
+        state = self.__dict__.copy()
+        for name in ("_ints", "_floats", "_row_buffer", "_move_buffer", "_at_budget",
+                     "_noise_std"):  # (the next pack makes them anew)
+            state.pop(name, None)
+        return state
+
+    def _learn_fused(self, vector: np.ndarray, target: float
+                     ) -> tuple[np.ndarray, float] | None:
+        """:meth:`learn_one` from a known, validated input, starting as one compiled call.
+        Returns None, or ``(row, error)`` when the slide must take the general path."""
+        if not self._in_registers:
+            self._pack()
+        ints = self._ints
+        code = _loops.stream_sample(vector, target, *self._arguments)
+        if code == _loops.QUIET:
+            self._n_learned += 1
+            # The general path's _select with nothing to select: only the buffer manager
+            # may have work, a proposal to queue or a column to compute.
+            buffer = self._buffer
+            if buffer.column_due(self._at_budget) and (ints[_loops.PROPOSE] or buffer.queue):
+                # A new column reads the window's position and changes the number of
+                # columns; the registers stay (the arrays are reserved and stay put).
+                window = self._model.window
+                window.n_seen, window._head, window.n_stored = (
+                    int(ints[_loops.N_SEEN]), int(ints[_loops.HEAD]),
+                    int(ints[_loops.N_STORED]))
+                buffer.consider(window, vector, float(self._floats[_loops.ERROR]),
+                                self._noise_std, at_budget=self._at_budget,
+                                nearest=float(self._floats[_loops.NEAREST]))
+                ints[_loops.N_COLUMNS] = window.n_columns
+                if window.basis._kind is not self._arguments[0]:  # (grown after all)
+                    self._sync()
+            else:
+                if ints[_loops.PROPOSE]:
+                    buffer.propose(vector)
+                buffer.n_considered += 1
+            if self._n_learned % self.noise_every == 0:
+                self._sync()
+                self._update_noise()
+            return None
+        error = float(self._floats[_loops.ERROR])
+        self._sync()
+        model, pruner = self._model, self._pruner
+        if code == _loops.SLIDE_REFUSED:
+            return self._row_buffer[: model.window.n_columns], error
+        self._n_learned += 1
+        if code == _loops.DECIDE:
+            model._decide(True, model.window._exact_since if ints[_loops.FULL] else None,
+                          bool(ints[_loops.HEALTHY]))
+            self._select(model, vector, error, False, self.evaluations_per_sample)
+            return None
+        done, move_kind, action, j, protected = ints[_loops.DONE:_loops.HEALTHY].tolist()
+        move, added = self._move_buffer, pruner.n_added
+        if move_kind == 1:
+            pruner._apply_candidate_move(model, action, move)
+        else:
+            outcome, usefulness = _apply_basis_move(model, j, action, move, bool(protected))
+            pruner._record_basis_move(model, j, outcome, usefulness)
+        self._select(model, vector, error, False, self.evaluations_per_sample - done - 1,
+                     self._at_budget, added)
+        return None
 
     def _update_noise(self) -> None:
         variance = self.model.noise_variance
@@ -271,19 +474,31 @@ class SparseRBFRegressor(base.Regressor):
         return model
 
     # -- prediction -----------------------------------------------------------------------
+    # Prediction reads only what the fused path keeps in the objects (basis, weights, S),
+    # so it uses _model directly rather than the synchronising `model` property.
     def _row(self, x: dict) -> np.ndarray | None:
         vector = self._features.transform(x)
-        if self.model is None or not self.model.size:
+        model = self._model
+        if model is None or not model.size:
             return None
-        return self.model.model_row(vector)
+        return model.model_row(vector)
 
     def predict_one(self, x: dict, with_dist: bool = False) -> float | proba.Gaussian:
-        h = self._row(x)
-        mean = 0.0 if h is None else float(h @ self.model.weights)
         if not with_dist:
-            return mean
+            vector = self._features.transform(x)
+            if self._in_registers:  # (the arrays stay put while the registers hold)
+                return _loops.predict_mean(vector, *self._predict_arguments)
+            model = self._model
+            if model is None or not model.size:
+                return 0.0
+            basis = model.window.basis
+            return _loops.predict_mean(vector, basis._kind, basis._centres, basis._inv_r2,
+                                       basis._feature, model.weights)
+        h = self._row(x)
+        model = self._model
+        mean = 0.0 if h is None else _loops.inner(h, model.weights, model.size)
         variance = (self._noise_variance if h is None
-                    else self.model.predictive_variance(h, self._noise_variance))
+                    else model.predictive_variance(h, self._noise_variance))
         return proba.Gaussian._from_state(n=1, m=mean, var=variance, ddof=0)
 
     def predict_many(self, X: pd.DataFrame) -> pd.Series:
@@ -363,10 +578,16 @@ def warm_up(seed: int = 0) -> None:
     of any model. Takes well under a second once the cache exists.
     """
     rng = np.random.default_rng(seed)
-    model = SparseRBFRegressor(max_basis=6, window=40, n_candidates=6)
-    for k in range(400):
-        x = rng.uniform(-1.0, 1.0, 2)
-        y = float(np.sin(3.0 * x[0]) + x[1] ** 2 + 0.05 * rng.standard_normal())
-        model.learn_one({"a": float(x[0]), "b": float(x[1])}, y)
-        model.predict_one({"a": float(x[0]), "b": float(x[1])}, with_dist=k % 2 == 0)
+    for fuse in (True, False):  # the fused sample, and the general path samples leave it for
+        model = SparseRBFRegressor(max_basis=6, window=40, n_candidates=6)
+        model._fuse = fuse
+        for k in range(400):
+            x = rng.uniform(-1.0, 1.0, 2)
+            y = float(np.sin(3.0 * x[0]) + x[1] ** 2 + 0.05 * rng.standard_normal())
+            model.learn_one({"a": float(x[0]), "b": float(x[1])}, y)
+            model.predict_one({"a": float(x[0]), "b": float(x[1])}, with_dist=k % 2 == 0)
     model.refine(20)
+    # Rarely reached in a short run: the measurement of the rounding in S, and a refresh.
+    model.model.check_health()
+    model.model.condition_bound()
+    model.model.refresh()

@@ -261,6 +261,7 @@ class WindowStatistics:
         sample; exceeding them later still works (the arrays grow as before).
         """
         self._ensure_columns(int(columns))
+        self.basis.reserve(columns)
         if len(self._y) < self.store_capacity:
             self._grow_store(self.store_capacity)
 
@@ -443,19 +444,20 @@ class WindowStatistics:
         self._exact_since = self.n_seen
         return True
 
-    def refresh_step(self) -> int | None:
-        """One pattern's share of a rolling refresh of a full window's statistics.
+    def refresh_step(self, period: int | None = None) -> int | None:
+        """One pattern's share of a rolling refresh of a full window's statistics, every
+        column once per ``period`` patterns (by default the window's size).
 
         :meth:`refresh` recomputes the whole Gram matrix at once, O(W·n²): at W = 1000 and
         n = 141 tracked columns that is 0.7 ms in one sample, the largest single piece of
-        work of a streaming model. Called once per pattern instead, this recomputes n/W
-        columns' worth per pattern (one column — its Gram row and column and ``φᵀy``, a
-        matrix-vector product over the stored rows, O(W·n) — every W/n patterns, with
-        ``yᵀy``), the stalest first. The total work is the same as one full refresh per W
-        patterns, but no sample recomputes more than ⌈n/W⌉ columns, and every column is
-        still recomputed about once per W patterns: a column recomputed at pattern t is
-        exact then and afterwards carries only the rounding of the updates since t, as a
-        full refresh would leave it.
+        work of a streaming model. Called once per pattern instead, this recomputes
+        n/period columns' worth per pattern (one column — its Gram row and column and
+        ``φᵀy``, a matrix-vector product over the stored rows, O(W·n) — every period/n
+        patterns, with ``yᵀy``), the stalest first. The total work is the same as one full
+        refresh per period, but no sample recomputes more than ⌈n/period⌉ columns, and
+        every column is still recomputed about once per period: a column recomputed at
+        pattern t is exact then and afterwards carries only the rounding of the updates
+        since t, as a full refresh would leave it.
 
         Returns the pattern count since which every tracked column has been exact (a lower
         bound), or None when the window is not full (then nothing is done and the owner
@@ -463,16 +465,13 @@ class WindowStatistics:
         """
         if not self.is_full or not self.n_columns:
             return None
-        n = self.n_columns
-        self._refresh_credit += n / self.store_capacity
-        if self._refresh_credit >= 1.0:
-            while self._refresh_credit >= 1.0:
-                self._refresh_credit -= 1.0
-                i = int(np.argmin(self.stamps[:n]))
-                _loops.refresh_column(self._HT, self._y, self._gram, self._cross_y, n, i)
-                self.stamps[i] = self.n_seen
-            self.yy = float(self._y @ self._y)
+        credit, yy, exact_since = _loops.rolling_refresh(
+            self._HT, self._y, self._gram, self._cross_y, self.stamps, self.n_columns,
+            self.n_seen, self._refresh_credit, period or self.store_capacity)
+        self._refresh_credit = credit
+        if exact_since >= 0:
+            self.yy = yy
             # New columns enter exact and dropped ones leave, so the minimum only rises
             # between two refreshes: recomputing it here keeps it a lower bound.
-            self._exact_since = int(self.stamps[:n].min())
+            self._exact_since = exact_since
         return self._exact_since

@@ -5,13 +5,17 @@ from __future__ import annotations
 import copy
 import math
 import pickle
+from unittest import mock
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from river import checks, datasets, preprocessing, proba
 
 from onlinesparse import SparseRBFRegressor
+from onlinesparse import ridge as ridge_module
 from onlinesparse.criteria import global_lambda_reestimate
 from onlinesparse.kernels import BasisSpec
 from onlinesparse.pruner import local_ridge
@@ -265,10 +269,80 @@ def test_snapshot_and_restore_undo_a_removal_bit_for_bit():
         ridge.restore(snapshot)
 
 
-def test_a_sample_does_at_most_one_heavy_piece_of_work_at_the_budget():
+def _curve_or_cloud(n: int, seed: int, d: int, on_curve: bool):
+    """Inputs in a cloud, or on a 1-D curve (nearly collinear columns, ill-conditioned)."""
+    rng = np.random.default_rng(seed)
+    for k in range(n):
+        x = (np.sin(0.05 * k + np.arange(d)) if on_curve else rng.uniform(-2, 2, d))
+        y = np.sin(2 * x[0]) + 0.5 * x[-1] ** 2 + 0.1 * rng.standard_normal()
+        yield {f"x{i}": float(v) for i, v in enumerate(x)}, float(y)
+
+
+def _state(model: SparseRBFRegressor) -> dict:
+    """Everything a sample advances, for comparing two models bit for bit."""
+    ridge, buffer = model.model, model._buffer
+    window = ridge.window
+    n = window.n_columns
+    pruner = {k: v for k, v in vars(model._pruner).items()}
+    return {
+        "arrays": [a.tobytes() for a in (ridge.weights, ridge.lambdas, ridge.variance,
+                                          window.gram, window.cross_y_model, window._X,
+                                          window._y, window._HT[:n], window.ids[:n],
+                                          window.merit[:n], window.stamps[:n],
+                                          model._features.means)],
+        "ridge": [getattr(ridge, k) for k in (
+            "_error_estimate", "_statistics_error", "_round_error", "_round_start",
+            "_since_refresh", "_since_check", "n_refreshes", "_pending")],
+        "window": [getattr(window, k) for k in (
+            "yy", "count", "n_seen", "_head", "n_stored", "_refresh_credit", "_exact_since",
+            "n_model", "_next_id")],
+        "pruner": pruner,
+        "buffer": [buffer.n_proposed, buffer.n_considered, buffer.n_evicted,
+                   [(c.tobytes(), r) for c, r in buffer.queue]],
+        "model": [model._n_learned, model._noise_variance, model._features.n_committed],
+    }
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), max_basis=st.integers(2, 25),
+       window=st.integers(10, 120), evaluations=st.integers(0, 4),
+       candidate_every=st.integers(1, 4), n_candidates=st.integers(1, 12),
+       d=st.integers(1, 4), on_curve=st.booleans(), read_every=st.sampled_from([0, 1, 7]),
+       refuse_slides=st.booleans())
+def test_the_fused_sample_equals_the_general_path_bit_for_bit(
+        seed, max_basis, window, evaluations, candidate_every, n_candidates, d, on_curve,
+        read_every, refuse_slides):
+    """SparseRBFRegressor runs a sample as one compiled call that stops where anything
+    unusual happens (_loops.stream_sample); the general path is the reference. Both must
+    give the same bits: every prediction and predictive deviation, and everything a sample
+    advances. Reading the model now and then (read_every) moves the registers back and
+    forth; refuse_slides makes the fused call hand its slide to the general path (whose
+    own test is unchanged), a case a real stream almost never meets."""
+    params = dict(max_basis=max_basis, window=window, evaluations_per_sample=evaluations,
+                  candidate_every=candidate_every, n_candidates=n_candidates)
+    fused, general = SparseRBFRegressor(**params), SparseRBFRegressor(**params)
+    general._fuse = False
+    refusal = 0.9 if refuse_slides else ridge_module._MIN_RESIDUAL_LEVERAGE
+    with mock.patch("onlinesparse.rbf._MIN_RESIDUAL_LEVERAGE", refusal):
+        for k, (x, y) in enumerate(_curve_or_cloud(3 * window + 20, seed, d, on_curve)):
+            for model in (fused, general):
+                model.learn_one(x, y)
+            assert fused.predict_one(x) == general.predict_one(x)
+            assert (fused.predict_one(x, with_dist=True).sigma
+                    == general.predict_one(x, with_dist=True).sigma)
+            if read_every and k % read_every == 0:
+                assert _state(fused) == _state(general)
+    assert _state(fused) == _state(general)
+    assert fused.diagnostics() == general.diagnostics()
+
+
+def test_a_sample_does_at_most_one_heavy_piece_of_work_at_the_budget(monkeypatch):
     """The worst case of a learn_one is one heavy operation, not their sum: a sample that
     refreshes S neither adds a basis function nor computes a candidate column, and one that
     adds (or trades) computes no column."""
+    # Refreshes of S are rare by default (periodic ones every ten windows); one every
+    # window makes enough of them happen here to test.
+    monkeypatch.setattr("onlinesparse.rbf._REFRESH_WINDOWS", 1)
     model = SparseRBFRegressor(max_basis=15, window=200)
     scaler = preprocessing.StandardScaler()
     seen = {"refresh": 0, "add": 0, "column": 0}
