@@ -30,13 +30,15 @@ __all__ = [
     "condition_bound", "is_healthy", "training_error",
     "error_and_gamma",
     "basis_quantities",
-    "candidate_quantities", "swap_symmetric", "swap_rows", "gcv_of_delta", "optimal_lambda",
+    "candidate_quantities", "swap_symmetric", "swap_rows", "swap_columns", "gcv_of_delta", "optimal_lambda",
     "basis_optimum", "candidate_optima", "lambda_rank_one", "basis_move", "mirror_lower",
     "least_useful", "replace_basis", "basis_optima", "running_mean", "inner", "predict_mean",
     "stream_sample",
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
+
+_EPS = float(np.finfo(np.float64).eps)
 
 # Column kinds, as in :mod:`onlinesparse.kernels` (kept equal by a test).
 _CONSTANT, _LINEAR, _GAUSSIAN, _MULTIQUADRIC, _INVERSE_MULTIQUADRIC, _CAUCHY = 0, 1, 2, 3, 4, 5
@@ -269,6 +271,27 @@ def swap_symmetric(matrix: np.ndarray, i: int, j: int, n: int) -> None:
         tmp = matrix[k, i]
         matrix[k, i] = matrix[k, j]
         matrix[k, j] = tmp
+
+
+@_jit
+def swap_columns(gram: np.ndarray, HT: np.ndarray, cross_y: np.ndarray, ids: np.ndarray,
+                 merit: np.ndarray, stamps: np.ndarray, kinds: np.ndarray,
+                 inv_r2: np.ndarray, features: np.ndarray, centres: np.ndarray, i: int,
+                 j: int, n: int) -> None:
+    """Exchange tracked columns i and j everywhere they live
+    (``WindowStatistics.swap_columns``): the symmetric Gram matrix, the stored rows, the
+    per-column numbers and the basis description (``Basis.swap``)."""
+    swap_symmetric(gram, i, j, n)
+    # Unused slots of the ring hold zeros or stale rows: swapping them too is harmless.
+    swap_rows(HT, i, j)
+    cross_y[i], cross_y[j] = cross_y[j], cross_y[i]
+    ids[i], ids[j] = ids[j], ids[i]
+    merit[i], merit[j] = merit[j], merit[i]
+    stamps[i], stamps[j] = stamps[j], stamps[i]
+    kinds[i], kinds[j] = kinds[j], kinds[i]
+    inv_r2[i], inv_r2[j] = inv_r2[j], inv_r2[i]
+    features[i], features[j] = features[j], features[i]
+    swap_rows(centres, i, j)
 
 
 @_jit
@@ -988,11 +1011,11 @@ def predict_mean(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray, inv_r2: 
 N_SEEN, HEAD, SINCE_REFRESH, SINCE_CHECK, ROUND_START, EXACT_SINCE, TURN, BASIS_CURSOR, \
     CANDIDATE_CURSOR, N_REESTIMATED, UPDATES, DONE, MOVE_KIND, ACTION, MOVE_BASIS, \
     PROTECTED, HEALTHY, PROPOSE, SUMMARY_VALID, COMMITTED, N_COLUMNS, N_STORED, \
-    FULL = range(23)
+    FULL, N_TRADED, TRADED_NOW = range(25)
 # …and floats:
 YY, ERROR_ESTIMATE, STATISTICS_ERROR, ROUND_ERROR, CREDIT, ERROR, NEAREST, TRAINING_ERROR, \
     GAMMA, COUNT = range(10)
-INT_REGISTERS, FLOAT_REGISTERS = FULL + 1, COUNT + 1
+INT_REGISTERS, FLOAT_REGISTERS = TRADED_NOW + 1, COUNT + 1
 # What stream_sample returns: where it stopped.
 SLIDE_REFUSED, DECIDE, MOVE, QUIET = range(4)
 
@@ -1008,7 +1031,9 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                   min_leverage: float, evaluations: int, per_evaluation: int,
                   at_budget: bool, noise_variance: float, min_gain: float,
                   relative_gain: float, protected: np.ndarray, means: np.ndarray,
-                  novelty_sq: float, error_threshold: float, noise_std: float) -> int:
+                  novelty_sq: float, error_threshold: float, noise_std: float,
+                  min_relative_delta: float, project_below: float, account_drift: float
+                  ) -> int:
     """A sample of ``SparseRBFRegressor.learn_one`` in one call, as long as nothing
     unusual happens; it stops and reports where, for the caller to finish the sample on
     the general path, whenever something does.
@@ -1025,8 +1050,9 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
       (:func:`rolling_refresh`);
     * the quiet outcome of ``IncrementalRidge._decide``: no test fires, the counters move;
     * ``GCVPruner.step``'s evaluations (:func:`candidate_move`, :func:`basis_move`) as long
-      as each ends without a move, or with a λ changed in place whose own ``_decide`` is
-      quiet;
+      as each ends without a move, with a λ changed in place, or with a trade at the budget
+      (``IncrementalRidge.replace_basis``: :func:`replace_basis`, :func:`swap_columns`)
+      whose own ``_decide`` keeps S (its drift measured if the account calls for it);
     * the buffer manager's test of the input as a centre (``BufferManager.consider``:
       novel by :func:`nearest_sq_distance`, or badly predicted).
 
@@ -1043,13 +1069,15 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
       full and ``ints[EXACT_SINCE]`` the rolling refresh's answer).
     * ``MOVE``: the pruner stopped at a move for the caller to carry out:
       ``ints[MOVE_KIND]`` 1 (candidate move, ``move[:4]`` as :func:`candidate_move` leaves
-      it) or 2 (basis move on ``ints[MOVE_BASIS]``, ``move`` as :func:`basis_move` leaves
-      it); ``ints[ACTION]`` is the action, ``ints[DONE]`` the evaluations completed before.
+      it), 2 (basis move on ``ints[MOVE_BASIS]``, ``move`` as :func:`basis_move` leaves
+      it) or 3 (a trade made, whose ``_after_update((f, f))`` remains, ``f = move[4]``);
+      ``ints[ACTION]`` is the action, ``ints[DONE]`` the evaluations completed before.
     * ``QUIET``: all done; ``floats[NEAREST]`` is the novelty distance and
       ``ints[PROPOSE]`` whether the input is to be proposed as a centre.
 
-    ``ints[UPDATES]`` and ``ints[N_REESTIMATED]`` accumulate over calls (versions of the
-    model, λ's re-estimated) until the caller collects them; ``ints[SUMMARY_VALID]`` says
+    ``ints[UPDATES]``, ``ints[N_REESTIMATED]`` and ``ints[N_TRADED]`` accumulate over
+    calls (versions of the model, λ's re-estimated, trades) until the caller collects them,
+    ``ints[TRADED_NOW]`` counts this call's trades; ``ints[SUMMARY_VALID]`` says
     whether ``floats[TRAINING_ERROR]`` and ``floats[GAMMA]`` are the current model's.
     """
     m = weights.shape[0]
@@ -1107,6 +1135,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     for i in range(n):
         HT[i, slot] = row[i]
     ints[N_SEEN] = n_seen
+    ints[TRADED_NOW] = 0
     ints[HEAD] = head
     ints[N_STORED] = n_stored
     floats[COUNT] = count
@@ -1164,6 +1193,46 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
             action = candidate_move(variance, gram, cross_y, weights, lambdas, merit, yy,
                                     count, training, gamma, columns, lambda_min, min_gain,
                                     at_budget, move)
+            if action == 2 and ints[SINCE_CHECK] + 1 < check_every:
+                # GCVPruner._trade: IncrementalRidge.replace_basis and its _after_update.
+                position = int(move[0])
+                j = int(move[2])
+                factor = replace_basis(variance, weights, lambdas, j,
+                                       gram[position, :m].copy(), gram[position, position],
+                                       cross_y[position], move[1], min_relative_delta,
+                                       project_below, np.empty(m))
+                if factor == 0.0:  # in the span after all: no trade, nothing changed
+                    done += 1
+                    continue
+                if factor > 0.0:
+                    swap_columns(gram, HT, cross_y, ids, merit, stamps, kinds, inv_r2,
+                                 features, centres, j, position, n)
+                    after = estimate * factor + factor
+                    healthy = is_healthy(variance, weights)
+                    if healthy and after > refresh_at:
+                        residual = drift(gram, variance, lambdas)
+                        healthy = residual <= max(
+                            account_drift,
+                            10.0 * _EPS * condition_bound(gram, variance, lambdas))
+                        if healthy:
+                            after = max(1.0, residual / _EPS)
+                    if not healthy:  # a refresh is called for: the caller's _decide
+                        move[4] = factor
+                        ints[MOVE_KIND] = 3
+                        ints[ACTION] = action
+                        ints[DONE] = done
+                        return MOVE
+                    estimate = after
+                    floats[ERROR_ESTIMATE] = estimate
+                    ints[SINCE_CHECK] += 1
+                    ints[UPDATES] += 1
+                    ints[N_TRADED] += 1
+                    ints[TRADED_NOW] += 1
+                    training, gamma = error_and_gamma(gram, cross_y, weights, lambdas,
+                                                      variance, yy)
+                    done += 1
+                    continue
+                # factor < 0: nothing changed; the exact path is the caller's
             if action != 0:
                 ints[MOVE_KIND] = 1
                 ints[ACTION] = action

@@ -72,16 +72,14 @@ class BufferManager:
         self._protected_ids = np.zeros(0, dtype=np.int64)
 
     def consider(self, window: WindowStatistics, x: np.ndarray, error: float,
-                 noise_std: float, at_budget: bool = True, column: bool = True,
+                 noise_std: float, column: bool = True,
                  nearest: float | None = None) -> None:
-        """Look at a learned input; maybe queue it as a centre; add ≤ max_new candidates.
+        """Look at a learned input; maybe queue it as a centre; add ≤ max_new candidates
+        (on one call in ``column_every``).
 
         Needs only the window statistics, so any model built on them (the Orr family's
-        ridge state, the VBLS state) shares this pool. ``at_budget=False`` (the model is
-        still growing towards its budget) computes new columns on every sample whatever
-        ``column_every`` says: a growing model needs a rich pool, a full one only trades.
-        ``column=False`` computes none this time (the caller's sample already did heavy
-        work); proposals still queue. ``nearest`` is the novelty distance if the caller has
+        ridge state, the VBLS state) shares this pool. ``column=False`` computes none this
+        time (the caller's sample already did heavy work); proposals still queue. ``nearest`` is the novelty distance if the caller has
         computed it already (``_loops.stream_sample`` does).
         """
         if nearest is None:
@@ -95,7 +93,7 @@ class BufferManager:
         # Basis functions the pruner sends back to the pool can overfill it: trim first.
         while window.n_candidates > self.capacity and self._evict(window):
             pass
-        due = self.column_due(at_budget)
+        due = self.column_due()
         self.n_considered += 1
         if not (column and due):
             return
@@ -128,10 +126,10 @@ class BufferManager:
         """The squared distance beyond which an input is novel."""
         return self.novelty * self._reference_radius ** 2
 
-    def column_due(self, at_budget: bool) -> bool:
+    def column_due(self) -> bool:
         """Whether :meth:`consider`, called now, would compute a new candidate column (if
         it is allowed to and proposals wait)."""
-        return not at_budget or (self.n_considered + 1) % self.column_every == 0
+        return (self.n_considered + 1) % self.column_every == 0
 
     def protected_ids(self) -> np.ndarray:
         """The ids of ``protected`` as an array, for the compiled loops (the set only ever

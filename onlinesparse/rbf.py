@@ -15,7 +15,14 @@ from onlinesparse.buffer import BufferManager
 from onlinesparse.features import FeatureMap, as_target
 from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.pruner import _RELATIVE_GAIN, GCVPruner, _apply_basis_move
-from onlinesparse.ridge import _MIN_RESIDUAL_LEVERAGE, _REFRESH_AT, IncrementalRidge
+from onlinesparse.ridge import (
+    _ACCOUNT_DRIFT,
+    _MIN_RELATIVE_DELTA,
+    _MIN_RESIDUAL_LEVERAGE,
+    _PROJECT_BELOW,
+    _REFRESH_AT,
+    IncrementalRidge,
+)
 
 __all__ = ["SparseRBFRegressor", "warm_up"]
 
@@ -54,6 +61,12 @@ class SparseRBFRegressor(base.Regressor):
     selection and computes no candidate column; at the budget, a sample that adds or
     trades a basis function computes no new column.
 
+    A sample runs as one compiled call (``_loops.stream_sample``) that takes the general
+    path's steps in its order through the same compiled loops — pattern, rounding
+    accounts, the pruner's evaluations and trades, the buffer's novelty test — and hands
+    the sample back to the general path only where something rare happens (an addition
+    or deletion of a basis function, a refresh); a test holds both to the same bits.
+
     Kernel width: candidates are proposed at several radii (``radii``, by default
     ``(0.5, 1, 2)·√d`` for d inputs, which suits standardised inputs) and compete in the
     same pool, so GCV selects the widths; no radius needs tuning by hand.
@@ -73,19 +86,21 @@ class SparseRBFRegressor(base.Regressor):
     n_candidates
         Size of the candidate pool.
     evaluations_per_sample
-        GCV evaluations per ``learn_one`` (each O(M²)): the budget of the pruner. One
-        evaluation is about 15 % cheaper per sample than the default two and, on Friedman #1,
-        2 % less accurate; :meth:`refine` adds more when a loop has slack.
+        GCV evaluations per ``learn_one`` (each O(M²)): the budget of the pruner. On
+        Friedman #1 (5000 samples, M = 100, ``candidate_every=3``) one evaluation instead of
+        two took the median sample from 73 to 66 µs and the RMSE from 1.805 to 1.875;
+        :meth:`refine` adds more when a loop has slack.
     candidate_every
-        Once the model has reached ``max_basis``, a new candidate centre's column
-        (O(W·(M + C)), the largest single piece of per-sample work) is computed on one
-        ``learn_one`` in this many; proposals made in between wait in a short queue that
-        keeps the most recent few. While the model is still growing a column is computed on
-        every sample: a growing model needs a rich pool, a full one only trades. Measured on
-        Friedman #1 (5000 samples, RMSE all / last 1000, median µs on a loaded machine): 1 →
-        1.788 / 1.561, 295 µs; 2 → 1.783 / 1.540, 263 µs; 4 → 1.813 / 1.643, 210 µs. The
-        default stays 1: with a small budget (``max_basis=30``, window 300, 1200 samples)
-        2 costs accuracy (RMSE over the last 200: 2.33 against under 2.2).
+        A new candidate centre's column (O(W·(M + C)), the largest single piece of
+        per-sample work: about 50 µs at W = 1000, M = 100) is computed on one ``learn_one``
+        in this many; proposals made in between wait in a short queue that keeps the most
+        recent few. Measured on Friedman #1 (5000 samples behind a StandardScaler, RMSE
+        all / last 1000, median and 99th-percentile µs of predict + learn): 1 → 1.797 /
+        1.548, 121 / 268 µs; 2 → 1.825 / 1.609, 103 / 232 µs; 3 → 1.805 / 1.567, 73 / 227
+        µs; 4 → 1.842 / 1.681, 68 / 220 µs. The default 3 keeps the typical sample free of
+        a column for 2 % of accuracy on the small budget that needs columns most
+        (``max_basis=30``, window 300, 1200 samples, three streams: RMSE over the last 200
+        2.20 against 2.15 with 1); set 1 when latency does not matter.
     linear
         Offer one linear basis function per input (beside the constant).
     novelty
@@ -119,7 +134,7 @@ class SparseRBFRegressor(base.Regressor):
 
     def __init__(self, max_basis: int = 100, window: int = 1000, kernel: str = "gaussian",
                  radii: tuple[float, ...] | None = None, n_candidates: int = 30,
-                 evaluations_per_sample: int = 2, candidate_every: int = 1,
+                 evaluations_per_sample: int = 2, candidate_every: int = 3,
                  linear: bool = True, novelty: float = 0.25, error_threshold: float = 2.0,
                  noise_every: int = 20, strict: bool = False):
         self.max_basis = max_basis
@@ -260,7 +275,7 @@ class SparseRBFRegressor(base.Regressor):
             self._pruner.step(model, evaluations, self._lambda_min, self._buffer.protected)
         busy = maintained or (at_budget and self._pruner.n_added != added)
         self._buffer.consider(model.window, vector, error, math.sqrt(self._noise_variance),
-                              at_budget=at_budget, column=not busy, nearest=nearest)
+                              column=not busy, nearest=nearest)
         if self._n_learned % self.noise_every == 0:
             self._update_noise()
 
@@ -324,7 +339,8 @@ class SparseRBFRegressor(base.Regressor):
             _REFRESH_AT, _MIN_RESIDUAL_LEVERAGE, self.evaluations_per_sample,
             pruner.candidates_per_evaluation, self._at_budget, self._noise_variance,
             pruner.min_gain, _RELATIVE_GAIN, buffer.protected_ids(), features.means,
-            buffer.novelty_threshold, buffer.error_threshold, self._noise_std)
+            buffer.novelty_threshold, buffer.error_threshold, self._noise_std,
+            _MIN_RELATIVE_DELTA, _PROJECT_BELOW, _ACCOUNT_DRIFT)
         self._predict_arguments = (basis._kind, basis._centres, basis._inv_r2,
                                    basis._feature, state.weights)
         self._in_registers = True
@@ -345,6 +361,8 @@ class SparseRBFRegressor(base.Regressor):
          window._refresh_credit, _, _, training, gamma, window.count) = floats.tolist()
         model._version += updates
         pruner.n_reestimated += reestimated
+        pruner.n_added += int(ints[_loops.N_TRADED])
+        pruner.n_deleted += int(ints[_loops.N_TRADED])
         if ints[_loops.SUMMARY_VALID]:
             # The criteria of the current state: what model._summary() would compute next.
             model._summary_cache = (model._version, training, gamma)
@@ -372,7 +390,9 @@ class SparseRBFRegressor(base.Regressor):
             # The general path's _select with nothing to select: only the buffer manager
             # may have work, a proposal to queue or a column to compute.
             buffer = self._buffer
-            if buffer.column_due(self._at_budget) and (ints[_loops.PROPOSE] or buffer.queue):
+            # (a sample that traded a basis function computes no column: _select's `busy`)
+            if (not ints[_loops.TRADED_NOW] and buffer.column_due()
+                    and (ints[_loops.PROPOSE] or buffer.queue)):
                 # A new column reads the window's position and changes the number of
                 # columns; the registers stay (the arrays are reserved and stay put).
                 window = self._model.window
@@ -380,8 +400,7 @@ class SparseRBFRegressor(base.Regressor):
                     int(ints[_loops.N_SEEN]), int(ints[_loops.HEAD]),
                     int(ints[_loops.N_STORED]))
                 buffer.consider(window, vector, float(self._floats[_loops.ERROR]),
-                                self._noise_std, at_budget=self._at_budget,
-                                nearest=float(self._floats[_loops.NEAREST]))
+                                self._noise_std, nearest=float(self._floats[_loops.NEAREST]))
                 ints[_loops.N_COLUMNS] = window.n_columns
                 if window.basis._kind is not self._arguments[0]:  # (grown after all)
                     self._sync()
@@ -405,9 +424,14 @@ class SparseRBFRegressor(base.Regressor):
             self._select(model, vector, error, False, self.evaluations_per_sample)
             return None
         done, move_kind, action, j, protected = ints[_loops.DONE:_loops.HEALTHY].tolist()
-        move, added = self._move_buffer, pruner.n_added
+        # (n_added as it stood before this sample's moves, for _select's `busy`)
+        move, added = self._move_buffer, pruner.n_added - int(ints[_loops.TRADED_NOW])
         if move_kind == 1:
             pruner._apply_candidate_move(model, action, move)
+        elif move_kind == 3:  # GCVPruner._trade, made: its accounts remain
+            model._after_update((float(move[4]), float(move[4])))
+            pruner.n_added += 1
+            pruner.n_deleted += 1
         else:
             outcome, usefulness = _apply_basis_move(model, j, action, move, bool(protected))
             pruner._record_basis_move(model, j, outcome, usefulness)

@@ -304,15 +304,10 @@ class WindowStatistics:
         n = self.n_columns
         if not (0 <= i < n and 0 <= j < n):
             raise ValueError(f"column positions {i}, {j} out of range 0…{n - 1}")
-        _loops.swap_symmetric(self._gram, i, j, n)
-        # Unused slots of the ring hold zeros or stale rows: swapping them too is harmless.
-        _loops.swap_rows(self._HT, i, j)
-        cross_y, ids, merit, stamps = self._cross_y, self.ids, self.merit, self.stamps
-        cross_y[i], cross_y[j] = cross_y[j], cross_y[i]
-        ids[i], ids[j] = ids[j], ids[i]
-        merit[i], merit[j] = merit[j], merit[i]
-        stamps[i], stamps[j] = stamps[j], stamps[i]
-        self.basis.swap(i, j)
+        basis = self.basis
+        _loops.swap_columns(self._gram, self._HT, self._cross_y, self.ids, self.merit,
+                            self.stamps, basis._kind, basis._inv_r2, basis._feature,
+                            basis._centres, i, j, n)
 
     def promote(self, position: int) -> None:
         """Move the candidate at ``position`` to the end of the model block."""
