@@ -79,8 +79,9 @@ class BufferManager:
 
         Needs only the window statistics, so any model built on them (the Orr family's
         ridge state, the VBLS state) shares this pool. ``column=False`` computes none this
-        time (the caller's sample already did heavy work); proposals still queue. ``nearest`` is the novelty distance if the caller has
-        computed it already (``_loops.stream_sample`` does).
+        time (the caller's sample already did heavy work); proposals still queue.
+        ``nearest`` is the novelty distance if the caller has computed it already
+        (``_loops.stream_sample`` does).
         """
         if nearest is None:
             basis = window.basis
