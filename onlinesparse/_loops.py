@@ -177,14 +177,17 @@ def new_column(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
                 diff = X[slot, f] - centre[f]
                 z += diff * diff
             line[slot] = profile(kind, z * inv_r2[n])
-    weighted = np.zeros(cap)
+    # With every slot holding an unweighted pattern the weights are the values themselves.
+    plain = factor == 1.0 and n_stored == cap
+    weighted = line if plain else np.zeros(cap)
     own = 0.0
     with_y = 0.0
     for t in range(n_stored):
         slot = (head + t) % cap
         value = line[slot]
         weight = value if factor == 1.0 else value * factor ** (n_stored - 1 - t)
-        weighted[slot] = weight
+        if not plain:
+            weighted[slot] = weight
         own += weight * value
         with_y += weight * y[slot]
     cross = np.dot(HT[:n], weighted)

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from onlinesparse import _loops
-from onlinesparse.kernels import BasisSpec
 from onlinesparse.window import WindowStatistics
 
 __all__ = ["BufferManager"]
@@ -102,7 +101,8 @@ class BufferManager:
             if window.n_candidates >= self.capacity and not self._evict(window):
                 break
             centre, radius = self.queue.popleft()
-            window.add_column(BasisSpec.radial(centre, radius, self.kernel))
+            # (the centre is a validated input and the radii were checked at creation)
+            window.add_radial(centre, radius, self.kernel)
 
     def propose(self, centre: np.ndarray) -> None:
         """Queue ``centre`` (the caller's to give away) once per radius."""

@@ -162,7 +162,6 @@ class Basis:
 
     def append(self, spec: BasisSpec) -> int:
         """Add a column at the end and return its position."""
-        i = self.size
         if spec.kind == "constant":
             kind, centre, inv_r2, feature = CONSTANT, None, 1.0, -1
         elif spec.kind == "linear":
@@ -180,6 +179,16 @@ class Basis:
             inv_r2, feature = 1.0 / (spec.radius * spec.radius), -1
         else:
             raise ValueError(f"unknown basis kind {spec.kind!r}")
+        return self._put(kind, centre, inv_r2, feature)
+
+    def append_radial(self, centre: np.ndarray, radius: float, kind: str) -> int:
+        """:meth:`append` of ``BasisSpec.radial(centre, radius, kind)`` without building
+        the spec, for a caller whose centre (``n_features`` finite numbers), radius and kind
+        are already valid (the buffer manager, many times a second)."""
+        return self._put(KERNELS[kind], centre, 1.0 / (radius * radius), -1)
+
+    def _put(self, kind: int, centre: object, inv_r2: float, feature: int) -> int:
+        i = self.size
         self._grow(i + 1)
         self._kind[i] = kind
         self._centres[i] = 0.0 if centre is None else centre

@@ -272,15 +272,29 @@ class WindowStatistics:
         ``tolerance`` for forgetting). With unbounded memory it is only possible before the
         first pattern.
         """
+        self._make_room()
+        self.basis.append(spec)
+        return self._new_column()
+
+    def add_radial(self, centre: np.ndarray, radius: float, kernel: str) -> int:
+        """:meth:`add_column` of ``BasisSpec.radial(centre, radius, kernel)`` for a centre
+        and radius the caller has validated (``Basis.append_radial``)."""
+        self._make_room()
+        self.basis.append_radial(centre, radius, kernel)
+        return self._new_column()
+
+    def _make_room(self) -> None:
         if not self.stores_patterns and self.count > 0:
             raise ValueError(
                 "unbounded memory keeps statistics only, so a new basis function cannot be "
                 "evaluated over past patterns; register candidates before learning or use "
                 "memory='window'"
             )
+        self._ensure_columns(self.n_columns + 1)
+
+    def _new_column(self) -> int:
+        """The statistics of the column just appended to the basis (position n)."""
         n = self.n_columns
-        self._ensure_columns(n + 1)
-        self.basis.append(spec)
         if self.n_stored:
             basis = self.basis
             _loops.new_column(basis._kind, basis._centres, basis._inv_r2, basis._feature,
