@@ -27,15 +27,20 @@ stored window and the other matrices, the same loops take longer (under cProfile
 stream: window step 13 µs, candidate evaluation 16 µs), so the floor printed here is, if
 anything, low.
 
-Measured (2026-11-21, this machine): LinearRegression 15.3 µs, target 61.2 µs; scaler 9.2 +
-conversions 5.0 + compiled loops 33.6 = 47.7 µs (3.1 ×), leaving 13.5 µs for all other
-Python of both calls — where the model as written spends about 75 µs (a sample without a
-candidate column took 124 µs in all). The target is thus out of reach of the present
-arrangement (a dozen Python-level calls per sample into the compiled core) and needs the
-steady-state sample as one or two compiled calls, with candidate columns (46–48 µs each here)
-computed on only some samples once the model is at its budget.
+Then it runs the stream on (samples 3000–5000, a fresh model) and times, sample by sample,
+``predict_one``, ``learn_one`` and within it the compiled sample (``_loops.stream_sample``),
+by kind of sample: quiet (no candidate column, no trade, nothing handed back to the general
+path), with a candidate column, with a trade made in the compiled call, and the rest (a
+move or refresh finished by the general path).
 
-Run: ``.venv/bin/python benchmarks/stream_latency_floor.py`` (about 20 s).
+Measured (2026-11-21, this machine), first part: LinearRegression 15.3 µs, target 61.2 µs;
+scaler 9.2 + conversions 5.0 + compiled loops 33.6 = 47.7 µs (3.1 ×), leaving 13.5 µs for
+all other Python of both calls — where the model then spent about 75 µs (a sample without a
+candidate column took 124 µs in all). That led to the fused sample (one compiled call per
+sample, ``SparseRBFRegressor._learn_fused``) and to candidate columns on one sample in three;
+the second part shows where a sample's time goes since.
+
+Run: ``.venv/bin/python benchmarks/stream_latency_floor.py`` (about 30 s).
 """
 
 from __future__ import annotations
@@ -177,6 +182,63 @@ def main() -> None:
 
     print(f"(a sample that computes a candidate column adds O(W·n) on top: "
           f"{median_us(column_round_trip, 300):.1f} µs for one add_column + drop_column here)")
+    in_the_stream(data, lin)
+
+
+def in_the_stream(data: list, lin: float) -> None:
+    """Samples 3000–5000 of a fresh model, timed call by call and sorted by kind."""
+    scaler = preprocessing.StandardScaler()
+    model = SparseRBFRegressor(max_basis=100)
+    for x, y in data[:3000]:
+        scaler.learn_one(x)
+        model.learn_one(scaler.transform_one(x), y)
+    compiled_call = _loops.stream_sample
+    spent = [0.0, -1]  # time in the compiled call this sample, its outcome
+
+    def timed(*args):
+        start = time.perf_counter()
+        code = compiled_call(*args)
+        spent[0] += time.perf_counter() - start
+        spent[1] = code
+        return code
+
+    _loops.stream_sample = timed  # (the module SparseRBFRegressor calls through)
+    rows = []
+    try:
+        for x, y in data[3000:]:
+            spent[:] = [0.0, -1]
+            ridge = model._model  # (not .model: reading it would write the registers back)
+            columns_before = ridge.window._next_id
+            start = time.perf_counter()
+            scaled = scaler.transform_one(x)
+            after_scaler = time.perf_counter()
+            model.predict_one(scaled)
+            after_predict = time.perf_counter()
+            scaler.learn_one(x)
+            scaled = scaler.transform_one(x)
+            after_learn_scaler = time.perf_counter()
+            model.learn_one(scaled, y)
+            end = time.perf_counter()
+            traded = model._in_registers and model._ints[_loops.TRADED_NOW] > 0
+            column = ridge.window._next_id != columns_before
+            kind = ("column" if column else "trade (compiled)" if traded
+                    else "quiet" if spent[1] == _loops.QUIET else "general path finished it")
+            rows.append((kind, after_scaler - start + after_learn_scaler - after_predict,
+                         after_predict - after_scaler, end - after_learn_scaler, spent[0]))
+    finally:
+        _loops.stream_sample = compiled_call
+    print(f"\nin the stream, samples 3000–5000 (median µs; 'all' includes the scaler; "
+          f"LinearRegression {lin:.1f})")
+    print(f"  {'kind of sample':28s} {'count':>6s} {'scaler':>7s} {'predict':>8s} "
+          f"{'learn':>7s} {'of which compiled':>18s} {'all':>7s} {'× lin':>6s}")
+    for kind in ("quiet", "column", "trade (compiled)", "general path finished it"):
+        chosen = np.array([row[1:] for row in rows if row[0] == kind]) * 1e6
+        if not len(chosen):
+            continue
+        total = np.median(chosen[:, :3].sum(axis=1))
+        print(f"  {kind:28s} {len(chosen):6d} {np.median(chosen[:, 0]):7.1f} "
+              f"{np.median(chosen[:, 1]):8.1f} {np.median(chosen[:, 2]):7.1f} "
+              f"{np.median(chosen[:, 3]):18.1f} {total:7.1f} {total / lin:6.2f}")
 
 if __name__ == "__main__":
     main()
