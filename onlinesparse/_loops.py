@@ -32,7 +32,7 @@ __all__ = [
     "swap_rows", "swap_columns", "gcv_of_delta", "optimal_lambda",
     "basis_optimum", "candidate_optima", "lambda_rank_one", "basis_move", "mirror_lower",
     "least_useful", "replace_basis", "basis_optima", "running_mean", "inner", "predict_mean",
-    "stream_sample",
+    "stream_sample", "uev",
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -864,6 +864,16 @@ def gcv(error: float, gamma: float, count: float) -> float:
 
 
 @_jit
+def uev(error: float, gamma: float, count: float) -> float:
+    """``e/(p − γ)``, ∞ without degrees of freedom (``criteria.uev``, Orr eq. 5.3, and the
+    noise estimate of FGCV eq. 8, which call this)."""
+    dof = count - gamma
+    if dof <= 0.0:
+        return math.inf
+    return error / dof
+
+
+@_jit
 def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
                    weights: np.ndarray, lambdas: np.ndarray, merit: np.ndarray, yy: float,
                    count: float, error: float, gamma: float, columns: np.ndarray,
@@ -1013,11 +1023,11 @@ def predict_mean(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray, inv_r2: 
 N_SEEN, HEAD, SINCE_REFRESH, SINCE_CHECK, ROUND_START, EXACT_SINCE, TURN, BASIS_CURSOR, \
     CANDIDATE_CURSOR, N_REESTIMATED, UPDATES, DONE, MOVE_KIND, ACTION, MOVE_BASIS, \
     PROTECTED, HEALTHY, PROPOSE, SUMMARY_VALID, COMMITTED, N_COLUMNS, N_STORED, \
-    FULL, N_TRADED, TRADED_NOW = range(25)
+    FULL, N_TRADED, TRADED_NOW, N_LEARNED = range(26)
 # …and floats:
 YY, ERROR_ESTIMATE, STATISTICS_ERROR, ROUND_ERROR, CREDIT, ERROR, NEAREST, TRAINING_ERROR, \
-    GAMMA, COUNT = range(10)
-INT_REGISTERS, FLOAT_REGISTERS = TRADED_NOW + 1, COUNT + 1
+    GAMMA, COUNT, NOISE_VARIANCE = range(11)
+INT_REGISTERS, FLOAT_REGISTERS = N_LEARNED + 1, NOISE_VARIANCE + 1
 # What stream_sample returns: where it stopped.
 SLIDE_REFUSED, DECIDE, MOVE, QUIET = range(4)
 
@@ -1027,15 +1037,14 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                   inv_r2: np.ndarray, features: np.ndarray, gram: np.ndarray,
                   cross_y: np.ndarray, HT: np.ndarray, X: np.ndarray, targets: np.ndarray,
                   stamps: np.ndarray, merit: np.ndarray, ids: np.ndarray, capacity: int,
-                  variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray,
                   ints: np.ndarray, floats: np.ndarray, row: np.ndarray, move: np.ndarray,
                   refresh_every: int, check_every: int, refresh_at: float,
                   min_leverage: float, evaluations: int, per_evaluation: int,
-                  at_budget: bool, noise_variance: float, min_gain: float,
-                  relative_gain: float, protected: np.ndarray, means: np.ndarray,
-                  novelty_sq: float, error_threshold: float, noise_std: float,
-                  min_relative_delta: float, project_below: float, account_drift: float
-                  ) -> int:
+                  min_gain: float, relative_gain: float, protected: np.ndarray,
+                  means: np.ndarray, novelty_sq: float, error_threshold: float,
+                  noise_every: int, min_relative_delta: float, project_below: float,
+                  account_drift: float, variance: np.ndarray, weights: np.ndarray,
+                  lambdas: np.ndarray, at_budget: bool) -> int:
     """A sample of ``SparseRBFRegressor.learn_one`` in one call, as long as nothing
     unusual happens; it stops and reports where, for the caller to finish the sample on
     the general path, whenever something does.
@@ -1056,13 +1065,16 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
       (``IncrementalRidge.replace_basis``: :func:`replace_basis`, :func:`swap_columns`)
       whose own ``_decide`` keeps S (its drift measured if the account calls for it);
     * the buffer manager's test of the input as a centre (``BufferManager.consider``:
-      novel by :func:`nearest_sq_distance`, or badly predicted).
+      novel by :func:`nearest_sq_distance`, or badly predicted);
+    * on one sample in ``noise_every``, ``SparseRBFRegressor._update_noise`` (FGCV eq. 8,
+      :func:`uev`), into ``floats[NOISE_VARIANCE]``, which the next samples read.
 
     At M = 100 the interpreter overhead of the dozen calls this replaces cost more than
     their arithmetic. A test holds both paths to the same bits.
 
     ``ints`` and ``floats`` carry the scalars it reads and advances (indices above), among
-    them the number of tracked columns; ``row`` has room for them all. Returns
+    them the number of tracked columns; ``row`` has room for them all. (The arguments that
+    a move of the general path can replace come last.) Returns
 
     * ``SLIDE_REFUSED``: the oldest pattern cannot leave first (``_slide`` returns False);
       ``row[:n]`` and ``floats[ERROR]`` are filled and nothing else has changed.
@@ -1143,6 +1155,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     floats[COUNT] = count
     ints[COMMITTED] += 1
     running_mean(means, x, ints[COMMITTED])
+    ints[N_LEARNED] += 1
     ints[SUMMARY_VALID] = 0
     ints[UPDATES] += 1
     # IncrementalRidge._rolling_refresh (a full window only)
@@ -1170,6 +1183,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     ints[SINCE_REFRESH] += 1
     ints[SINCE_CHECK] += 1
     # GCVPruner.step, with SparseRBFRegressor._lambda_min
+    noise_variance = floats[NOISE_VARIANCE]
     lambda_min = noise_variance / max(count, 1.0)
     training, gamma = error_and_gamma(gram, cross_y, weights, lambdas, variance, yy)
     done = 0
@@ -1284,6 +1298,11 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     ints[SUMMARY_VALID] = 1
     nearest = nearest_sq_distance(kinds, centres, n, x)
     floats[NEAREST] = nearest
+    noise_std = math.sqrt(noise_variance)
     badly_predicted = noise_std > 0 and abs(error) > error_threshold * noise_std
     ints[PROPOSE] = 1 if nearest > novelty_sq or badly_predicted else 0
+    if ints[N_LEARNED] % noise_every == 0:
+        estimate = uev(training, gamma, count)
+        if math.isfinite(estimate) and estimate > 0:
+            floats[NOISE_VARIANCE] = estimate
     return QUIET

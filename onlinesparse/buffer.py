@@ -72,23 +72,26 @@ class BufferManager:
 
     def consider(self, window: WindowStatistics, x: np.ndarray, error: float,
                  noise_std: float, column: bool = True,
-                 nearest: float | None = None) -> None:
+                 nearest: float | None = None, proposal: bool | None = None) -> None:
         """Look at a learned input; maybe queue it as a centre; add ≤ max_new candidates
         (on one call in ``column_every``).
 
         Needs only the window statistics, so any model built on them (the Orr family's
         ridge state, the VBLS state) shares this pool. ``column=False`` computes none this
         time (the caller's sample already did heavy work); proposals still queue.
-        ``nearest`` is the novelty distance if the caller has computed it already
-        (``_loops.stream_sample`` does).
+        ``nearest`` is the novelty distance, ``proposal`` the verdict, if the caller has
+        them already (``_loops.stream_sample`` makes both).
         """
-        if nearest is None:
-            basis = window.basis
-            # ∞ when no radial column is tracked yet: then every input is novel.
-            nearest = _loops.nearest_sq_distance(basis._kind, basis._centres, basis.size, x)
-        novel = nearest > self.novelty_threshold
-        badly_predicted = noise_std > 0 and abs(error) > self.error_threshold * noise_std
-        if novel or badly_predicted:
+        if proposal is None:
+            if nearest is None:
+                basis = window.basis
+                # ∞ when no radial column is tracked yet: then every input is novel.
+                nearest = _loops.nearest_sq_distance(basis._kind, basis._centres,
+                                                     basis.size, x)
+            novel = nearest > self.novelty_threshold
+            badly_predicted = noise_std > 0 and abs(error) > self.error_threshold * noise_std
+            proposal = novel or badly_predicted
+        if proposal:
             self.propose(x.copy())
         # Basis functions the pruner sends back to the pool can overfill it: trim first.
         while window.n_candidates > self.capacity and self._evict(window):

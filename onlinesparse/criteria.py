@@ -58,11 +58,9 @@ def gcv(training_error: float, effective_parameters: float, n_patterns: float) -
 
 
 def uev(training_error: float, effective_parameters: float, n_patterns: float) -> float:
-    """Unbiased estimate of variance, Orr eq. 5.3: ``yᵀP²y / (p − γ)``."""
-    dof = _dof(effective_parameters, n_patterns)
-    if dof <= 0.0:
-        return math.inf
-    return training_error / dof
+    """Unbiased estimate of variance, Orr eq. 5.3: ``yᵀP²y / (p − γ)`` (written in the
+    compiled layer, as :func:`gcv` is, for the streaming regressor's fused sample)."""
+    return _loops.uev(float(training_error), float(effective_parameters), float(n_patterns))
 
 
 def fpe(training_error: float, effective_parameters: float, n_patterns: float) -> float:

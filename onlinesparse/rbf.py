@@ -262,7 +262,7 @@ class SparseRBFRegressor(base.Regressor):
 
     def _select(self, model: IncrementalRidge, vector: np.ndarray, error: float,
                 maintained: bool, evaluations: int, at_budget: bool | None = None,
-                added: int | None = None, nearest: float | None = None) -> None:
+                added: int | None = None) -> None:
         """The rest of a sample once its pattern is in: the pruner's evaluations, the
         buffer manager's proposal, the periodic noise estimate. ``at_budget`` and
         ``added`` are as they stood when model selection began (a fused sample that
@@ -275,7 +275,7 @@ class SparseRBFRegressor(base.Regressor):
             self._pruner.step(model, evaluations, self._lambda_min, self._buffer.protected)
         busy = maintained or (at_budget and self._pruner.n_added != added)
         self._buffer.consider(model.window, vector, error, math.sqrt(self._noise_variance),
-                              column=not busy, nearest=nearest)
+                              column=not busy)
         if self._n_learned % self.noise_every == 0:
             self._update_noise()
 
@@ -311,36 +311,45 @@ class SparseRBFRegressor(base.Regressor):
     def _pack(self) -> None:
         """Load the registers from the objects (they are then the authoritative copy), and
         gather the compiled call's arguments: between two packs only the registers and
-        the arrays' contents change, so the call reuses them."""
-        model, pruner, buffer, features = self._model, self._pruner, self._buffer, self._features
+        the arrays' contents change, so the call reuses them; and the arrays other than
+        the ridge state's (which a move of the general path replaces) stay put from one
+        pack to the next, as long as nothing grows past what the model reserved."""
+        model, pruner, features = self._model, self._pruner, self._features
         window, state = model.window, model.state
         basis = window.basis
-        ints = np.zeros(_loops.INT_REGISTERS, dtype=np.int64)
-        ints[:9] = (window.n_seen, window._head, model._since_refresh, model._since_check,
-                    model._round_start, window._exact_since, pruner._turn,
-                    pruner._basis_cursor, pruner._candidate_cursor)
+        stable = getattr(self, "_stable_arguments", None)
+        if stable is None or stable[0] is not basis._kind or stable[4] is not window._gram:
+            buffer = self._buffer
+            self._ints = np.zeros(_loops.INT_REGISTERS, dtype=np.int64)
+            self._floats = np.zeros(_loops.FLOAT_REGISTERS)
+            self._row_buffer = np.empty(window._gram.shape[0])
+            self._move_buffer = np.empty(8)
+            stable = self._stable_arguments = (
+                basis._kind, basis._centres, basis._inv_r2, basis._feature, window._gram,
+                window._cross_y, window._HT, window._X, window._y, window.stamps,
+                window.merit, window.ids, window.store_capacity, self._ints, self._floats,
+                self._row_buffer, self._move_buffer, model.refresh_every, model.check_every,
+                _REFRESH_AT, _MIN_RESIDUAL_LEVERAGE, self.evaluations_per_sample,
+                pruner.candidates_per_evaluation, pruner.min_gain, _RELATIVE_GAIN,
+                buffer.protected_ids(), features.means, buffer.novelty_threshold,
+                buffer.error_threshold, self.noise_every, _MIN_RELATIVE_DELTA,
+                _PROJECT_BELOW, _ACCOUNT_DRIFT)
+        ints, floats = self._ints, self._floats
+        ints[: _loops.N_REESTIMATED] = (
+            window.n_seen, window._head, model._since_refresh, model._since_check,
+            model._round_start, window._exact_since, pruner._turn, pruner._basis_cursor,
+            pruner._candidate_cursor)
+        ints[_loops.N_REESTIMATED:] = 0
         ints[_loops.COMMITTED] = features.n_committed
         ints[_loops.N_COLUMNS] = window.n_columns
         ints[_loops.N_STORED] = window.n_stored
-        floats = np.zeros(_loops.FLOAT_REGISTERS)
-        floats[:5] = (window.yy, model._error_estimate, model._statistics_error,
-                      model._round_error, window._refresh_credit)
-        floats[_loops.COUNT] = window.count
-        self._ints, self._floats = ints, floats
+        ints[_loops.N_LEARNED] = self._n_learned
+        floats[:] = (window.yy, model._error_estimate, model._statistics_error,
+                     model._round_error, window._refresh_credit, 0.0, 0.0, 0.0, 0.0,
+                     window.count, self._noise_variance)
         self._at_budget = state.weights.shape[0] >= self.max_basis
-        self._noise_std = math.sqrt(self._noise_variance)
-        self._row_buffer, self._move_buffer = np.empty(window._gram.shape[0]), np.empty(8)
-        self._arguments = (
-            basis._kind, basis._centres, basis._inv_r2, basis._feature, window._gram,
-            window._cross_y, window._HT, window._X, window._y, window.stamps, window.merit,
-            window.ids, window.store_capacity, state.variance,
-            state.weights, state.lambdas, ints, floats, self._row_buffer,
-            self._move_buffer, model.refresh_every, model.check_every,
-            _REFRESH_AT, _MIN_RESIDUAL_LEVERAGE, self.evaluations_per_sample,
-            pruner.candidates_per_evaluation, self._at_budget, self._noise_variance,
-            pruner.min_gain, _RELATIVE_GAIN, buffer.protected_ids(), features.means,
-            buffer.novelty_threshold, buffer.error_threshold, self._noise_std,
-            _MIN_RELATIVE_DELTA, _PROJECT_BELOW, _ACCOUNT_DRIFT)
+        self._arguments = stable + (state.variance, state.weights, state.lambdas,
+                                    self._at_budget)
         self._predict_arguments = (basis._kind, basis._centres, basis._inv_r2,
                                    basis._feature, state.weights)
         self._in_registers = True
@@ -356,9 +365,11 @@ class SparseRBFRegressor(base.Regressor):
          model._round_start, window._exact_since, pruner._turn, pruner._basis_cursor,
          pruner._candidate_cursor, reestimated, updates) = ints[:11].tolist()
         self._features.n_committed = int(ints[_loops.COMMITTED])
+        self._n_learned = int(ints[_loops.N_LEARNED])
         window.n_stored = int(ints[_loops.N_STORED])
         (window.yy, model._error_estimate, model._statistics_error, model._round_error,
-         window._refresh_credit, _, _, training, gamma, window.count) = floats.tolist()
+         window._refresh_credit, _, _, training, gamma, window.count,
+         self._noise_variance) = floats.tolist()
         model._version += updates
         pruner.n_reestimated += reestimated
         pruner.n_added += int(ints[_loops.N_TRADED])
@@ -373,7 +384,7 @@ class SparseRBFRegressor(base.Regressor):
         self._sync()
         state = self.__dict__.copy()
         for name in ("_ints", "_floats", "_row_buffer", "_move_buffer", "_at_budget",
-                     "_noise_std"):  # (the next pack makes them anew)
+                     "_stable_arguments"):  # (the next pack makes them anew)
             state.pop(name, None)
         return state
 
@@ -386,9 +397,9 @@ class SparseRBFRegressor(base.Regressor):
         ints = self._ints
         code = _loops.stream_sample(vector, target, *self._arguments)
         if code == _loops.QUIET:
-            self._n_learned += 1
-            # The general path's _select with nothing to select: only the buffer manager
-            # may have work, a proposal to queue or a column to compute.
+            # The general path's _select with nothing left to select and the noise estimate
+            # made: only the buffer manager may have work, a proposal to queue or a column
+            # to compute.
             buffer = self._buffer
             # (a sample that traded a basis function computes no column: _select's `busy`)
             if (not ints[_loops.TRADED_NOW] and buffer.column_due()
@@ -399,8 +410,8 @@ class SparseRBFRegressor(base.Regressor):
                 window.n_seen, window._head, window.n_stored = (
                     int(ints[_loops.N_SEEN]), int(ints[_loops.HEAD]),
                     int(ints[_loops.N_STORED]))
-                buffer.consider(window, vector, float(self._floats[_loops.ERROR]),
-                                self._noise_std, nearest=float(self._floats[_loops.NEAREST]))
+                buffer.consider(window, vector, float(self._floats[_loops.ERROR]), 0.0,
+                                proposal=bool(ints[_loops.PROPOSE]))
                 ints[_loops.N_COLUMNS] = window.n_columns
                 if window.basis._kind is not self._arguments[0]:  # (grown after all)
                     self._sync()
@@ -408,16 +419,12 @@ class SparseRBFRegressor(base.Regressor):
                 if ints[_loops.PROPOSE]:
                     buffer.propose(vector)
                 buffer.n_considered += 1
-            if self._n_learned % self.noise_every == 0:
-                self._sync()
-                self._update_noise()
             return None
         error = float(self._floats[_loops.ERROR])
         self._sync()
         model, pruner = self._model, self._pruner
         if code == _loops.SLIDE_REFUSED:
             return self._row_buffer[: model.window.n_columns], error
-        self._n_learned += 1
         if code == _loops.DECIDE:
             model._decide(True, model.window._exact_since if ints[_loops.FULL] else None,
                           bool(ints[_loops.HEALTHY]))
@@ -521,8 +528,9 @@ class SparseRBFRegressor(base.Regressor):
         h = self._row(x)
         model = self._model
         mean = 0.0 if h is None else _loops.inner(h, model.weights, model.size)
-        variance = (self._noise_variance if h is None
-                    else model.predictive_variance(h, self._noise_variance))
+        noise = (float(self._floats[_loops.NOISE_VARIANCE]) if self._in_registers
+                 else self._noise_variance)
+        variance = noise if h is None else model.predictive_variance(h, noise)
         return proba.Gaussian._from_state(n=1, m=mean, var=variance, ddof=0)
 
     def predict_many(self, X: pd.DataFrame) -> pd.Series:
