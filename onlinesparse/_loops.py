@@ -282,7 +282,7 @@ def swap_columns(gram: np.ndarray, HT: np.ndarray, cross_y: np.ndarray, ids: np.
                  j: int, n: int) -> None:
     """Exchange tracked columns i and j everywhere they live
     (``WindowStatistics.swap_columns``): the symmetric Gram matrix, the stored rows, the
-    per-column numbers and the basis description (``Basis.swap``)."""
+    per-column numbers and the basis description (kind, centre, radius, input)."""
     swap_symmetric(gram, i, j, n)
     # Unused slots of the ring hold zeros or stale rows: swapping them too is harmless.
     swap_rows(HT, i, j)

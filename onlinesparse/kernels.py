@@ -197,14 +197,6 @@ class Basis:
         self.size += 1
         return i
 
-    def swap(self, i: int, j: int) -> None:
-        """Exchange columns ``i`` and ``j``."""
-        if i == j:
-            return
-        for arr in (self._kind, self._inv_r2, self._feature):
-            arr[i], arr[j] = arr[j], arr[i]
-        _loops.swap_rows(self._centres, i, j)
-
     def truncate(self, size: int) -> None:
         """Drop every column from position ``size`` on."""
         if not 0 <= size <= self.size:

@@ -280,7 +280,7 @@ class SparseRBFRegressor(base.Regressor):
             self._update_noise()
 
     # -- the fused sample ---------------------------------------------------------------
-    # A sample in the steady state (full window, no refresh waiting) runs as one compiled
+    # A sample of a model with basis functions and no refresh waiting runs as one compiled
     # call, _loops.stream_sample, which follows the general path above step for step
     # through the same compiled loops as long as nothing unusual happens, and stops where
     # something does; the general path's own methods then finish the sample. A test holds
@@ -410,11 +410,13 @@ class SparseRBFRegressor(base.Regressor):
                 window.n_seen, window._head, window.n_stored = (
                     int(ints[_loops.N_SEEN]), int(ints[_loops.HEAD]),
                     int(ints[_loops.N_STORED]))
+                # (with the verdict given, consider reads no noise level: 0.0)
                 buffer.consider(window, vector, float(self._floats[_loops.ERROR]), 0.0,
                                 proposal=bool(ints[_loops.PROPOSE]))
                 ints[_loops.N_COLUMNS] = window.n_columns
-                if window.basis._kind is not self._arguments[0]:  # (grown after all)
-                    self._sync()
+                if (window.basis._kind is not self._arguments[0]
+                        or window._gram is not self._arguments[4]):
+                    self._sync()  # (grown past what was reserved after all: pack anew)
             else:
                 if ints[_loops.PROPOSE]:
                     buffer.propose(vector)
