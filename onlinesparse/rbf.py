@@ -400,19 +400,20 @@ class SparseRBFRegressor(base.Regressor):
             # The general path's _select with nothing left to select and the noise estimate
             # made: only the buffer manager may have work, a proposal to queue or a column
             # to compute.
-            buffer = self._buffer
+            buffer, window = self._buffer, self._model.window
             # (a sample that traded a basis function computes no column: _select's `busy`)
-            if (not ints[_loops.TRADED_NOW] and buffer.column_due()
-                    and (ints[_loops.PROPOSE] or buffer.queue)):
-                # A new column reads the window's position and changes the number of
-                # columns; the registers stay (the arrays are reserved and stay put).
-                window = self._model.window
+            column = not ints[_loops.TRADED_NOW]
+            if ((column and buffer.column_due() and (ints[_loops.PROPOSE] or buffer.queue))
+                    or window.n_candidates > buffer.capacity):
+                # A new column (or the trim of a pool that refine() overfilled) reads the
+                # window's position and changes the number of columns; the registers stay
+                # (the arrays are reserved and stay put).
                 window.n_seen, window._head, window.n_stored = (
                     int(ints[_loops.N_SEEN]), int(ints[_loops.HEAD]),
                     int(ints[_loops.N_STORED]))
                 # (with the verdict given, consider reads no noise level: 0.0)
                 buffer.consider(window, vector, float(self._floats[_loops.ERROR]), 0.0,
-                                proposal=bool(ints[_loops.PROPOSE]))
+                                column=column, proposal=bool(ints[_loops.PROPOSE]))
                 ints[_loops.N_COLUMNS] = window.n_columns
                 if (window.basis._kind is not self._arguments[0]
                         or window._gram is not self._arguments[4]):

@@ -308,18 +308,22 @@ def _state(model: SparseRBFRegressor) -> dict:
        window=st.integers(10, 120), evaluations=st.integers(0, 4),
        candidate_every=st.integers(1, 4), n_candidates=st.integers(1, 12),
        d=st.integers(1, 4), on_curve=st.booleans(), read_every=st.sampled_from([0, 1, 7]),
-       refuse_slides=st.booleans())
+       refuse_slides=st.booleans(),
+       kernel=st.sampled_from(["gaussian", "multiquadric", "inverse_multiquadric", "cauchy"]),
+       linear=st.booleans(), refine_every=st.sampled_from([0, 13]))
 def test_the_fused_sample_equals_the_general_path_bit_for_bit(
         seed, max_basis, window, evaluations, candidate_every, n_candidates, d, on_curve,
-        read_every, refuse_slides):
+        read_every, refuse_slides, kernel, linear, refine_every):
     """SparseRBFRegressor runs a sample as one compiled call that stops where anything
     unusual happens (_loops.stream_sample); the general path is the reference. Both must
     give the same bits: every prediction and predictive deviation, and everything a sample
     advances. Reading the model now and then (read_every) moves the registers back and
-    forth; refuse_slides makes the fused call hand its slide to the general path (whose
-    own test is unchanged), a case a real stream almost never meets."""
+    forth, and so does refine() between samples (refine_every); refuse_slides makes the
+    fused call hand its slide to the general path (whose own test is unchanged), a case a
+    real stream almost never meets."""
     params = dict(max_basis=max_basis, window=window, evaluations_per_sample=evaluations,
-                  candidate_every=candidate_every, n_candidates=n_candidates)
+                  candidate_every=candidate_every, n_candidates=n_candidates, kernel=kernel,
+                  linear=linear)
     fused, general = SparseRBFRegressor(**params), SparseRBFRegressor(**params)
     general._fuse = False
     refusal = 0.9 if refuse_slides else ridge_module._MIN_RESIDUAL_LEVERAGE
@@ -332,6 +336,8 @@ def test_the_fused_sample_equals_the_general_path_bit_for_bit(
                     == general.predict_one(x, with_dist=True).sigma)
             if read_every and k % read_every == 0:
                 assert _state(fused) == _state(general)
+            if refine_every and k % refine_every == 0:
+                assert fused.refine(3) == general.refine(3)
     assert _state(fused) == _state(general)
     assert fused.diagnostics() == general.diagnostics()
 
