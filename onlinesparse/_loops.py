@@ -27,7 +27,7 @@ __all__ = [
     "symmetric_matvec_pair", "rank_one_update",
     "sherman_morrison", "symmetric_rank_one", "gram_rank_one", "cancellation_ratio",
     "slide_window", "new_column", "refresh_column", "rolling_refresh", "drift",
-    "condition_bound", "is_healthy", "training_error",
+    "condition_bound", "measured_estimate", "is_healthy", "training_error",
     "error_and_gamma", "basis_quantities", "candidate_quantities", "swap_symmetric",
     "swap_rows", "swap_columns", "gcv_of_delta", "optimal_lambda",
     "basis_optimum", "candidate_optima", "lambda_rank_one", "basis_move", "mirror_lower",
@@ -588,6 +588,22 @@ def condition_bound(gram: np.ndarray, variance: np.ndarray, lambdas: np.ndarray)
         largest_a = max(largest_a, gram[i, i] + lambdas[i])
         largest_s = max(largest_s, variance[i, i])
     return largest_a * largest_s
+
+
+@_jit
+def measured_estimate(gram: np.ndarray, variance: np.ndarray, lambdas: np.ndarray,
+                      account_drift: float) -> float:
+    """``IncrementalRidge._decide``'s measurement of S once its rounding account has passed
+    its threshold: S is kept when its :func:`drift` is at most ``account_drift`` or within
+    what a fresh factorisation would leave (``10·ε·``:func:`condition_bound`). Returns the
+    account restarted from the measurement, ``max(1, drift/ε)``, or −1 when S is not kept."""
+    if lambdas.shape[0] == 0:  # an empty model has nothing to drift
+        return 1.0
+    residual = drift(gram, variance, lambdas)
+    if not residual <= max(account_drift, 10.0 * _EPS * condition_bound(gram, variance,
+                                                                        lambdas)):
+        return -1.0
+    return max(1.0, residual / _EPS)
 
 
 @_jit
@@ -1226,12 +1242,8 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                     after = estimate * factor + factor
                     healthy = is_healthy(variance, weights)
                     if healthy and after > refresh_at:
-                        residual = drift(gram, variance, lambdas)
-                        healthy = residual <= max(
-                            account_drift,
-                            10.0 * _EPS * condition_bound(gram, variance, lambdas))
-                        if healthy:
-                            after = max(1.0, residual / _EPS)
+                        after = measured_estimate(gram, variance, lambdas, account_drift)
+                        healthy = after >= 0.0
                     if not healthy:  # a refresh is called for: the caller's _decide
                         move[4] = factor
                         ints[MOVE_KIND] = 3

@@ -46,7 +46,7 @@ class IllConditionedError(np.linalg.LinAlgError):
 # (≈ 2e-9): far below anything a prediction or a GCV comparison can see, and rare enough
 # that the O(M³) refresh stays off the typical sample's path.
 _REFRESH_AT = 1e7
-_EPS = float(np.finfo(float).eps)
+_EPS = _loops._EPS
 # Past that estimate, the measured residual ‖S(G + Λ)v − v‖/‖v‖ decides: below this S is
 # kept (and the estimate restarts from the measurement). It bounds the relative error of
 # w = Sc, so a quarter of the level the estimate tolerates is kept; the estimate then has to
@@ -758,10 +758,11 @@ class IncrementalRidge:
             # The first-order estimate is pessimistic for near-collinear additions; measure
             # before paying O(M³). A residual well inside what the estimate tolerates, or
             # within what a fresh factorisation would leave (≈ cond(A)·ε), keeps S.
-            drift = self.drift()
-            healthy = drift <= max(_ACCOUNT_DRIFT, 10.0 * _EPS * self.condition_bound())
+            restarted = _loops.measured_estimate(self.window._gram, self.state.variance,
+                                                 self.state.lambdas, _ACCOUNT_DRIFT)
+            healthy = restarted >= 0.0
             if healthy:
-                self._error_estimate = max(1.0, drift / _EPS)
+                self._error_estimate = restarted
         if healthy and self._since_check >= self.check_every:
             self._since_check = 0
             healthy = self.drift() <= self.drift_tolerance
