@@ -32,7 +32,7 @@ __all__ = [
     "swap_rows", "swap_columns", "gcv_of_delta", "optimal_lambda",
     "basis_optimum", "candidate_optima", "lambda_rank_one", "basis_move", "mirror_lower",
     "least_useful", "replace_basis", "basis_optima", "running_mean", "inner", "predict_mean",
-    "stream_sample", "uev",
+    "stream_sample", "uev", "add_basis", "remove_basis",
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -449,6 +449,76 @@ def replace_basis(variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray
     weights[j] = w_new
     lambdas[j] = lam
     return (g_kk + lam) * inv_delta
+
+
+@_jit
+def add_basis(variance: np.ndarray, weights: np.ndarray, g: np.ndarray, g_jj: float,
+              c_j: float, lam: float, projected_hph: float, projected_yph: float,
+              min_relative: float, out_variance: np.ndarray, out_weights: np.ndarray
+              ) -> tuple[float, bool]:
+    """``RidgeState.add_basis`` (Orr eq. (A.4)) into arrays one larger than the state's:
+    with ``l = Sg``, ``Δ = λ + g_jj − gᵀl`` (or ``λ + projected_hph`` when the caller
+    computed ``hᵀPh`` from the stored rows; NaN otherwise),
+    ``out_variance = [[S + llᵀ/Δ, −l/Δ], [−lᵀ/Δ, 1/Δ]]`` and
+    ``out_weights = [w − l·w_new, w_new]`` with ``w_new = (c_j − gᵀw)/Δ`` (or
+    ``projected_yph/Δ``), in one pass over S.
+
+    Returns ``(Δ, True)``, or ``(Δ, False)`` with nothing written when
+    ``Δ ≤ min_relative·(g_jj + λ)`` or Δ is not finite (the column is in the span of the
+    model's to rounding)."""
+    m = weights.shape[0]
+    # (BLAS products, as NumPy's `S @ g` and `g @ w`: for a nearly dependent column the
+    # result carries cond(A)·ε, and these orders are the ones the tests were tuned on.)
+    l_vec = np.dot(variance, g) if m else np.zeros(0)
+    projected = not math.isnan(projected_hph)
+    if projected:
+        delta = lam + projected_hph
+    else:
+        delta = lam + g_jj - (np.dot(g, l_vec) if m else 0.0)
+    if not (delta > min_relative * (g_jj + lam)) or not math.isfinite(delta):
+        return delta, False
+    if projected:
+        w_new = projected_yph / delta
+    else:
+        w_new = (c_j - (np.dot(g, weights) if m else 0.0)) / delta
+    inv_delta = 1.0 / delta
+    for i in range(m):
+        source = variance[i]
+        row = out_variance[i]
+        li = inv_delta * l_vec[i]
+        for k in range(m):
+            row[k] = source[k] + li * l_vec[k]
+        row[m] = -l_vec[i] / delta
+        out_variance[m, i] = row[m]
+        out_weights[i] = weights[i] - l_vec[i] * w_new
+    out_variance[m, m] = inv_delta
+    out_weights[m] = w_new
+    return delta, True
+
+
+@_jit
+def remove_basis(variance: np.ndarray, weights: np.ndarray, j: int,
+                 out_variance: np.ndarray, out_weights: np.ndarray) -> None:
+    """``RidgeState.remove_basis`` (FGCV appendix V with λⱼ → ∞) into arrays one smaller:
+    the kept block of ``S − sⱼsⱼᵀ/sⱼⱼ`` and ``w − sⱼwⱼ/sⱼⱼ``, row and column j dropped, in
+    one pass over S."""
+    m = weights.shape[0]
+    s_j = variance[j].copy()  # row j of the symmetric S: contiguous
+    coef = -1.0 / s_j[j]
+    ratio = weights[j] / s_j[j]
+    a = 0
+    for i in range(m):
+        if i == j:
+            continue
+        source = variance[i]
+        row = out_variance[a]
+        si = coef * s_j[i]
+        for k in range(j):  # (two loops without a test inside: they vectorise)
+            row[k] = source[k] + si * s_j[k]
+        for k in range(j + 1, m):
+            row[k - 1] = source[k] + si * s_j[k]
+        out_weights[a] = weights[i] - s_j[i] * ratio
+        a += 1
 
 
 @_jit
@@ -1059,8 +1129,8 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                   min_gain: float, relative_gain: float, protected: np.ndarray,
                   means: np.ndarray, novelty_sq: float, error_threshold: float,
                   noise_every: int, min_relative_delta: float, project_below: float,
-                  account_drift: float, variance: np.ndarray, weights: np.ndarray,
-                  lambdas: np.ndarray, at_budget: bool) -> int:
+                  account_drift: float, drift_tolerance: float, variance: np.ndarray,
+                  weights: np.ndarray, lambdas: np.ndarray, at_budget: bool) -> int:
     """A sample of ``SparseRBFRegressor.learn_one`` in one call, as long as nothing
     unusual happens; it stops and reports where, for the caller to finish the sample on
     the general path, whenever something does.
@@ -1075,7 +1145,9 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
       (:func:`gram_rank_one`, :func:`sherman_morrison`); then the inputs' running means
       (``FeatureMap.commit``) and ``IncrementalRidge._rolling_refresh``
       (:func:`rolling_refresh`);
-    * the quiet outcome of ``IncrementalRidge._decide``: no test fires, the counters move;
+    * the quiet outcomes of ``IncrementalRidge._decide``: no refresh is due, and S is kept
+      by its measurement (:func:`measured_estimate`) when the account calls for one and by
+      the drift probe (:func:`drift`) when that is due;
     * ``GCVPruner.step``'s evaluations (:func:`candidate_move`, :func:`basis_move`) as long
       as each ends without a move, with a λ changed in place, or with a trade at the budget
       (``IncrementalRidge.replace_basis``: :func:`replace_basis`, :func:`swap_columns`)
@@ -1094,7 +1166,8 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
 
     * ``SLIDE_REFUSED``: the oldest pattern cannot leave first (``_slide`` returns False);
       ``row[:n]`` and ``floats[ERROR]`` are filled and nothing else has changed.
-    * ``DECIDE``: the pattern is in; ``_decide(pattern=True)`` has something to do
+    * ``DECIDE``: the pattern is in; ``_decide(pattern=True)`` has something to do (a
+      refresh, most likely)
       (``ints[HEALTHY]`` carries the health check, ``ints[FULL]`` whether the window is
       full and ``ints[EXACT_SINCE]`` the rolling refresh's answer).
     * ``MOVE``: the pruner stopped at a move for the caller to carry out:
@@ -1192,12 +1265,25 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     floats[ROUND_ERROR] = round_error
     floats[ERROR_ESTIMATE] = estimate
     ints[HEALTHY] = 1 if healthy else 0
-    # The quiet outcome of _decide(pattern=True): no test fires, only the counters move.
+    # The quiet outcomes of _decide(pattern=True): no refresh is due, and the measurement
+    # of S (when the account calls for one) and the periodic drift probe (when due) both
+    # keep S. Otherwise the caller's _decide takes over from the accounts as they stood
+    # (it repeats a measurement made here, to the same bits, before it refreshes).
     if (statistics_error > refresh_at or ints[SINCE_REFRESH] + 1 >= refresh_every
-            or not healthy or estimate > refresh_at or ints[SINCE_CHECK] + 1 >= check_every):
+            or not healthy):
         return DECIDE
+    since_check = ints[SINCE_CHECK] + 1
+    if estimate > refresh_at:
+        estimate = measured_estimate(gram, variance, lambdas, account_drift)
+        if estimate < 0.0:
+            return DECIDE
+    if since_check >= check_every:
+        if not drift(gram, variance, lambdas) <= drift_tolerance:
+            return DECIDE
+        since_check = 0
+    floats[ERROR_ESTIMATE] = estimate
     ints[SINCE_REFRESH] += 1
-    ints[SINCE_CHECK] += 1
+    ints[SINCE_CHECK] = since_check
     # GCVPruner.step, with SparseRBFRegressor._lambda_min
     noise_variance = floats[NOISE_VARIANCE]
     lambda_min = noise_variance / max(count, 1.0)

@@ -333,7 +333,7 @@ class SparseRBFRegressor(base.Regressor):
                 pruner.candidates_per_evaluation, pruner.min_gain, _RELATIVE_GAIN,
                 buffer.protected_ids(), features.means, buffer.novelty_threshold,
                 buffer.error_threshold, self.noise_every, _MIN_RELATIVE_DELTA,
-                _PROJECT_BELOW, _ACCOUNT_DRIFT)
+                _PROJECT_BELOW, _ACCOUNT_DRIFT, model.drift_tolerance)
         ints, floats = self._ints, self._floats
         ints[: _loops.N_REESTIMATED] = (
             window.n_seen, window._head, model._since_refresh, model._since_check,

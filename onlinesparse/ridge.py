@@ -141,28 +141,16 @@ class RidgeState:
         if not (lam >= 0.0 and math.isfinite(lam)):
             raise ValueError(f"λ must be finite and ≥ 0, got {lam}")
         m = self.size
-        l_vec = self.variance @ g if m else np.zeros(0)
-        if projection is not None:
-            delta = lam + projection[0]
-        else:
-            delta = lam + g_jj - float(g @ l_vec) if m else lam + g_jj
-        if not delta > _MIN_RELATIVE_DELTA * (g_jj + lam) or not math.isfinite(delta):
+        variance, weights = np.empty((m + 1, m + 1)), np.empty(m + 1)
+        hph, yph = projection if projection is not None else (math.nan, math.nan)
+        delta, accepted = _loops.add_basis(self.variance, self.weights, g, g_jj, c_j, lam,
+                                           hph, yph, _MIN_RELATIVE_DELTA, variance, weights)
+        if not accepted:
             raise IllConditionedError(
                 "this basis function is (numerically) a linear combination of the model's "
                 f"columns over the window (hᵀPh + λ = {delta:.3g}); add it with λ > 0"
             )
-        if projection is not None:
-            w_new = projection[1] / delta
-        else:
-            w_new = (c_j - float(g @ self.weights)) / delta if m else c_j / delta
-        variance = np.empty((m + 1, m + 1))
-        variance[:m, :m] = self.variance
-        _loops.rank_one_update(variance[:m, :m], l_vec, l_vec, 1.0 / delta)
-        variance[:m, m] = -l_vec / delta
-        variance[m, :m] = -l_vec / delta
-        variance[m, m] = 1.0 / delta
-        self.variance = variance
-        self.weights = np.append(self.weights - l_vec * w_new, w_new)
+        self.variance, self.weights = variance, weights
         self.lambdas = np.append(self.lambdas, lam)
         amplification = (g_jj + lam) / delta
         if projection is not None:
@@ -172,18 +160,11 @@ class RidgeState:
     def remove_basis(self, j: int) -> tuple[float, float]:
         """λⱼ → ∞ then drop j: ``S ← S − sⱼsⱼᵀ/sⱼⱼ``, ``w ← w − sⱼwⱼ/sⱼⱼ`` (FGCV App. V)."""
         self._check_index(j)
-        s_j = self.variance[j].copy()  # row j of the symmetric S: contiguous
-        s_jj = s_j[j]
-        keep = np.arange(self.size) != j
-        s_kept = s_j[keep]
-        # Only the kept block is updated and copied out (row and column j are dropped);
-        # when j is last that block is a leading one and needs no fancy indexing.
-        variance = (self.variance[:j, :j].copy() if j == self.size - 1
-                    else self.variance[np.ix_(keep, keep)])
-        _loops.rank_one_update(variance, s_kept, s_kept, -1.0 / s_jj)
-        self.weights = self.weights[keep] - s_kept * (self.weights[j] / s_jj)
-        self.variance = variance
-        self.lambdas = self.lambdas[keep]
+        m = self.size
+        variance, weights = np.empty((m - 1, m - 1)), np.empty(m - 1)
+        _loops.remove_basis(self.variance, self.weights, j, variance, weights)
+        self.variance, self.weights = variance, weights
+        self.lambdas = np.delete(self.lambdas, j)
         return 1.0, 1.0
 
     def set_lambda(self, j: int, lam: float, g: np.ndarray, g_jj: float, c_j: float
