@@ -32,7 +32,7 @@ __all__ = [
     "swap_rows", "swap_columns", "gcv_of_delta", "optimal_lambda",
     "basis_optimum", "candidate_optima", "lambda_rank_one", "basis_move", "mirror_lower",
     "least_useful", "replace_basis", "basis_optima", "running_mean", "inner", "predict_mean",
-    "stream_sample", "uev", "add_basis", "remove_basis",
+    "stream_sample", "uev", "add_basis", "remove_basis", "settle",
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -454,8 +454,8 @@ def replace_basis(variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray
 @_jit
 def add_basis(variance: np.ndarray, weights: np.ndarray, g: np.ndarray, g_jj: float,
               c_j: float, lam: float, projected_hph: float, projected_yph: float,
-              min_relative: float, out_variance: np.ndarray, out_weights: np.ndarray
-              ) -> tuple[float, bool]:
+              min_relative: float, project_below: float, out_variance: np.ndarray,
+              out_weights: np.ndarray) -> tuple[float, int]:
     """``RidgeState.add_basis`` (Orr eq. (A.4)) into arrays one larger than the state's:
     with ``l = Sg``, ``Δ = λ + g_jj − gᵀl`` (or ``λ + projected_hph`` when the caller
     computed ``hᵀPh`` from the stored rows; NaN otherwise),
@@ -463,9 +463,12 @@ def add_basis(variance: np.ndarray, weights: np.ndarray, g: np.ndarray, g_jj: fl
     ``out_weights = [w − l·w_new, w_new]`` with ``w_new = (c_j − gᵀw)/Δ`` (or
     ``projected_yph/Δ``), in one pass over S.
 
-    Returns ``(Δ, True)``, or ``(Δ, False)`` with nothing written when
+    Returns ``(Δ, status)``: 1 when done; with nothing written, 0 when
     ``Δ ≤ min_relative·(g_jj + λ)`` or Δ is not finite (the column is in the span of the
-    model's to rounding)."""
+    model's to rounding) and −1 when the Gram formula ``g_jj − gᵀl`` is below
+    ``project_below·g_jj`` (it has lost that many digits: the caller computes ``hᵀPh``
+    from the stored rows, ``IncrementalRidge._projection``, and calls again with it).
+    """
     m = weights.shape[0]
     # (BLAS products, as NumPy's `S @ g` and `g @ w`: for a nearly dependent column the
     # result carries cond(A)·ε, and these orders are the ones the tests were tuned on.)
@@ -474,9 +477,12 @@ def add_basis(variance: np.ndarray, weights: np.ndarray, g: np.ndarray, g_jj: fl
     if projected:
         delta = lam + projected_hph
     else:
-        delta = lam + g_jj - (np.dot(g, l_vec) if m else 0.0)
+        g_l = np.dot(g, l_vec) if m else 0.0
+        if g_jj - g_l < project_below * g_jj:
+            return lam + g_jj - g_l, -1
+        delta = lam + g_jj - g_l
     if not (delta > min_relative * (g_jj + lam)) or not math.isfinite(delta):
-        return delta, False
+        return delta, 0
     if projected:
         w_new = projected_yph / delta
     else:
@@ -493,7 +499,7 @@ def add_basis(variance: np.ndarray, weights: np.ndarray, g: np.ndarray, g_jj: fl
         out_weights[i] = weights[i] - l_vec[i] * w_new
     out_variance[m, m] = inv_delta
     out_weights[m] = w_new
-    return delta, True
+    return delta, 1
 
 
 @_jit
@@ -1103,17 +1109,35 @@ def predict_mean(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray, inv_r2: 
     return inner(row[0], weights, m)
 
 
+@_jit
+def settle(estimate: float, factor: float, gram: np.ndarray, variance: np.ndarray,
+           weights: np.ndarray, lambdas: np.ndarray, refresh_at: float,
+           account_drift: float) -> float:
+    """``IncrementalRidge._after_update((factor, factor))`` after a move of the pruner,
+    when the periodic drift probe is not due: the account ``E·f + f``, the O(M) health
+    check and, past ``refresh_at``, the measurement of S (:func:`measured_estimate`).
+    Returns the account to carry on with, or −1 when S is to be refreshed (the caller's
+    ``_decide``)."""
+    after = estimate * factor + factor
+    if not is_healthy(variance, weights):
+        return -1.0
+    if after > refresh_at:
+        return measured_estimate(gram, variance, lambdas, account_drift)
+    return after
+
+
 # Registers of stream_sample: the scalars of the objects whose state it advances
 # (SparseRBFRegressor keeps them in two arrays while samples stay on the fused path and
 # writes them back to the objects when they leave it). Integers:
 N_SEEN, HEAD, SINCE_REFRESH, SINCE_CHECK, ROUND_START, EXACT_SINCE, TURN, BASIS_CURSOR, \
     CANDIDATE_CURSOR, N_REESTIMATED, UPDATES, DONE, MOVE_KIND, ACTION, MOVE_BASIS, \
     PROTECTED, HEALTHY, PROPOSE, SUMMARY_VALID, COMMITTED, N_COLUMNS, N_STORED, \
-    FULL, N_TRADED, TRADED_NOW, N_LEARNED = range(26)
+    FULL, N_TRADED, TRADED_NOW, N_LEARNED, N_ADDED, N_DELETED, ADDED_NOW, AT_BUDGET \
+    = range(30)
 # …and floats:
 YY, ERROR_ESTIMATE, STATISTICS_ERROR, ROUND_ERROR, CREDIT, ERROR, NEAREST, TRAINING_ERROR, \
     GAMMA, COUNT, NOISE_VARIANCE = range(11)
-INT_REGISTERS, FLOAT_REGISTERS = N_LEARNED + 1, NOISE_VARIANCE + 1
+INT_REGISTERS, FLOAT_REGISTERS = AT_BUDGET + 1, NOISE_VARIANCE + 1
 # What stream_sample returns: where it stopped.
 SLIDE_REFUSED, DECIDE, MOVE, QUIET = range(4)
 
@@ -1129,8 +1153,9 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                   min_gain: float, relative_gain: float, protected: np.ndarray,
                   means: np.ndarray, novelty_sq: float, error_threshold: float,
                   noise_every: int, min_relative_delta: float, project_below: float,
-                  account_drift: float, drift_tolerance: float, variance: np.ndarray,
-                  weights: np.ndarray, lambdas: np.ndarray, at_budget: bool) -> int:
+                  account_drift: float, drift_tolerance: float, max_basis: int,
+                  variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray
+                  ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     """A sample of ``SparseRBFRegressor.learn_one`` in one call, as long as nothing
     unusual happens; it stops and reports where, for the caller to finish the sample on
     the general path, whenever something does.
@@ -1148,10 +1173,15 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     * the quiet outcomes of ``IncrementalRidge._decide``: no refresh is due, and S is kept
       by its measurement (:func:`measured_estimate`) when the account calls for one and by
       the drift probe (:func:`drift`) when that is due;
-    * ``GCVPruner.step``'s evaluations (:func:`candidate_move`, :func:`basis_move`) as long
-      as each ends without a move, with a λ changed in place, or with a trade at the budget
-      (``IncrementalRidge.replace_basis``: :func:`replace_basis`, :func:`swap_columns`)
-      whose own ``_decide`` keeps S (its drift measured if the account calls for it);
+    * ``GCVPruner.step``'s evaluations (:func:`candidate_move`, :func:`basis_move`) and
+      their moves, as long as each move's own ``_decide`` keeps S (:func:`settle`) without
+      the periodic probe: a λ changed in place; a trade at the budget
+      (``IncrementalRidge.replace_basis``: :func:`replace_basis`, :func:`swap_columns`);
+      an addition (``IncrementalRidge.add_basis``: :func:`add_basis` and the promotion
+      of the candidate) and a deletion (``IncrementalRidge.remove_basis``:
+      :func:`remove_basis`, the column moved out of the model and, unless protected, out
+      of the pool). An addition or deletion makes new state arrays, which the call
+      returns;
     * the buffer manager's test of the input as a centre (``BufferManager.consider``:
       novel by :func:`nearest_sq_distance`, or badly predicted);
     * on one sample in ``noise_every``, ``SparseRBFRegressor._update_noise`` (FGCV eq. 8,
@@ -1162,7 +1192,8 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
 
     ``ints`` and ``floats`` carry the scalars it reads and advances (indices above), among
     them the number of tracked columns; ``row`` has room for them all. (The arguments that
-    a move of the general path can replace come last.) Returns
+    a move can replace come last.) Returns ``(code, variance, weights, lambdas)``: the
+    ridge state's arrays, new ones when the model grew or shrank, and the code
 
     * ``SLIDE_REFUSED``: the oldest pattern cannot leave first (``_slide`` returns False);
       ``row[:n]`` and ``floats[ERROR]`` are filled and nothing else has changed.
@@ -1173,15 +1204,18 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     * ``MOVE``: the pruner stopped at a move for the caller to carry out:
       ``ints[MOVE_KIND]`` 1 (candidate move, ``move[:4]`` as :func:`candidate_move` leaves
       it), 2 (basis move on ``ints[MOVE_BASIS]``, ``move`` as :func:`basis_move` leaves
-      it) or 3 (a trade made, whose ``_after_update((f, f))`` remains, ``f = move[4]``);
-      ``ints[ACTION]`` is the action, ``ints[DONE]`` the evaluations completed before.
+      it), or a move made whose ``_after_update((f, f))`` remains, ``f = move[4]``: 3 a
+      trade, 4 an addition, 5 a deletion; ``ints[ACTION]`` is the action, ``ints[DONE]``
+      the evaluations completed before.
     * ``QUIET``: all done; ``floats[NEAREST]`` is the novelty distance and
       ``ints[PROPOSE]`` whether the input is to be proposed as a centre.
 
-    ``ints[UPDATES]``, ``ints[N_REESTIMATED]`` and ``ints[N_TRADED]`` accumulate over
-    calls (versions of the model, λ's re-estimated, trades) until the caller collects them,
-    ``ints[TRADED_NOW]`` counts this call's trades; ``ints[SUMMARY_VALID]`` says
-    whether ``floats[TRAINING_ERROR]`` and ``floats[GAMMA]`` are the current model's.
+    ``ints[UPDATES]``, ``ints[N_REESTIMATED]``, ``ints[N_TRADED]``, ``ints[N_ADDED]`` and
+    ``ints[N_DELETED]`` accumulate over calls (versions of the model, λ's re-estimated,
+    trades, additions, deletions) until the caller collects them; ``ints[TRADED_NOW]`` and
+    ``ints[ADDED_NOW]`` count this call's, ``ints[AT_BUDGET]`` whether the model was at
+    ``max_basis`` when its evaluations began; ``ints[SUMMARY_VALID]`` says whether
+    ``floats[TRAINING_ERROR]`` and ``floats[GAMMA]`` are the current model's.
     """
     m = weights.shape[0]
     d = x.shape[0]
@@ -1208,7 +1242,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
         out = np.empty(4)
         if not slide_window(gram, cross_y, n, variance, weights, m, row, y, h_old, y_old,
                             min_leverage, np.empty(m), out):
-            return SLIDE_REFUSED
+            return SLIDE_REFUSED, variance, weights, lambdas
         # WindowStatistics.replace_oldest (the slot of the oldest takes the new pattern)
         yy -= y_old * y_old
         yy += y * y
@@ -1239,6 +1273,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
         HT[i, slot] = row[i]
     ints[N_SEEN] = n_seen
     ints[TRADED_NOW] = 0
+    ints[ADDED_NOW] = 0
     ints[HEAD] = head
     ints[N_STORED] = n_stored
     floats[COUNT] = count
@@ -1271,15 +1306,15 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     # (it repeats a measurement made here, to the same bits, before it refreshes).
     if (statistics_error > refresh_at or ints[SINCE_REFRESH] + 1 >= refresh_every
             or not healthy):
-        return DECIDE
+        return DECIDE, variance, weights, lambdas
     since_check = ints[SINCE_CHECK] + 1
     if estimate > refresh_at:
         estimate = measured_estimate(gram, variance, lambdas, account_drift)
         if estimate < 0.0:
-            return DECIDE
+            return DECIDE, variance, weights, lambdas
     if since_check >= check_every:
         if not drift(gram, variance, lambdas) <= drift_tolerance:
-            return DECIDE
+            return DECIDE, variance, weights, lambdas
         since_check = 0
     floats[ERROR_ESTIMATE] = estimate
     ints[SINCE_REFRESH] += 1
@@ -1288,6 +1323,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     noise_variance = floats[NOISE_VARIANCE]
     lambda_min = noise_variance / max(count, 1.0)
     training, gamma = error_and_gamma(gram, cross_y, weights, lambdas, variance, yy)
+    ints[AT_BUDGET] = 1 if m >= max_basis else 0
     done = 0
     for _ in range(evaluations):
         turn = ints[TURN] + 1
@@ -1301,6 +1337,8 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
             kind = 1
         else:
             break
+        # A move whose _after_update would reach the periodic drift probe is the caller's.
+        settles = ints[SINCE_CHECK] + 1 < check_every
         if kind == 1:  # GCVPruner._candidate_move
             k = min(per_evaluation, n_candidates)
             cursor = ints[CANDIDATE_CURSOR]
@@ -1310,10 +1348,10 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
             ints[CANDIDATE_CURSOR] = (cursor + k - 1) % n_candidates + 1
             action = candidate_move(variance, gram, cross_y, weights, lambdas, merit, yy,
                                     count, training, gamma, columns, lambda_min, min_gain,
-                                    at_budget, move)
-            if action == 2 and ints[SINCE_CHECK] + 1 < check_every:
+                                    m >= max_basis, move)
+            position = int(move[0])
+            if action == 2 and settles:
                 # GCVPruner._trade: IncrementalRidge.replace_basis and its _after_update.
-                position = int(move[0])
                 j = int(move[2])
                 factor = replace_basis(variance, weights, lambdas, j,
                                        gram[position, :m].copy(), gram[position, position],
@@ -1325,17 +1363,14 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                 if factor > 0.0:
                     swap_columns(gram, HT, cross_y, ids, merit, stamps, kinds, inv_r2,
                                  features, centres, j, position, n)
-                    after = estimate * factor + factor
-                    healthy = is_healthy(variance, weights)
-                    if healthy and after > refresh_at:
-                        after = measured_estimate(gram, variance, lambdas, account_drift)
-                        healthy = after >= 0.0
-                    if not healthy:  # a refresh is called for: the caller's _decide
+                    after = settle(estimate, factor, gram, variance, weights, lambdas,
+                                   refresh_at, account_drift)
+                    if after < 0.0:  # a refresh is called for: the caller's _decide
                         move[4] = factor
                         ints[MOVE_KIND] = 3
                         ints[ACTION] = action
                         ints[DONE] = done
-                        return MOVE
+                        return MOVE, variance, weights, lambdas
                     estimate = after
                     floats[ERROR_ESTIMATE] = estimate
                     ints[SINCE_CHECK] += 1
@@ -1347,6 +1382,49 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                     done += 1
                     continue
                 # factor < 0: nothing changed; the exact path is the caller's
+            elif action == 1 and settles:
+                # GCVPruner._add: IncrementalRidge.add_basis (the candidate at `position`
+                # joins the model at λ = move[1]) and its _after_update.
+                lam = move[1]
+                g_jj = gram[position, position]
+                grown_variance = np.empty((m + 1, m + 1))
+                grown_weights = np.empty(m + 1)
+                delta, status = add_basis(variance, weights, gram[position, :m].copy(),
+                                          g_jj, cross_y[position], lam, math.nan, math.nan,
+                                          min_relative_delta, project_below,
+                                          grown_variance, grown_weights)
+                if status == 0:  # in the span after all: it stays in the pool
+                    done += 1
+                    continue
+                if status > 0:
+                    grown_lambdas = np.empty(m + 1)
+                    grown_lambdas[:m] = lambdas
+                    grown_lambdas[m] = lam
+                    variance, weights, lambdas = grown_variance, grown_weights, grown_lambdas
+                    # WindowStatistics.promote
+                    swap_columns(gram, HT, cross_y, ids, merit, stamps, kinds, inv_r2,
+                                 features, centres, position, m, n)
+                    m += 1
+                    factor = (g_jj + lam) / delta
+                    after = settle(estimate, factor, gram, variance, weights, lambdas,
+                                   refresh_at, account_drift)
+                    if after < 0.0:
+                        move[4] = factor
+                        ints[MOVE_KIND] = 4
+                        ints[ACTION] = action
+                        ints[DONE] = done
+                        return MOVE, variance, weights, lambdas
+                    estimate = after
+                    floats[ERROR_ESTIMATE] = estimate
+                    ints[SINCE_CHECK] += 1
+                    ints[UPDATES] += 1
+                    ints[N_ADDED] += 1
+                    ints[ADDED_NOW] += 1
+                    training, gamma = error_and_gamma(gram, cross_y, weights, lambdas,
+                                                      variance, yy)
+                    done += 1
+                    continue
+                # status < 0: hᵀPh is to come from the stored rows: the caller's
             if action != 0:
                 ints[MOVE_KIND] = 1
                 ints[ACTION] = action
@@ -1354,7 +1432,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                 floats[TRAINING_ERROR] = training
                 floats[GAMMA] = gamma
                 ints[SUMMARY_VALID] = 1
-                return MOVE
+                return MOVE, variance, weights, lambdas
         else:  # GCVPruner._basis_move, reestimate_basis
             j = ints[BASIS_CURSOR] % m
             is_protected = False
@@ -1364,12 +1442,11 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
             action = basis_move(variance, gram, cross_y, weights, lambdas, yy, count,
                                 training, gamma, j, lambda_min, relative_gain, move)
             quiet = action == 0
-            if action == 1:  # λⱼ changed in place: is _after_update((f, f)) quiet?
-                factor = move[2]
-                after = estimate * factor + factor
-                quiet = (not after > refresh_at and ints[SINCE_CHECK] + 1 < check_every
-                         and is_healthy(variance, weights))
-                if quiet:
+            if action == 1 and settles:  # λⱼ changed in place: _after_update((f, f))
+                after = settle(estimate, move[2], gram, variance, weights, lambdas,
+                               refresh_at, account_drift)
+                if after >= 0.0:
+                    quiet = True
                     estimate = after
                     floats[ERROR_ESTIMATE] = estimate
                     ints[SINCE_CHECK] += 1
@@ -1377,6 +1454,44 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                     ints[N_REESTIMATED] += 1
                     training, gamma = error_and_gamma(gram, cross_y, weights, lambdas,
                                                       variance, yy)
+            elif action == 2 and settles and m > 1:
+                # IncrementalRidge.remove_basis(j, keep_as_candidate=is_protected) and its
+                # _after_update: j is moved last (RidgeState.swap and the window's), the
+                # state shrinks, the column leaves the model (and the pool too unless it is
+                # protected: WindowStatistics.drop_column).
+                last = m - 1
+                swap_symmetric(variance, j, last, m)
+                weights[j], weights[last] = weights[last], weights[j]
+                lambdas[j], lambdas[last] = lambdas[last], lambdas[j]
+                swap_columns(gram, HT, cross_y, ids, merit, stamps, kinds, inv_r2, features,
+                             centres, j, last, n)
+                shrunk_variance = np.empty((last, last))
+                shrunk_weights = np.empty(last)
+                remove_basis(variance, weights, last, shrunk_variance, shrunk_weights)
+                variance, weights, lambdas = shrunk_variance, shrunk_weights, lambdas[:last].copy()
+                m = last
+                if not is_protected:
+                    swap_columns(gram, HT, cross_y, ids, merit, stamps, kinds, inv_r2,
+                                 features, centres, m, n - 1, n)
+                    n -= 1
+                    ints[N_COLUMNS] = n
+                after = settle(estimate, 1.0, gram, variance, weights, lambdas, refresh_at,
+                               account_drift)
+                if after < 0.0:
+                    move[4] = 1.0
+                    ints[MOVE_KIND] = 5
+                    ints[ACTION] = action
+                    ints[DONE] = done
+                    return MOVE, variance, weights, lambdas
+                estimate = after
+                floats[ERROR_ESTIMATE] = estimate
+                ints[SINCE_CHECK] += 1
+                ints[UPDATES] += 1
+                ints[N_DELETED] += 1
+                training, gamma = error_and_gamma(gram, cross_y, weights, lambdas,
+                                                  variance, yy)
+                done += 1
+                continue  # (the cursor stays: the basis function now at j is next)
             if not quiet:
                 ints[MOVE_KIND] = 2
                 ints[ACTION] = action
@@ -1387,7 +1502,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                     floats[TRAINING_ERROR] = training
                     floats[GAMMA] = gamma
                     ints[SUMMARY_VALID] = 1
-                return MOVE
+                return MOVE, variance, weights, lambdas
             merit[j] = move[1]
             ints[BASIS_CURSOR] = j + 1
         done += 1
@@ -1403,4 +1518,4 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
         estimate = uev(training, gamma, count)
         if math.isfinite(estimate) and estimate > 0:
             floats[NOISE_VARIANCE] = estimate
-    return QUIET
+    return QUIET, variance, weights, lambdas

@@ -315,7 +315,7 @@ class SparseRBFRegressor(base.Regressor):
         the ridge state's (which a move of the general path replaces) stay put from one
         pack to the next, as long as nothing grows past what the model reserved."""
         model, pruner, features = self._model, self._pruner, self._features
-        window, state = model.window, model.state
+        window = model.window
         basis = window.basis
         stable = getattr(self, "_stable_arguments", None)
         if stable is None or stable[0] is not basis._kind or stable[4] is not window._gram:
@@ -333,7 +333,7 @@ class SparseRBFRegressor(base.Regressor):
                 pruner.candidates_per_evaluation, pruner.min_gain, _RELATIVE_GAIN,
                 buffer.protected_ids(), features.means, buffer.novelty_threshold,
                 buffer.error_threshold, self.noise_every, _MIN_RELATIVE_DELTA,
-                _PROJECT_BELOW, _ACCOUNT_DRIFT, model.drift_tolerance)
+                _PROJECT_BELOW, _ACCOUNT_DRIFT, model.drift_tolerance, self.max_basis)
         ints, floats = self._ints, self._floats
         ints[: _loops.N_REESTIMATED] = (
             window.n_seen, window._head, model._since_refresh, model._since_check,
@@ -347,12 +347,16 @@ class SparseRBFRegressor(base.Regressor):
         floats[:] = (window.yy, model._error_estimate, model._statistics_error,
                      model._round_error, window._refresh_credit, 0.0, 0.0, 0.0, 0.0,
                      window.count, self._noise_variance)
-        self._at_budget = state.weights.shape[0] >= self.max_basis
-        self._arguments = stable + (state.variance, state.weights, state.lambdas,
-                                    self._at_budget)
+        self._adopt_state()
+        self._in_registers = True
+
+    def _adopt_state(self) -> None:
+        """The compiled call's arguments for the ridge state's current arrays."""
+        state, basis = self._model.state, self._model.window.basis
+        self._arguments = self._stable_arguments + (state.variance, state.weights,
+                                                    state.lambdas)
         self._predict_arguments = (basis._kind, basis._centres, basis._inv_r2,
                                    basis._feature, state.weights)
-        self._in_registers = True
 
     def _sync(self) -> None:
         """Write the registers back to the objects (once: they are then authoritative)."""
@@ -372,8 +376,8 @@ class SparseRBFRegressor(base.Regressor):
          self._noise_variance) = floats.tolist()
         model._version += updates
         pruner.n_reestimated += reestimated
-        pruner.n_added += int(ints[_loops.N_TRADED])
-        pruner.n_deleted += int(ints[_loops.N_TRADED])
+        pruner.n_added += int(ints[_loops.N_TRADED] + ints[_loops.N_ADDED])
+        pruner.n_deleted += int(ints[_loops.N_TRADED] + ints[_loops.N_DELETED])
         if ints[_loops.SUMMARY_VALID]:
             # The criteria of the current state: what model._summary() would compute next.
             model._summary_cache = (model._version, training, gamma)
@@ -383,7 +387,7 @@ class SparseRBFRegressor(base.Regressor):
     def __getstate__(self) -> dict:
         self._sync()
         state = self.__dict__.copy()
-        for name in ("_ints", "_floats", "_row_buffer", "_move_buffer", "_at_budget",
+        for name in ("_ints", "_floats", "_row_buffer", "_move_buffer",
                      "_stable_arguments"):  # (the next pack makes them anew)
             state.pop(name, None)
         return state
@@ -395,14 +399,28 @@ class SparseRBFRegressor(base.Regressor):
         if not self._in_registers:
             self._pack()
         ints = self._ints
-        code = _loops.stream_sample(vector, target, *self._arguments)
+        code, variance, weights, lambdas = _loops.stream_sample(vector, target,
+                                                                *self._arguments)
+        if weights is not self._arguments[-2]:
+            # The pruner added or deleted a basis function: the state is new arrays (and a
+            # deletion may have dropped the column from the pool too).
+            model = self._model
+            model.state.variance, model.state.weights, model.state.lambdas = (
+                variance, weights, lambdas)
+            window = model.window
+            window.n_model = len(weights)
+            window.n_columns = int(ints[_loops.N_COLUMNS])
+            window.basis.truncate(window.n_columns)
+            self._adopt_state()
         if code == _loops.QUIET:
             # The general path's _select with nothing left to select and the noise estimate
             # made: only the buffer manager may have work, a proposal to queue or a column
             # to compute.
             buffer, window = self._buffer, self._model.window
-            # (a sample that traded a basis function computes no column: _select's `busy`)
-            column = not ints[_loops.TRADED_NOW]
+            # (at the budget, a sample that added or traded a basis function computes no
+            # column: _select's `busy`)
+            column = not (ints[_loops.AT_BUDGET]
+                          and (ints[_loops.TRADED_NOW] or ints[_loops.ADDED_NOW]))
             if ((column and buffer.column_due() and (ints[_loops.PROPOSE] or buffer.queue))
                     or window.n_candidates > buffer.capacity):
                 # A new column (or the trim of a pool that refine() overfilled) reads the
@@ -435,18 +453,19 @@ class SparseRBFRegressor(base.Regressor):
             return None
         done, move_kind, action, j, protected = ints[_loops.DONE:_loops.HEALTHY].tolist()
         # (n_added as it stood before this sample's moves, for _select's `busy`)
-        move, added = self._move_buffer, pruner.n_added - int(ints[_loops.TRADED_NOW])
+        move = self._move_buffer
+        added = pruner.n_added - int(ints[_loops.TRADED_NOW] + ints[_loops.ADDED_NOW])
         if move_kind == 1:
             pruner._apply_candidate_move(model, action, move)
-        elif move_kind == 3:  # GCVPruner._trade, made: its accounts remain
+        elif move_kind >= 3:  # a trade, addition or deletion made: its accounts remain
             model._after_update((float(move[4]), float(move[4])))
-            pruner.n_added += 1
-            pruner.n_deleted += 1
+            pruner.n_added += move_kind != 5
+            pruner.n_deleted += move_kind != 4
         else:
             outcome, usefulness = _apply_basis_move(model, j, action, move, bool(protected))
             pruner._record_basis_move(model, j, outcome, usefulness)
         self._select(model, vector, error, False, self.evaluations_per_sample - done - 1,
-                     self._at_budget, added)
+                     bool(ints[_loops.AT_BUDGET]), added)
         return None
 
     def _update_noise(self) -> None:

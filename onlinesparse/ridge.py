@@ -126,7 +126,8 @@ class RidgeState:
 
     # -- basis functions (Orr A.7.1, A.7.2; FGCV appendices V and VI) ----------------------
     def add_basis(self, g: np.ndarray, g_jj: float, c_j: float, lam: float,
-                  projection: tuple[float, float] | None = None) -> tuple[float, float]:
+                  projection: tuple[float, float] | None = None, project_below: float = 0.0
+                  ) -> tuple[float, float] | None:
         """Orr eq. (A.4): append a column with ``g = Hᵀh``, ``g_jj = hᵀh``, ``c_j = hᵀy`` and λ.
 
         With ``l = Sg`` and ``Δ = λ + hᵀPh = λ + g_jj − gᵀl`` the new variance matrix is
@@ -136,16 +137,21 @@ class RidgeState:
 
         ``projection = (hᵀPh, yᵀPh)`` computed without that cancellation (from the stored
         rows, :meth:`IncrementalRidge._projection`) replaces the two differences; the
-        cancellation left is then the square root of the Gram formula's.
+        cancellation left is then the square root of the Gram formula's. Without it, when
+        the Gram formula's ``hᵀPh`` falls below ``project_below·g_jj`` nothing changes and
+        None is returned, for the caller to compute the projection.
         """
         if not (lam >= 0.0 and math.isfinite(lam)):
             raise ValueError(f"λ must be finite and ≥ 0, got {lam}")
         m = self.size
         variance, weights = np.empty((m + 1, m + 1)), np.empty(m + 1)
         hph, yph = projection if projection is not None else (math.nan, math.nan)
-        delta, accepted = _loops.add_basis(self.variance, self.weights, g, g_jj, c_j, lam,
-                                           hph, yph, _MIN_RELATIVE_DELTA, variance, weights)
-        if not accepted:
+        delta, status = _loops.add_basis(self.variance, self.weights, g, g_jj, c_j, lam,
+                                         hph, yph, _MIN_RELATIVE_DELTA, project_below,
+                                         variance, weights)
+        if status < 0:
+            return None
+        if not status:
             raise IllConditionedError(
                 "this basis function is (numerically) a linear combination of the model's "
                 f"columns over the window (hᵀPh + λ = {delta:.3g}); add it with λ > 0"
@@ -497,9 +503,14 @@ class IncrementalRidge:
         gram = window._gram
         g = gram[position, :m].copy()  # row of the symmetric Gram: contiguous
         g_jj = float(gram[position, position])
+        c_j = float(window._cross_y[position])
+        # A window that stores its rows can recompute a cancelled hᵀPh from them.
+        project_below = _PROJECT_BELOW if self._can_project() else 0.0
         try:
-            account = self.state.add_basis(g, g_jj, float(window._cross_y[position]), lam,
-                                           self._projection(position, g, g_jj))
+            account = self.state.add_basis(g, g_jj, c_j, lam, project_below=project_below)
+            if account is None:
+                account = self.state.add_basis(g, g_jj, c_j, lam,
+                                               self._projection(position, g, g_jj))
         except IllConditionedError:
             if created:
                 window.drop_column(position)
@@ -524,17 +535,20 @@ class IncrementalRidge:
         nearly dependent column, where it spares an O(M³) refresh of S.
         """
         window, state = self.window, self.state
-        m = state.size
-        if not m or window.memory != "window" or window.factor != 1.0:
+        if not (state.size and self._can_project()):
             return None
         l_vec = state.variance @ g
         if g_jj - float(g @ l_vec) >= _PROJECT_BELOW * g_jj:
             return None
         slots = (slice(None) if window.n_stored == len(window._y) else window._order())
         rows = window._HT
-        residual = rows[position, slots] - l_vec @ rows[:m, slots]
+        residual = rows[position, slots] - l_vec @ rows[: state.size, slots]
         return (float(residual @ residual + l_vec @ (state.lambdas * l_vec)),
                 float(residual @ window._y[slots]))
+
+    def _can_project(self) -> bool:
+        """Whether :meth:`_projection` can use the stored rows (an unweighted window)."""
+        return self.window.memory == "window" and self.window.factor == 1.0
 
     def replace_basis(self, j: int, column_id: int, lam: float) -> None:
         """Exchange basis function ``j`` for the tracked candidate ``column_id`` at λ
