@@ -1132,12 +1132,12 @@ def settle(estimate: float, factor: float, gram: np.ndarray, variance: np.ndarra
 N_SEEN, HEAD, SINCE_REFRESH, SINCE_CHECK, ROUND_START, EXACT_SINCE, TURN, BASIS_CURSOR, \
     CANDIDATE_CURSOR, N_REESTIMATED, UPDATES, DONE, MOVE_KIND, ACTION, MOVE_BASIS, \
     PROTECTED, HEALTHY, PROPOSE, SUMMARY_VALID, COMMITTED, N_COLUMNS, N_STORED, \
-    FULL, N_TRADED, TRADED_NOW, N_LEARNED, N_ADDED, N_DELETED, ADDED_NOW, AT_BUDGET \
-    = range(30)
+    FULL, N_TRADED, TRADED_NOW, N_LEARNED, N_ADDED, N_DELETED, ADDED_NOW, AT_BUDGET, \
+    EVALUATIONS = range(31)
 # …and floats:
 YY, ERROR_ESTIMATE, STATISTICS_ERROR, ROUND_ERROR, CREDIT, ERROR, NEAREST, TRAINING_ERROR, \
     GAMMA, COUNT, NOISE_VARIANCE = range(11)
-INT_REGISTERS, FLOAT_REGISTERS = AT_BUDGET + 1, NOISE_VARIANCE + 1
+INT_REGISTERS, FLOAT_REGISTERS = EVALUATIONS + 1, NOISE_VARIANCE + 1
 # What stream_sample returns: where it stopped.
 SLIDE_REFUSED, DECIDE, MOVE, QUIET = range(4)
 
@@ -1149,7 +1149,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                   stamps: np.ndarray, merit: np.ndarray, ids: np.ndarray, capacity: int,
                   ints: np.ndarray, floats: np.ndarray, row: np.ndarray, move: np.ndarray,
                   refresh_every: int, check_every: int, refresh_at: float,
-                  min_leverage: float, evaluations: int, per_evaluation: int,
+                  min_leverage: float, per_evaluation: int,
                   min_gain: float, relative_gain: float, protected: np.ndarray,
                   means: np.ndarray, novelty_sq: float, error_threshold: float,
                   noise_every: int, min_relative_delta: float, project_below: float,
@@ -1214,7 +1214,8 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     ``ints[N_DELETED]`` accumulate over calls (versions of the model, λ's re-estimated,
     trades, additions, deletions) until the caller collects them; ``ints[TRADED_NOW]`` and
     ``ints[ADDED_NOW]`` count this call's, ``ints[AT_BUDGET]`` whether the model was at
-    ``max_basis`` when its evaluations began; ``ints[SUMMARY_VALID]`` says whether
+    ``max_basis`` when its evaluations began; ``ints[EVALUATIONS]`` is the number of
+    evaluations the caller allows this sample; ``ints[SUMMARY_VALID]`` says whether
     ``floats[TRAINING_ERROR]`` and ``floats[GAMMA]`` are the current model's.
     """
     m = weights.shape[0]
@@ -1325,7 +1326,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     training, gamma = error_and_gamma(gram, cross_y, weights, lambdas, variance, yy)
     ints[AT_BUDGET] = 1 if m >= max_basis else 0
     done = 0
-    for _ in range(evaluations):
+    for _ in range(ints[EVALUATIONS]):
         turn = ints[TURN] + 1
         ints[TURN] = turn
         n_candidates = n - m
@@ -1346,9 +1347,11 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
             for q in range(k):
                 columns[q] = m + (cursor + q) % n_candidates
             ints[CANDIDATE_CURSOR] = (cursor + k - 1) % n_candidates + 1
+            # GCVPruner.budget: max_basis, and at most half as many as there are patterns
+            budget = min(max_basis, int(count // 2))
             action = candidate_move(variance, gram, cross_y, weights, lambdas, merit, yy,
                                     count, training, gamma, columns, lambda_min, min_gain,
-                                    m >= max_basis, move)
+                                    m >= budget, move)
             position = int(move[0])
             if action == 2 and settles:
                 # GCVPruner._trade: IncrementalRidge.replace_basis and its _after_update.

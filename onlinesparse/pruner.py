@@ -142,6 +142,12 @@ class GCVPruner:
             done += 1
         return done
 
+    def budget(self, model: IncrementalRidge) -> int:
+        """The most basis functions the model may have now: ``max_basis``, and no more than
+        half as many as there are patterns (GCV on fewer patterns than parameters picks
+        models that interpolate and extrapolate wildly)."""
+        return min(self.max_basis, int(model.n_patterns // 2))
+
     def _basis_move(self, model: IncrementalRidge, lambda_min: float,
                     protected: AbstractSet[int]) -> None:
         j = self._basis_cursor % model.size
@@ -181,7 +187,7 @@ class GCVPruner:
         action = _loops.candidate_move(
             model.state.variance, window._gram, window._cross_y, model.state.weights,
             model.state.lambdas, window.merit, window.yy, window.count, error, gamma,
-            columns, float(lambda_min), self.min_gain, model.size >= self.max_basis, out)
+            columns, float(lambda_min), self.min_gain, model.size >= self.budget(model), out)
         self._apply_candidate_move(model, action, out)
 
     def _apply_candidate_move(self, model: IncrementalRidge, action: int, out: np.ndarray
