@@ -146,56 +146,58 @@ def least_useful(merit: np.ndarray, ids: np.ndarray, start: int, stop: int,
 @_jit
 def new_column(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
                features: np.ndarray, X: np.ndarray, y: np.ndarray, HT: np.ndarray,
-               gram: np.ndarray, cross_y: np.ndarray, n: int, head: int, n_stored: int,
-               factor: float) -> None:
-    """The statistics of column ``n`` (already in the basis) over the stored ring of
-    patterns (``WindowStatistics.add_column``): its values go to line ``n`` of ``HT``, its
-    cross products with the ``n`` tracked columns to row and column ``n`` of the Gram
-    matrix, ``φᵀy`` to ``cross_y[n]``. With forgetting, a pattern of age a weighs
-    ``factor**a``.
+               gram: np.ndarray, cross_y: np.ndarray, i: int, n: int, head: int,
+               n_stored: int, factor: float) -> None:
+    """The statistics of column ``i`` of the basis (just written there, ``i < n``) over
+    the stored ring of patterns (``WindowStatistics.add_column`` / ``replace_column``):
+    its values go to line ``i`` of ``HT``, its cross products with the ``n`` tracked
+    columns (itself included) to row and column ``i`` of the Gram matrix, ``φᵀy`` to
+    ``cross_y[i]``. With forgetting, a pattern of age a weighs ``factor**a``.
 
-    Sums run over the ring in storage order (they are order-free): the products with the
-    tracked columns are one matrix-vector product over contiguous lines of ``HT``, with
-    slots that hold no pattern weighted 0.
+    A full window is walked in storage order (the sums are order-free, and slot order
+    spares a modulo per pattern); the products with the tracked columns are one
+    matrix-vector product over contiguous lines of ``HT``, with slots that hold no
+    pattern weighted 0.
     """
     cap = y.shape[0]
-    line = HT[n]
+    line = HT[i]
     # The column's values at the stored inputs, slot by slot (one column: its kind and
     # centre are fixed, so this is the inner loop of evaluate_rows without the dispatch).
-    kind = kinds[n]
-    centre = centres[n]
+    kind = kinds[i]
+    centre = centres[i]
+    scale = inv_r2[i]
     d = X.shape[1]
+    full = n_stored == cap
     for t in range(n_stored):
-        slot = (head + t) % cap
+        slot = t if full else (head + t) % cap
         if kind == _CONSTANT:
             line[slot] = 1.0
         elif kind == _LINEAR:
-            line[slot] = X[slot, features[n]]
+            line[slot] = X[slot, features[i]]
         else:
             z = 0.0
             for f in range(d):
                 diff = X[slot, f] - centre[f]
                 z += diff * diff
-            line[slot] = profile(kind, z * inv_r2[n])
-    # With every slot holding an unweighted pattern the weights are the values themselves.
-    plain = factor == 1.0 and n_stored == cap
-    weighted = line if plain else np.zeros(cap)
-    own = 0.0
-    with_y = 0.0
-    for t in range(n_stored):
-        slot = (head + t) % cap
-        value = line[slot]
-        weight = value if factor == 1.0 else value * factor ** (n_stored - 1 - t)
-        if not plain:
+            line[slot] = profile(kind, z * scale)
+    if factor == 1.0 and full:
+        # Every slot holds an unweighted pattern: the weights are the values themselves.
+        cross = np.dot(HT[:n], line)
+        with_y = np.dot(line, y)
+    else:
+        weighted = np.zeros(cap)
+        with_y = 0.0
+        for t in range(n_stored):
+            slot = (head + t) % cap
+            weight = line[slot] if factor == 1.0 else (
+                line[slot] * factor ** (n_stored - 1 - t))
             weighted[slot] = weight
-        own += weight * value
-        with_y += weight * y[slot]
-    cross = np.dot(HT[:n], weighted)
+            with_y += weight * y[slot]
+        cross = np.dot(HT[:n], weighted)
     for k in range(n):
-        gram[k, n] = cross[k]
-        gram[n, k] = cross[k]
-    gram[n, n] = own
-    cross_y[n] = with_y
+        gram[k, i] = cross[k]
+        gram[i, k] = cross[k]
+    cross_y[i] = with_y
 
 
 @_jit

@@ -101,11 +101,18 @@ class BufferManager:
         if not (column and due):
             return
         for _ in range(min(self.max_new_per_sample, len(self.queue))):
-            if window.n_candidates >= self.capacity and not self._evict(window):
+            # (the centre is a validated input and the radii were checked at creation)
+            if window.n_candidates < self.capacity:
+                centre, radius = self.queue.popleft()
+                window.add_radial(centre, radius, self.kernel)
+                continue
+            # A full pool: the new candidate takes the least useful one's place.
+            position = self._least_useful(window)
+            if position < 0:
                 break
             centre, radius = self.queue.popleft()
-            # (the centre is a validated input and the radii were checked at creation)
-            window.add_radial(centre, radius, self.kernel)
+            window.replace_radial(position, centre, radius, self.kernel)
+            self.n_evicted += 1
 
     def propose(self, centre: np.ndarray) -> None:
         """Queue ``centre`` (the caller's to give away) once per radius."""
@@ -114,11 +121,15 @@ class BufferManager:
         # pushed out of the short queue by newer ones first.
         self.queue.extend([(centre, radius) for radius in self.radii])
 
+    def _least_useful(self, window: WindowStatistics) -> int:
+        """The candidate to evict first, or −1 when every one is protected. The rule is
+        _loops.least_useful's, on the verdicts the columns carry
+        (WindowStatistics.merit: the pruner's GCV gain, or a Bayesian model's score)."""
+        return _loops.least_useful(window.merit, window.ids, window.n_model,
+                                   window.n_columns, self.protected_ids())
+
     def _evict(self, window: WindowStatistics) -> bool:
-        # The rule is _loops.least_useful's, on the verdicts the columns carry
-        # (WindowStatistics.merit: the pruner's GCV gain, or a Bayesian model's score).
-        position = _loops.least_useful(window.merit, window.ids, window.n_model,
-                                       window.n_columns, self.protected_ids())
+        position = self._least_useful(window)
         if position < 0:
             return False
         window.drop_column(position)

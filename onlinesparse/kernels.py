@@ -187,14 +187,22 @@ class Basis:
         are already valid (the buffer manager, many times a second)."""
         return self._put(KERNELS[kind], centre, 1.0 / (radius * radius), -1)
 
-    def _put(self, kind: int, centre: object, inv_r2: float, feature: int) -> int:
-        i = self.size
-        self._grow(i + 1)
+    def put_radial(self, i: int, centre: np.ndarray, radius: float, kind: str) -> None:
+        """Overwrite column ``i`` with a radial column (as :meth:`append_radial`)."""
+        if not 0 <= i < self.size:
+            raise IndexError(i)
+        self._put(KERNELS[kind], centre, 1.0 / (radius * radius), -1, i)
+
+    def _put(self, kind: int, centre: object, inv_r2: float, feature: int,
+             i: int | None = None) -> int:
+        if i is None:
+            i = self.size
+            self._grow(i + 1)
+            self.size += 1
         self._kind[i] = kind
         self._centres[i] = 0.0 if centre is None else centre
         self._inv_r2[i] = inv_r2
         self._feature[i] = feature
-        self.size += 1
         return i
 
     def truncate(self, size: int) -> None:

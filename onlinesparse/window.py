@@ -292,24 +292,38 @@ class WindowStatistics:
             )
         self._ensure_columns(self.n_columns + 1)
 
-    def _new_column(self) -> int:
-        """The statistics of the column just appended to the basis (position n)."""
+    def replace_radial(self, position: int, centre: np.ndarray, radius: float,
+                       kernel: str) -> int:
+        """Forget candidate ``position`` and track ``BasisSpec.radial(centre, radius,
+        kernel)`` in its place (:meth:`drop_column` then :meth:`add_radial`, without
+        moving any other column); returns the new column's id. For a caller whose
+        centre and radius are valid (the buffer manager evicting to make room)."""
+        if not self.n_model <= position < self.n_columns:
+            raise ValueError(f"position {position} is not a candidate")
+        self.basis.put_radial(position, centre, radius, kernel)
+        return self._new_column(position)
+
+    def _new_column(self, position: int | None = None) -> int:
+        """The statistics of the column just written to the basis at ``position`` (by
+        default appended, at ``n_columns``)."""
+        if position is None:
+            position = self.n_columns
+            self.n_columns += 1
         n = self.n_columns
         if self.n_stored:
             basis = self.basis
             _loops.new_column(basis._kind, basis._centres, basis._inv_r2, basis._feature,
-                              self._X, self._y, self._HT, self._gram, self._cross_y, n,
-                              self._head, self.n_stored, self.factor)
+                              self._X, self._y, self._HT, self._gram, self._cross_y,
+                              position, n, self._head, self.n_stored, self.factor)
         else:
-            self._gram[: n + 1, n] = 0.0
-            self._gram[n, : n + 1] = 0.0
-            self._cross_y[n] = 0.0
-        self.ids[n] = self._next_id
-        self.merit[n] = np.nan
-        self.stamps[n] = self.n_seen  # computed from the stored rows just now: exact
+            self._gram[:n, position] = 0.0
+            self._gram[position, :n] = 0.0
+            self._cross_y[position] = 0.0
+        self.ids[position] = self._next_id
+        self.merit[position] = np.nan
+        self.stamps[position] = self.n_seen  # computed from the stored rows just now: exact
         self._next_id += 1
-        self.n_columns += 1
-        return int(self.ids[n])
+        return int(self.ids[position])
 
     def swap_columns(self, i: int, j: int) -> None:
         """Exchange the positions of two tracked columns (statistics, rows, spec, id)."""

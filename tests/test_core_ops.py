@@ -380,13 +380,14 @@ def _statistics_from_scratch(window: WindowStatistics) -> tuple[np.ndarray, np.n
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), size=st.integers(2, 40), n_columns=st.integers(1, 12),
-       ops=st.lists(st.sampled_from(["push"] * 6 + ["add", "drop", "swap", "promote"]),
+       ops=st.lists(st.sampled_from(["push"] * 6 + ["add", "drop", "swap", "promote",
+                                                    "replace"]),
                     min_size=60, max_size=200))
 def test_the_rolling_refresh_keeps_a_full_window_exact(seed, size, n_columns, ops):
     """A full window's statistics, recomputed a column at a time (refresh_step) while
-    columns come, go and move, equal a from-scratch computation to rounding at every step;
-    with a fixed set of columns none goes more than about one window without being
-    recomputed."""
+    columns come, go, move and are replaced in place, equal a from-scratch computation to
+    rounding at every step; with a fixed set of columns none goes more than about one
+    window without being recomputed."""
     rng = np.random.default_rng(seed)
     d = 2
     window = WindowStatistics(d, memory="window", size=size)
@@ -412,6 +413,15 @@ def test_the_rolling_refresh_keeps_a_full_window_exact(seed, size, n_columns, op
             window.swap_columns(int(i), int(j))
         elif op == "promote" and window.n_candidates > 1:
             window.promote(int(rng.integers(window.n_model, window.n_columns)))
+        elif op == "replace" and window.n_candidates:
+            position = int(rng.integers(window.n_model, window.n_columns))
+            ids = window.ids[: window.n_columns].copy()
+            window.replace_radial(position, rng.uniform(-1, 1, d),
+                                  float(rng.uniform(0.2, 1.0)), "gaussian")
+            assert window.basis.spec(position).kind == "gaussian"
+            # Only the replaced column changed places or identity.
+            changed = np.flatnonzero(window.ids[: window.n_columns] != ids)
+            assert changed.tolist() == [position]
         gram, cross_y, yy = _statistics_from_scratch(window)
         scale = max(float(np.abs(gram).max()), 1.0)
         np.testing.assert_allclose(window.gram, gram, rtol=0, atol=1e-12 * scale * size)
