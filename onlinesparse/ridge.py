@@ -49,11 +49,14 @@ _REFRESH_AT = 1e7
 _EPS = _loops._EPS
 # Past that estimate, the measured residual ‖S(G + Λ)v − v‖/‖v‖ decides: below this S is
 # kept (and the estimate restarts from the measurement). It bounds the relative error of
-# w = Sc, so a quarter of the level the estimate tolerates is kept; the estimate then has to
-# grow fourfold before the next measurement. (A stricter bar — keep S only when a new
-# factorisation could not do better, ~1e-11 — refreshed S every 27 samples of a streaming
-# model at M = 100, each an O(M³) sample, for residuals of ~1e-10 no prediction can see.)
-_ACCOUNT_DRIFT = 0.25 * _REFRESH_AT * _EPS
+# w = Sc, so half the level the estimate tolerates is kept (1.1e-9, an order below the
+# 1e-8 to which a window model's weights are held to the batch solution); the estimate
+# then has to double before the next measurement. (Stricter bars refreshed S for
+# residuals no prediction can see: keeping S only where a new factorisation could not do
+# better, ~1e-11, refreshed every 27 samples of a streaming model at M = 100, each an
+# O(M³) sample; a quarter of the level, 5.6e-10, 14 times in 5000 samples, for measured
+# residuals of 5.6e-10 to 9.1e-10.)
+_ACCOUNT_DRIFT = 0.5 * _REFRESH_AT * _EPS
 # A pattern whose leverage hᵀSh is this close to 1 carries a direction no other pattern
 # supports; removing it would leave HᵀH + Λ singular.
 _MIN_RESIDUAL_LEVERAGE = 1e-10
@@ -696,7 +699,7 @@ class IncrementalRidge:
           carried from operation to operation (each reports how it propagates the old error
           and how much it adds, see :meth:`RidgeState.add_pattern`). Past ``1e7`` ε
           (about 2e-9) the residual of S is measured (O(M²)) and S is refreshed from the
-          statistics only if the residual exceeds both a quarter of that (5.6e-10) and
+          statistics only if the residual exceeds both half of that (1.1e-9) and
           10·ε·cond(A) (about what a fresh factorisation leaves); the statistics themselves are
           recomputed from the stored rows when their own cancellation estimate passes the
           same bound, and every ``refresh_every`` patterns — for a full window a column at
