@@ -480,12 +480,16 @@ class SparseRBFRegressor(base.Regressor):
     def _evaluations_due(self) -> int:
         """The pruner's evaluations for this sample: ``evaluations_per_sample`` at the
         full budget, and while the model is smaller as many more as fit the same work
-        (an evaluation is O(M²)), at most ``_GROWTH_EVALUATIONS`` times as many."""
+        (an evaluation is O(M²)), at most ``_GROWTH_EVALUATIONS`` times as many; one
+        fewer on a sample due to compute a candidate column (O(W·n), its heavy work)."""
         evaluations = self.evaluations_per_sample
         size = self._model.state.weights.shape[0]
         if size < self.max_basis:
             scale = (self.max_basis / max(size, 1)) ** 2
             evaluations = int(evaluations * min(scale, _GROWTH_EVALUATIONS))
+        buffer = self._buffer
+        if evaluations and buffer.queue and buffer.column_due():
+            evaluations -= 1
         return evaluations
 
     def _update_noise(self) -> None:
