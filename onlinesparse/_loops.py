@@ -1135,11 +1135,11 @@ N_SEEN, HEAD, SINCE_REFRESH, SINCE_CHECK, ROUND_START, EXACT_SINCE, TURN, BASIS_
     CANDIDATE_CURSOR, N_REESTIMATED, UPDATES, DONE, MOVE_KIND, ACTION, MOVE_BASIS, \
     PROTECTED, HEALTHY, PROPOSE, SUMMARY_VALID, COMMITTED, N_COLUMNS, N_STORED, \
     FULL, N_TRADED, TRADED_NOW, N_LEARNED, N_ADDED, N_DELETED, ADDED_NOW, AT_BUDGET, \
-    EVALUATIONS = range(31)
+    EVALUATIONS, RESIZED, N_MODEL = range(33)
 # …and floats:
 YY, ERROR_ESTIMATE, STATISTICS_ERROR, ROUND_ERROR, CREDIT, ERROR, NEAREST, TRAINING_ERROR, \
     GAMMA, COUNT, NOISE_VARIANCE = range(11)
-INT_REGISTERS, FLOAT_REGISTERS = EVALUATIONS + 1, NOISE_VARIANCE + 1
+INT_REGISTERS, FLOAT_REGISTERS = N_MODEL + 1, NOISE_VARIANCE + 1
 # What stream_sample returns: where it stopped.
 SLIDE_REFUSED, DECIDE, MOVE, QUIET = range(4)
 
@@ -1156,8 +1156,9 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                   means: np.ndarray, novelty_sq: float, error_threshold: float,
                   noise_every: int, min_relative_delta: float, project_below: float,
                   account_drift: float, drift_tolerance: float, max_basis: int,
-                  variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray
-                  ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+                  variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray,
+                  spare_variance: np.ndarray, spare_weights: np.ndarray,
+                  spare_lambdas: np.ndarray) -> int:
     """A sample of ``SparseRBFRegressor.learn_one`` in one call, as long as nothing
     unusual happens; it stops and reports where, for the caller to finish the sample on
     the general path, whenever something does.
@@ -1182,8 +1183,10 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
       an addition (``IncrementalRidge.add_basis``: :func:`add_basis` and the promotion
       of the candidate) and a deletion (``IncrementalRidge.remove_basis``:
       :func:`remove_basis`, the column moved out of the model and, unless protected, out
-      of the pool). An addition or deletion makes new state arrays, which the call
-      returns;
+      of the pool). The first addition or deletion of a call writes the new state into
+      the spare arrays (``spare_variance`` flat, of at least (M + 1)² numbers) and sets
+      ``ints[RESIZED]`` and ``ints[N_MODEL]``, the new M: the caller's state is then views
+      of them (a second one in the same call is the caller's);
     * the buffer manager's test of the input as a centre (``BufferManager.consider``:
       novel by :func:`nearest_sq_distance`, or badly predicted);
     * on one sample in ``noise_every``, ``SparseRBFRegressor._update_noise`` (FGCV eq. 8,
@@ -1194,8 +1197,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
 
     ``ints`` and ``floats`` carry the scalars it reads and advances (indices above), among
     them the number of tracked columns; ``row`` has room for them all. (The arguments that
-    a move can replace come last.) Returns ``(code, variance, weights, lambdas)``: the
-    ridge state's arrays, new ones when the model grew or shrank, and the code
+    a move can replace come last.) Returns where it stopped:
 
     * ``SLIDE_REFUSED``: the oldest pattern cannot leave first (``_slide`` returns False);
       ``row[:n]`` and ``floats[ERROR]`` are filled and nothing else has changed.
@@ -1224,6 +1226,9 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     d = x.shape[0]
     n = ints[N_COLUMNS]
     row = row[:n]
+    ints[TRADED_NOW] = 0  # (this call's counts, whatever it returns)
+    ints[ADDED_NOW] = 0
+    ints[RESIZED] = 0
     evaluate_rows(kinds, centres, inv_r2, features, x.reshape((1, d)), 0, n,
                   row.reshape((1, n)))
     error = y - inner(row, weights, m)
@@ -1245,7 +1250,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
         out = np.empty(4)
         if not slide_window(gram, cross_y, n, variance, weights, m, row, y, h_old, y_old,
                             min_leverage, np.empty(m), out):
-            return SLIDE_REFUSED, variance, weights, lambdas
+            return SLIDE_REFUSED
         # WindowStatistics.replace_oldest (the slot of the oldest takes the new pattern)
         yy -= y_old * y_old
         yy += y * y
@@ -1275,8 +1280,6 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     for i in range(n):
         HT[i, slot] = row[i]
     ints[N_SEEN] = n_seen
-    ints[TRADED_NOW] = 0
-    ints[ADDED_NOW] = 0
     ints[HEAD] = head
     ints[N_STORED] = n_stored
     floats[COUNT] = count
@@ -1309,15 +1312,15 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     # (it repeats a measurement made here, to the same bits, before it refreshes).
     if (statistics_error > refresh_at or ints[SINCE_REFRESH] + 1 >= refresh_every
             or not healthy):
-        return DECIDE, variance, weights, lambdas
+        return DECIDE
     since_check = ints[SINCE_CHECK] + 1
     if estimate > refresh_at:
         estimate = measured_estimate(gram, variance, lambdas, account_drift)
         if estimate < 0.0:
-            return DECIDE, variance, weights, lambdas
+            return DECIDE
     if since_check >= check_every:
         if not drift(gram, variance, lambdas) <= drift_tolerance:
-            return DECIDE, variance, weights, lambdas
+            return DECIDE
         since_check = 0
     floats[ERROR_ESTIMATE] = estimate
     ints[SINCE_REFRESH] += 1
@@ -1375,7 +1378,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                         ints[MOVE_KIND] = 3
                         ints[ACTION] = action
                         ints[DONE] = done
-                        return MOVE, variance, weights, lambdas
+                        return MOVE
                     estimate = after
                     floats[ERROR_ESTIMATE] = estimate
                     ints[SINCE_CHECK] += 1
@@ -1387,13 +1390,15 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                     done += 1
                     continue
                 # factor < 0: nothing changed; the exact path is the caller's
-            elif action == 1 and settles:
+            elif (action == 1 and settles and not ints[RESIZED]
+                  and (m + 1) * (m + 1) <= spare_variance.shape[0]):
                 # GCVPruner._add: IncrementalRidge.add_basis (the candidate at `position`
-                # joins the model at λ = move[1]) and its _after_update.
+                # joins the model at λ = move[1]) and its _after_update, into the spare
+                # arrays.
                 lam = move[1]
                 g_jj = gram[position, position]
-                grown_variance = np.empty((m + 1, m + 1))
-                grown_weights = np.empty(m + 1)
+                grown_variance = spare_variance[:(m + 1) * (m + 1)].reshape((m + 1, m + 1))
+                grown_weights = spare_weights[:m + 1]
                 delta, status = add_basis(variance, weights, gram[position, :m].copy(),
                                           g_jj, cross_y[position], lam, math.nan, math.nan,
                                           min_relative_delta, project_below,
@@ -1402,7 +1407,9 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                     done += 1
                     continue
                 if status > 0:
-                    grown_lambdas = np.empty(m + 1)
+                    ints[RESIZED] = 1
+                    ints[N_MODEL] = m + 1
+                    grown_lambdas = spare_lambdas[:m + 1]
                     grown_lambdas[:m] = lambdas
                     grown_lambdas[m] = lam
                     variance, weights, lambdas = grown_variance, grown_weights, grown_lambdas
@@ -1418,7 +1425,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                         ints[MOVE_KIND] = 4
                         ints[ACTION] = action
                         ints[DONE] = done
-                        return MOVE, variance, weights, lambdas
+                        return MOVE
                     estimate = after
                     floats[ERROR_ESTIMATE] = estimate
                     ints[SINCE_CHECK] += 1
@@ -1437,7 +1444,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                 floats[TRAINING_ERROR] = training
                 floats[GAMMA] = gamma
                 ints[SUMMARY_VALID] = 1
-                return MOVE, variance, weights, lambdas
+                return MOVE
         else:  # GCVPruner._basis_move, reestimate_basis
             j = ints[BASIS_CURSOR] % m
             is_protected = False
@@ -1459,7 +1466,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                     ints[N_REESTIMATED] += 1
                     training, gamma = error_and_gamma(gram, cross_y, weights, lambdas,
                                                       variance, yy)
-            elif action == 2 and settles and m > 1:
+            elif action == 2 and settles and m > 1 and not ints[RESIZED]:
                 # IncrementalRidge.remove_basis(j, keep_as_candidate=is_protected) and its
                 # _after_update: j is moved last (RidgeState.swap and the window's), the
                 # state shrinks, the column leaves the model (and the pool too unless it is
@@ -1470,10 +1477,14 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                 lambdas[j], lambdas[last] = lambdas[last], lambdas[j]
                 swap_columns(gram, HT, cross_y, ids, merit, stamps, kinds, inv_r2, features,
                              centres, j, last, n)
-                shrunk_variance = np.empty((last, last))
-                shrunk_weights = np.empty(last)
+                shrunk_variance = spare_variance[:last * last].reshape((last, last))
+                shrunk_weights = spare_weights[:last]
                 remove_basis(variance, weights, last, shrunk_variance, shrunk_weights)
-                variance, weights, lambdas = shrunk_variance, shrunk_weights, lambdas[:last].copy()
+                shrunk_lambdas = spare_lambdas[:last]
+                shrunk_lambdas[:] = lambdas[:last]
+                variance, weights, lambdas = shrunk_variance, shrunk_weights, shrunk_lambdas
+                ints[RESIZED] = 1
+                ints[N_MODEL] = last
                 m = last
                 if not is_protected:
                     swap_columns(gram, HT, cross_y, ids, merit, stamps, kinds, inv_r2,
@@ -1487,7 +1498,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                     ints[MOVE_KIND] = 5
                     ints[ACTION] = action
                     ints[DONE] = done
-                    return MOVE, variance, weights, lambdas
+                    return MOVE
                 estimate = after
                 floats[ERROR_ESTIMATE] = estimate
                 ints[SINCE_CHECK] += 1
@@ -1507,7 +1518,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                     floats[TRAINING_ERROR] = training
                     floats[GAMMA] = gamma
                     ints[SUMMARY_VALID] = 1
-                return MOVE, variance, weights, lambdas
+                return MOVE
             merit[j] = move[1]
             ints[BASIS_CURSOR] = j + 1
         done += 1
@@ -1523,4 +1534,4 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
         estimate = uev(training, gamma, count)
         if math.isfinite(estimate) and estimate > 0:
             floats[NOISE_VARIANCE] = estimate
-    return QUIET, variance, weights, lambdas
+    return QUIET

@@ -25,6 +25,7 @@ import copy
 import math
 import numbers
 from collections.abc import Hashable, Iterable, Mapping
+from operator import itemgetter
 
 import numpy as np
 
@@ -147,10 +148,14 @@ class FeatureMap:
         sample): once the input space is fixed, a dict of exactly the known features,
         all Python floats (as river's scalers emit them) and finite. Returns None for
         anything else, which :meth:`transform` then examines."""
-        if not (self.n_committed and len(x) == len(self.names)):
+        names = self.names
+        if not (self.n_committed and len(x) == len(names)):
             return None
         try:
-            ordered = [x[name] for name in self.names]
+            # (itemgetter reads every value in one C call; with one name it would return
+            # the value itself rather than a tuple)
+            ordered = (itemgetter(*names)(x) if len(names) > 1
+                       else tuple(x[name] for name in names))
         except (KeyError, TypeError):
             return None
         try:
