@@ -1329,9 +1329,14 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     noise_variance = floats[NOISE_VARIANCE]
     lambda_min = noise_variance / max(count, 1.0)
     training, gamma = error_and_gamma(gram, cross_y, weights, lambdas, variance, yy)
+    stale = False  # whether a move has changed the model since (training, gamma)
     ints[AT_BUDGET] = 1 if m >= max_basis else 0
     done = 0
     for _ in range(ints[EVALUATIONS]):
+        if stale:
+            training, gamma = error_and_gamma(gram, cross_y, weights, lambdas, variance,
+                                              yy)
+            stale = False
         turn = ints[TURN] + 1
         ints[TURN] = turn
         n_candidates = n - m
@@ -1385,8 +1390,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                     ints[UPDATES] += 1
                     ints[N_TRADED] += 1
                     ints[TRADED_NOW] += 1
-                    training, gamma = error_and_gamma(gram, cross_y, weights, lambdas,
-                                                      variance, yy)
+                    stale = True  # (recomputed only if something reads it)
                     done += 1
                     continue
                 # factor < 0: nothing changed; the exact path is the caller's
@@ -1432,8 +1436,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                     ints[UPDATES] += 1
                     ints[N_ADDED] += 1
                     ints[ADDED_NOW] += 1
-                    training, gamma = error_and_gamma(gram, cross_y, weights, lambdas,
-                                                      variance, yy)
+                    stale = True  # (recomputed only if something reads it)
                     done += 1
                     continue
                 # status < 0: hᵀPh is to come from the stored rows: the caller's
@@ -1464,8 +1467,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                     ints[SINCE_CHECK] += 1
                     ints[UPDATES] += 1
                     ints[N_REESTIMATED] += 1
-                    training, gamma = error_and_gamma(gram, cross_y, weights, lambdas,
-                                                      variance, yy)
+                    stale = True  # (recomputed only if something reads it)
             elif action == 2 and settles and m > 1 and not ints[RESIZED]:
                 # IncrementalRidge.remove_basis(j, keep_as_candidate=is_protected) and its
                 # _after_update: j is moved last (RidgeState.swap and the window's), the
@@ -1504,8 +1506,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                 ints[SINCE_CHECK] += 1
                 ints[UPDATES] += 1
                 ints[N_DELETED] += 1
-                training, gamma = error_and_gamma(gram, cross_y, weights, lambdas,
-                                                  variance, yy)
+                stale = True  # (recomputed only if something reads it)
                 done += 1
                 continue  # (the cursor stays: the basis function now at j is next)
             if not quiet:
@@ -1522,9 +1523,13 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
             merit[j] = move[1]
             ints[BASIS_CURSOR] = j + 1
         done += 1
-    floats[TRAINING_ERROR] = training
-    floats[GAMMA] = gamma
-    ints[SUMMARY_VALID] = 1
+    if ints[N_LEARNED] % noise_every == 0 and stale:  # (the noise estimate reads them)
+        training, gamma = error_and_gamma(gram, cross_y, weights, lambdas, variance, yy)
+        stale = False
+    if not stale:
+        floats[TRAINING_ERROR] = training
+        floats[GAMMA] = gamma
+        ints[SUMMARY_VALID] = 1
     nearest = nearest_sq_distance(kinds, centres, n, x)
     floats[NEAREST] = nearest
     noise_std = math.sqrt(noise_variance)
