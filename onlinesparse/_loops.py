@@ -1135,11 +1135,14 @@ N_SEEN, HEAD, SINCE_REFRESH, SINCE_CHECK, ROUND_START, EXACT_SINCE, TURN, BASIS_
     CANDIDATE_CURSOR, N_REESTIMATED, UPDATES, DONE, MOVE_KIND, ACTION, MOVE_BASIS, \
     PROTECTED, HEALTHY, PROPOSE, SUMMARY_VALID, COMMITTED, N_COLUMNS, N_STORED, \
     FULL, N_TRADED, TRADED_NOW, N_LEARNED, N_ADDED, N_DELETED, ADDED_NOW, AT_BUDGET, \
-    EVALUATIONS, RESIZED, N_MODEL = range(33)
+    EVALUATIONS, RESIZED, N_MODEL, FIRST = range(34)
 # …and floats:
 YY, ERROR_ESTIMATE, STATISTICS_ERROR, ROUND_ERROR, CREDIT, ERROR, NEAREST, TRAINING_ERROR, \
     GAMMA, COUNT, NOISE_VARIANCE = range(11)
-INT_REGISTERS, FLOAT_REGISTERS = N_MODEL + 1, NOISE_VARIANCE + 1
+INT_REGISTERS, FLOAT_REGISTERS = FIRST + 1, NOISE_VARIANCE + 1
+# The order of a sample's evaluations (ints[FIRST], GCVPruner.step's `first`): by the
+# pruner's turn counter, or alternating from a candidate move or from a basis move.
+TURN_ORDER, CANDIDATE_FIRST, BASIS_FIRST = range(3)
 # What stream_sample returns: where it stopped.
 SLIDE_REFUSED, DECIDE, MOVE, QUIET = range(4)
 
@@ -1219,7 +1222,9 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     trades, additions, deletions) until the caller collects them; ``ints[TRADED_NOW]`` and
     ``ints[ADDED_NOW]`` count this call's, ``ints[AT_BUDGET]`` whether the model was at
     ``max_basis`` when its evaluations began; ``ints[EVALUATIONS]`` is the number of
-    evaluations the caller allows this sample; ``ints[SUMMARY_VALID]`` says whether
+    evaluations the caller allows this sample and ``ints[FIRST]`` their order
+    (``TURN_ORDER``, ``CANDIDATE_FIRST``, ``BASIS_FIRST``); ``ints[SUMMARY_VALID]`` says
+    whether
     ``floats[TRAINING_ERROR]`` and ``floats[GAMMA]`` are the current model's.
     """
     m = weights.shape[0]
@@ -1332,15 +1337,20 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     stale = False  # whether a move has changed the model since (training, gamma)
     ints[AT_BUDGET] = 1 if m >= max_basis else 0
     done = 0
-    for _ in range(ints[EVALUATIONS]):
+    first = ints[FIRST]
+    for k in range(ints[EVALUATIONS]):
         if stale:
             training, gamma = error_and_gamma(gram, cross_y, weights, lambdas, variance,
                                               yy)
             stale = False
-        turn = ints[TURN] + 1
-        ints[TURN] = turn
+        if first == TURN_ORDER:
+            turn = ints[TURN] + 1
+            ints[TURN] = turn
+            candidate_turn = turn % 2 == 1
+        else:  # the caller's schedule: alternate, starting with `first`
+            candidate_turn = (k % 2 == 0) == (first == CANDIDATE_FIRST)
         n_candidates = n - m
-        if turn % 2 == 1 and n_candidates > 0:
+        if candidate_turn and n_candidates > 0:
             kind = 1
         elif m > 0:
             kind = 2

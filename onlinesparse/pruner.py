@@ -126,12 +126,20 @@ class GCVPruner:
     n_reestimated: int = 0
 
     def step(self, model: IncrementalRidge, evaluations: int, lambda_min: float,
-             protected: AbstractSet[int] = frozenset()) -> int:
-        """Do up to ``evaluations`` evaluations; returns how many were done."""
+             protected: AbstractSet[int] = frozenset(), first: int = _loops.TURN_ORDER
+             ) -> int:
+        """Do up to ``evaluations`` evaluations; returns how many were done. They alternate
+        between candidate moves and basis moves: by the turn counter (``first`` =
+        ``_loops.TURN_ORDER``), or starting with a candidate move (``CANDIDATE_FIRST``) or
+        a basis move (``BASIS_FIRST``), for a caller that schedules them."""
         done = 0
-        for _ in range(evaluations):
-            self._turn += 1
-            if self._turn % 2 and model.window.n_candidates:
+        for k in range(evaluations):
+            if first == _loops.TURN_ORDER:
+                self._turn += 1
+                candidate_turn = self._turn % 2 == 1
+            else:
+                candidate_turn = (k % 2 == 0) == (first == _loops.CANDIDATE_FIRST)
+            if candidate_turn and model.window.n_candidates:
                 self._candidate_move(model, lambda_min)
             elif model.size:
                 self._basis_move(model, lambda_min, protected)

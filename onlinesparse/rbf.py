@@ -275,25 +275,27 @@ class SparseRBFRegressor(base.Regressor):
             maintained = model.maintain()
             row = model.window.row(vector)
             error = target - _loops.inner(row, model.weights, model.size)
-        evaluations = self._evaluations_due()
+        evaluations, first = self._schedule()
         model.add_pattern(vector, target, row=row)
         features.commit(vector, x, known)
         self._n_learned += 1
-        self._select(model, vector, error, maintained, evaluations)
+        self._select(model, vector, error, maintained, evaluations, first)
 
     def _select(self, model: IncrementalRidge, vector: np.ndarray, error: float,
-                maintained: bool, evaluations: int, at_budget: bool | None = None,
-                added: int | None = None) -> None:
-        """The rest of a sample once its pattern is in: the pruner's evaluations, the
-        buffer manager's proposal, the periodic noise estimate. ``at_budget`` and
-        ``added`` are as they stood when model selection began (a fused sample that
-        stopped at a move began it already)."""
+                maintained: bool, evaluations: int, first: int,
+                at_budget: bool | None = None, added: int | None = None) -> None:
+        """The rest of a sample once its pattern is in: the pruner's evaluations (as many
+        as ``evaluations``, in the order ``first``, see :meth:`_schedule`), the buffer
+        manager's proposal, the periodic noise estimate. ``at_budget`` and ``added`` are
+        as they stood when model selection began (a fused sample that stopped at a move
+        began it already)."""
         if at_budget is None:
             at_budget = model.size >= self.max_basis
         if added is None:
             added = self._pruner.n_added
         if not maintained and evaluations > 0:
-            self._pruner.step(model, evaluations, self._lambda_min, self._buffer.protected)
+            self._pruner.step(model, evaluations, self._lambda_min, self._buffer.protected,
+                              first)
         busy = maintained or (at_budget and self._pruner.n_added != added)
         self._buffer.consider(model.window, vector, error, math.sqrt(self._noise_variance),
                               column=not busy)
@@ -424,7 +426,8 @@ class SparseRBFRegressor(base.Regressor):
         if not self._in_registers:
             self._pack()
         ints = self._ints
-        evaluations = ints[_loops.EVALUATIONS] = self._evaluations_due()
+        evaluations, first = self._schedule()
+        ints[_loops.EVALUATIONS], ints[_loops.FIRST] = evaluations, first
         code = _loops.stream_sample(vector, target, *self._arguments)
         if ints[_loops.RESIZED]:
             # The pruner added or deleted a basis function: the state is now in the spare
@@ -476,7 +479,7 @@ class SparseRBFRegressor(base.Regressor):
         if code == _loops.DECIDE:
             model._decide(True, model.window._exact_since if ints[_loops.FULL] else None,
                           bool(ints[_loops.HEALTHY]))
-            self._select(model, vector, error, False, evaluations)
+            self._select(model, vector, error, False, evaluations, first)
             return None
         done, move_kind, action, j, protected = ints[_loops.DONE:_loops.HEALTHY].tolist()
         # (n_added as it stood before this sample's moves, for _select's `busy`)
@@ -491,24 +494,48 @@ class SparseRBFRegressor(base.Regressor):
         else:
             outcome, usefulness = _apply_basis_move(model, j, action, move, bool(protected))
             pruner._record_basis_move(model, j, outcome, usefulness)
-        self._select(model, vector, error, False, evaluations - done - 1,
+        # The rest of the sample's evaluations, in the order they would have come.
+        if first != _loops.TURN_ORDER and (done + 1) % 2:
+            first = _loops.BASIS_FIRST + _loops.CANDIDATE_FIRST - first
+        self._select(model, vector, error, False, evaluations - done - 1, first,
                      bool(ints[_loops.AT_BUDGET]), added)
         return None
 
-    def _evaluations_due(self) -> int:
-        """The pruner's evaluations for this sample: ``evaluations_per_sample`` at the
-        full budget, and while the model is smaller as many more as fit the same work
-        (an evaluation is O(M²)), at most ``_GROWTH_EVALUATIONS`` times as many; one
-        fewer on a sample due to compute a candidate column (O(W·n), its heavy work)."""
+    def _schedule(self) -> tuple[int, int]:
+        """The pruner's evaluations for this sample and their order (``_loops.TURN_ORDER``,
+        ``CANDIDATE_FIRST`` or ``BASIS_FIRST``).
+
+        ``evaluations_per_sample`` at the full budget, and while the model is smaller as
+        many more as fit the same work (an evaluation is O(M²)), at most
+        ``_GROWTH_EVALUATIONS`` times as many. Around the candidate columns (one sample in
+        ``candidate_every``, O(W·n) each) the work is arranged so that most samples stay
+        light and none carries two heavy pieces. With ``candidate_every`` ≥ 3 and
+        proposals waiting: the sample that computes the column starts with a basis
+        function's re-estimation (a move that never stops it from computing its column,
+        unlike a trade), the sample after it runs one evaluation fewer, and the others
+        start with a candidate move — at one evaluation per sample, one candidate move and
+        one re-estimation in every ``candidate_every`` samples when that is 3. Otherwise
+        the evaluations alternate by the pruner's turn counter, one fewer on a column's
+        sample.
+        """
         evaluations = self.evaluations_per_sample
         size = self._model.state.weights.shape[0]
         if size < self.max_basis:
             scale = (self.max_basis / max(size, 1)) ** 2
             evaluations = int(evaluations * min(scale, _GROWTH_EVALUATIONS))
         buffer = self._buffer
-        if evaluations and buffer.queue and buffer.column_due():
-            evaluations -= 1
-        return evaluations
+        if not buffer.queue:
+            return evaluations, _loops.TURN_ORDER
+        every = buffer.column_every
+        if every < 3:
+            if evaluations and buffer.column_due():
+                evaluations -= 1
+            return evaluations, _loops.TURN_ORDER
+        if buffer.column_due():
+            return evaluations, _loops.BASIS_FIRST
+        if buffer.n_considered % every == 0:  # the sample after a column's
+            return max(evaluations - 1, 0), _loops.CANDIDATE_FIRST
+        return evaluations, _loops.CANDIDATE_FIRST
 
     def _update_noise(self) -> None:
         variance = self.model.noise_variance
