@@ -12,16 +12,17 @@ then times, in isolation and on that model's own state,
 * the compiled loops a sample runs when it computes no candidate column and makes no move
   (the typical sample of a model at its budget with a column every few samples): the row of
   every tracked column at the new input and the model's row for the prediction, the window
-  step (``slide_window``: the oldest pattern out of S and G, the new one in), one candidate
-  evaluation (``candidate_move``, two candidates, FGCV's quantities and the decision) and
-  one basis-function evaluation (``error_and_gamma`` + ``basis_optimum``, Orr A.11, and the
-  rank-one λ change, FGCV appendix V) — the two GCV evaluations per sample of the default
-  ``evaluations_per_sample=2``.
+  step (``slide_window``: the oldest pattern out of S and G, the new one in), and one GCV
+  evaluation — a candidate evaluation (``candidate_move``, two candidates, FGCV's
+  quantities and the decision) or a basis-function evaluation (``error_and_gamma`` +
+  ``basis_optimum``, Orr A.11, and the rank-one λ change, FGCV appendix V), of which the
+  default ``evaluations_per_sample=1`` runs at most one per sample.
 
-It prints the sum of the compiled loops — a floor no arrangement of the Python around them
-can go under — beside the budget, and what that leaves for all the interpreted code of the
-two calls. Everything runs on one BLAS thread; each figure is the median of many repeated
-calls (mutating loops alternate between two states so that every call does the same work).
+It prints the sum of the compiled loops (with the dearer of the two evaluations) — a floor
+no arrangement of the Python around them can go under — beside the budget, and what that
+leaves for all the interpreted code of the two calls. Everything runs on one BLAS thread;
+each figure is the median of many repeated calls (mutating loops alternate between two
+states so that every call does the same work).
 Repeated calls run with warm caches; inside the stream, where every sample also walks the
 stored window and the other matrices, the same loops take longer (under cProfile in the
 stream: window step 13 µs, candidate evaluation 16 µs), so the floor printed here is, if
@@ -29,16 +30,20 @@ anything, low.
 
 Then it runs the stream on (samples 3000–5000, a fresh model) and times, sample by sample,
 ``predict_one``, ``learn_one`` and within it the compiled sample (``_loops.stream_sample``),
-by kind of sample: quiet (no candidate column, no trade, nothing handed back to the general
-path), with a candidate column, with a trade made in the compiled call, and the rest (a
-move or refresh finished by the general path).
+by kind of sample: quiet (no candidate column, no change of the basis set, nothing handed
+back to the general path), with a candidate column, with a trade, addition or deletion made
+in the compiled call, and the rest (a move or refresh finished by the general path).
 
-Measured (2026-11-21, this machine), first part: LinearRegression 15.3 µs, target 61.2 µs;
-scaler 9.2 + conversions 5.0 + compiled loops 33.6 = 47.7 µs (3.1 ×), leaving 13.5 µs for
-all other Python of both calls — where the model then spent about 75 µs (a sample without a
-candidate column took 124 µs in all). That led to the fused sample (one compiled call per
-sample, ``SparseRBFRegressor._learn_fused``) and to candidate columns on one sample in three;
-the second part shows where a sample's time goes since.
+Measured (2026-11-21, this machine), first part, before the fused sample: LinearRegression
+15.3 µs, target 61.2 µs; scaler 9.2 + conversions 5.0 + compiled loops 33.6 = 47.7 µs
+(3.1 ×, two evaluations), leaving 13.5 µs for all other Python of both calls — where the
+model then spent about 75 µs (a sample without a candidate column took 124 µs in all). That
+led to the fused sample (one compiled call per sample, ``SparseRBFRegressor._learn_fused``)
+and to candidate columns on one sample in three. Since then (one evaluation per sample,
+10 candidates, additions and deletions compiled too): floor 37.3 µs (2.44 ×); in the
+stream, samples 3000–5000, a quiet sample (57 %) 46.0 µs (3.01 ×), one with a column (33 %)
+90.7 µs, one with a move made in the compiled call (9 %) 65.4 µs, the rest (0.5 %: moves
+and refreshes finished by the general path) 159.3 µs.
 
 Run: ``.venv/bin/python benchmarks/stream_latency_floor.py`` (about 30 s).
 """
@@ -161,7 +166,10 @@ def main() -> None:
             median_us(basis_evaluation),
     }
     budget = 4.0 * lin
-    floor = sum(compiled.values()) + sum(shared.values())
+    # At most one of the two evaluations runs on a sample (evaluations_per_sample=1).
+    evaluations = [name for name in compiled if "evaluation" in name]
+    floor = (sum(compiled.values()) - min(compiled[name] for name in evaluations)
+             + sum(shared.values()))
     print(f"M = {m}, tracked columns n = {n}, window W = {int(window.count)}, d = "
           f"{window.n_features}")
     print(f"river LinearRegression (behind the scaler), median µs per sample: {lin:.1f}; "
@@ -171,7 +179,8 @@ def main() -> None:
         print(f"  {name:64s} {value:8.1f}")
     for name, value in compiled.items():
         print(f"  {name:64s} {value:8.1f}")
-    print(f"  {'sum: scaler + conversions + compiled loops':64s} {floor:8.1f}   "
+    print(f"  {'sum (one evaluation): scaler + conversions + compiled loops':64s} "
+          f"{floor:8.1f}   "
           f"= {floor / lin:.2f} × LinearRegression")
     print(f"\nleft of the 4× budget for every other line of Python in predict_one + "
           f"learn_one: {budget - floor:.1f} µs")
@@ -219,9 +228,10 @@ def in_the_stream(data: list, lin: float) -> None:
             after_learn_scaler = time.perf_counter()
             model.learn_one(scaled, y)
             end = time.perf_counter()
-            traded = model._in_registers and model._ints[_loops.TRADED_NOW] > 0
+            ints = model._ints if model._in_registers else None
+            moved = ints is not None and (ints[_loops.TRADED_NOW] or ints[_loops.RESIZED])
             column = ridge.window._next_id != columns_before
-            kind = ("column" if column else "trade (compiled)" if traded
+            kind = ("column" if column else "move (compiled)" if moved
                     else "quiet" if spent[1] == _loops.QUIET else "general path finished it")
             rows.append((kind, after_scaler - start + after_learn_scaler - after_predict,
                          after_predict - after_scaler, end - after_learn_scaler, spent[0]))
@@ -231,7 +241,7 @@ def in_the_stream(data: list, lin: float) -> None:
           f"LinearRegression {lin:.1f})")
     print(f"  {'kind of sample':28s} {'count':>6s} {'scaler':>7s} {'predict':>8s} "
           f"{'learn':>7s} {'of which compiled':>18s} {'all':>7s} {'× lin':>6s}")
-    for kind in ("quiet", "column", "trade (compiled)", "general path finished it"):
+    for kind in ("quiet", "column", "move (compiled)", "general path finished it"):
         chosen = np.array([row[1:] for row in rows if row[0] == kind]) * 1e6
         if not len(chosen):
             continue
