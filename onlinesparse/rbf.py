@@ -112,15 +112,19 @@ class SparseRBFRegressor(base.Regressor):
         evaluations when a loop has slack.
     candidate_every
         A new candidate centre's column (O(W·(M + C)), the largest single piece of
-        per-sample work: about 50 µs at W = 1000, M = 100) is computed on one ``learn_one``
+        per-sample work: about 40 µs at W = 1000, M = 100) is computed on one ``learn_one``
         in this many; proposals made in between wait in a short queue that keeps the most
-        recent few. Measured on Friedman #1 (5000 samples behind a StandardScaler, RMSE
-        all / last 1000, median and 99th-percentile µs of predict + learn): 1 → 1.797 /
-        1.548, 121 / 268 µs; 2 → 1.825 / 1.609, 103 / 232 µs; 3 → 1.805 / 1.567, 73 / 227
-        µs; 4 → 1.842 / 1.681, 68 / 220 µs. The default 3 keeps the typical sample free of
-        a column for 2 % of accuracy on the small budget that needs columns most
-        (``max_basis=30``, window 300, 1200 samples, three streams: RMSE over the last 200
-        2.20 against 2.15 with 1); set 1 when latency does not matter.
+        recent few, and the pruner's evaluations are arranged around the columns (see
+        :meth:`_schedule`). Measured on Friedman #1 (seed 42, 5000 samples behind a
+        StandardScaler, other parameters at their defaults; RMSE all / last 1000, then the
+        median and 99th percentile of predict + learn as multiples of river
+        LinearRegression's median in the same run, single runs): 1 → 1.962 / 1.614, 6.1 /
+        10.4; 2 → 1.832 / 1.564, 5.1 / 9.3; 3 → 1.831 / 1.596, 3.6 / 9.0; 4 → 1.888 /
+        1.646, 3.3 / 9.0. The default 3 keeps two samples in three free of a column. On a
+        small budget that needs columns more (``max_basis=30``, window 300, 1200 samples,
+        six streams: RMSE over the last 200) 1 gives 2.28 against 2.38; set 1 (with a
+        larger ``n_candidates``, since every sample then evicts a candidate) when latency
+        does not matter.
     linear
         Offer one linear basis function per input (beside the constant).
     novelty
@@ -509,14 +513,14 @@ class SparseRBFRegressor(base.Regressor):
         many more as fit the same work (an evaluation is O(M²)), at most
         ``_GROWTH_EVALUATIONS`` times as many. Around the candidate columns (one sample in
         ``candidate_every``, O(W·n) each) the work is arranged so that most samples stay
-        light and none carries two heavy pieces. With ``candidate_every`` ≥ 3 and
-        proposals waiting: the sample that computes the column starts with a basis
-        function's re-estimation (a move that never stops it from computing its column,
-        unlike a trade), the sample after it runs one evaluation fewer, and the others
-        start with a candidate move — at one evaluation per sample, one candidate move and
-        one re-estimation in every ``candidate_every`` samples when that is 3. Otherwise
-        the evaluations alternate by the pruner's turn counter, one fewer on a column's
-        sample.
+        light and none carries two heavy pieces: with proposals waiting, the sample that
+        computes the column starts with a basis function's re-estimation (a move that
+        never stops it from computing its column, unlike a trade), the others start with a
+        candidate move, and with ``candidate_every`` ≥ 3 the sample after the column's
+        runs one evaluation fewer — at one evaluation per sample and the default 3, one
+        re-estimation and one candidate move in every three samples. With a column on
+        every sample (``candidate_every=1``) the evaluations alternate by the pruner's
+        turn counter.
         """
         evaluations = self.evaluations_per_sample
         size = self._model.state.weights.shape[0]
@@ -524,16 +528,12 @@ class SparseRBFRegressor(base.Regressor):
             scale = (self.max_basis / max(size, 1)) ** 2
             evaluations = int(evaluations * min(scale, _GROWTH_EVALUATIONS))
         buffer = self._buffer
-        if not buffer.queue:
-            return evaluations, _loops.TURN_ORDER
         every = buffer.column_every
-        if every < 3:
-            if evaluations and buffer.column_due():
-                evaluations -= 1
+        if not buffer.queue or every == 1:
             return evaluations, _loops.TURN_ORDER
         if buffer.column_due():
             return evaluations, _loops.BASIS_FIRST
-        if buffer.n_considered % every == 0:  # the sample after a column's
+        if every >= 3 and buffer.n_considered % every == 0:  # the sample after a column's
             return max(evaluations - 1, 0), _loops.CANDIDATE_FIRST
         return evaluations, _loops.CANDIDATE_FIRST
 
