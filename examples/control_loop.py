@@ -54,8 +54,9 @@ Prints the tracking RMSE per second with and without the learned feed-forward, a
 median, 99th-percentile and worst compute time per tick against the 1 ms budget (wall clock,
 and the thread's CPU time beside it), for the mandatory work and for the whole tick
 including ``refine``. This is Python on a general-purpose, possibly shared OS: the
-wall-clock worst case includes preemption by the scheduler and the garbage collector, which
-a real-time deployment would pin, freeze or disable.
+wall-clock worst case includes preemption by the scheduler. The garbage collector is
+frozen before the loop (``gc.freeze()``), as a real-time deployment would do: its full
+passes otherwise walk every object the libraries hold.
 
 Run: ``python examples/control_loop.py [seconds]`` (default 10 s simulated; about 15 s).
 """
@@ -67,6 +68,7 @@ import os
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")  # before numpy: one BLAS thread in a control loop
 
+import gc  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -132,6 +134,11 @@ def run(seconds: float, learn: bool, seed: int = 0) -> dict:
     eval_cost = 1e-4  # running estimate of one refine(1), seconds
     previous = None  # (q, q̇ measured at the start of the last tick, torque applied)
     clock, cpu_clock = time.perf_counter, time.thread_time
+    # Everything allocated so far (the libraries, the model) is long-lived: frozen, the
+    # garbage collector's full passes no longer walk it. Unfrozen, such a pass took a
+    # refine() call past the tick's budget (1–3.6 ms) a few dozen times in 10 s.
+    gc.collect()
+    gc.freeze()
     for k in range(n_ticks):
         q_meas = q + Q_NOISE * rng.standard_normal()
         qd_meas = qd + QD_NOISE * rng.standard_normal()
