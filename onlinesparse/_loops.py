@@ -32,7 +32,7 @@ __all__ = [
     "swap_rows", "swap_columns", "gcv_of_delta", "optimal_lambda",
     "basis_optimum", "candidate_optima", "lambda_rank_one", "basis_move", "mirror_lower",
     "least_useful", "replace_basis", "basis_optima", "running_mean", "inner", "predict_mean",
-    "stream_sample", "uev", "add_basis", "remove_basis", "settle",
+    "stream_sample", "uev", "add_basis", "remove_basis", "settle", "account_move",
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -1148,6 +1148,30 @@ SLIDE_REFUSED, DECIDE, MOVE, QUIET = range(4)
 
 
 @_jit
+def account_move(ints: np.ndarray, floats: np.ndarray, move: np.ndarray, estimate: float,
+                 factor: float, move_kind: int, action: int, done: int, gram: np.ndarray,
+                 variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray,
+                 refresh_at: float, account_drift: float) -> float:
+    """The accounts of a move :func:`stream_sample` has made (a trade, addition or
+    deletion: ``move_kind`` 3, 4, 5): :func:`settle`, then the counters
+    ``IncrementalRidge._after_update`` advances. Returns the new account; or −1 with the
+    counters untouched and the registers saying what remains for the caller
+    (``_after_update((factor, factor))``, which will refresh S)."""
+    after = settle(estimate, factor, gram, variance, weights, lambdas, refresh_at,
+                   account_drift)
+    if after < 0.0:
+        move[4] = factor
+        ints[MOVE_KIND] = move_kind
+        ints[ACTION] = action
+        ints[DONE] = done
+        return -1.0
+    floats[ERROR_ESTIMATE] = after
+    ints[SINCE_CHECK] += 1
+    ints[UPDATES] += 1
+    return after
+
+
+@_jit
 def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarray,
                   inv_r2: np.ndarray, features: np.ndarray, gram: np.ndarray,
                   cross_y: np.ndarray, HT: np.ndarray, X: np.ndarray, targets: np.ndarray,
@@ -1386,18 +1410,11 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                 if factor > 0.0:
                     swap_columns(gram, HT, cross_y, ids, merit, stamps, kinds, inv_r2,
                                  features, centres, j, position, n)
-                    after = settle(estimate, factor, gram, variance, weights, lambdas,
-                                   refresh_at, account_drift)
-                    if after < 0.0:  # a refresh is called for: the caller's _decide
-                        move[4] = factor
-                        ints[MOVE_KIND] = 3
-                        ints[ACTION] = action
-                        ints[DONE] = done
+                    estimate = account_move(ints, floats, move, estimate, factor, 3, action,
+                                            done, gram, variance, weights, lambdas,
+                                            refresh_at, account_drift)
+                    if estimate < 0.0:
                         return MOVE
-                    estimate = after
-                    floats[ERROR_ESTIMATE] = estimate
-                    ints[SINCE_CHECK] += 1
-                    ints[UPDATES] += 1
                     ints[N_TRADED] += 1
                     ints[TRADED_NOW] += 1
                     stale = True  # (recomputed only if something reads it)
@@ -1431,19 +1448,12 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                     swap_columns(gram, HT, cross_y, ids, merit, stamps, kinds, inv_r2,
                                  features, centres, position, m, n)
                     m += 1
-                    factor = (g_jj + lam) / delta
-                    after = settle(estimate, factor, gram, variance, weights, lambdas,
-                                   refresh_at, account_drift)
-                    if after < 0.0:
-                        move[4] = factor
-                        ints[MOVE_KIND] = 4
-                        ints[ACTION] = action
-                        ints[DONE] = done
+                    estimate = account_move(ints, floats, move, estimate,
+                                            (g_jj + lam) / delta, 4, action, done, gram,
+                                            variance, weights, lambdas, refresh_at,
+                                            account_drift)
+                    if estimate < 0.0:
                         return MOVE
-                    estimate = after
-                    floats[ERROR_ESTIMATE] = estimate
-                    ints[SINCE_CHECK] += 1
-                    ints[UPDATES] += 1
                     ints[N_ADDED] += 1
                     ints[ADDED_NOW] += 1
                     stale = True  # (recomputed only if something reads it)
@@ -1503,18 +1513,11 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                                  features, centres, m, n - 1, n)
                     n -= 1
                     ints[N_COLUMNS] = n
-                after = settle(estimate, 1.0, gram, variance, weights, lambdas, refresh_at,
-                               account_drift)
-                if after < 0.0:
-                    move[4] = 1.0
-                    ints[MOVE_KIND] = 5
-                    ints[ACTION] = action
-                    ints[DONE] = done
+                estimate = account_move(ints, floats, move, estimate, 1.0, 5, action, done,
+                                        gram, variance, weights, lambdas, refresh_at,
+                                        account_drift)
+                if estimate < 0.0:
                     return MOVE
-                estimate = after
-                floats[ERROR_ESTIMATE] = estimate
-                ints[SINCE_CHECK] += 1
-                ints[UPDATES] += 1
                 ints[N_DELETED] += 1
                 stale = True  # (recomputed only if something reads it)
                 done += 1
