@@ -467,9 +467,10 @@ def add_basis(variance: np.ndarray, weights: np.ndarray, g: np.ndarray, g_jj: fl
 
     Returns ``(Δ, status)``: 1 when done; with nothing written, 0 when
     ``Δ ≤ min_relative·(g_jj + λ)`` or Δ is not finite (the column is in the span of the
-    model's to rounding) and −1 when the Gram formula ``g_jj − gᵀl`` is below
-    ``project_below·g_jj`` (it has lost that many digits: the caller computes ``hᵀPh``
-    from the stored rows, ``IncrementalRidge._projection``, and calls again with it).
+    model's to rounding) and −1 when ``project_below`` > 0 and the Gram formula
+    ``g_jj − gᵀl`` is below ``project_below·g_jj`` (it has lost that many digits: the
+    caller computes ``hᵀPh`` from the stored rows, ``IncrementalRidge._projection``, and
+    calls again with it).
     """
     m = weights.shape[0]
     # (BLAS products, as NumPy's `S @ g` and `g @ w`: for a nearly dependent column the
@@ -480,7 +481,7 @@ def add_basis(variance: np.ndarray, weights: np.ndarray, g: np.ndarray, g_jj: fl
         delta = lam + projected_hph
     else:
         g_l = np.dot(g, l_vec) if m else 0.0
-        if g_jj - g_l < project_below * g_jj:
+        if project_below > 0.0 and g_jj - g_l < project_below * g_jj:
             return lam + g_jj - g_l, -1
         delta = lam + g_jj - g_l
     if not (delta > min_relative * (g_jj + lam)) or not math.isfinite(delta):

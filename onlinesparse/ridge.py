@@ -512,6 +512,8 @@ class IncrementalRidge:
         try:
             account = self.state.add_basis(g, g_jj, c_j, lam, project_below=project_below)
             if account is None:
+                # (with no projection after all, the Gram formula: project_below 0 never
+                # asks for one)
                 account = self.state.add_basis(g, g_jj, c_j, lam,
                                                self._projection(position, g, g_jj))
         except IllConditionedError:

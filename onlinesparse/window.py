@@ -284,13 +284,17 @@ class WindowStatistics:
         return self._new_column()
 
     def _make_room(self) -> None:
+        self._require_stored_patterns()
+        self._ensure_columns(self.n_columns + 1)
+
+    def _require_stored_patterns(self) -> None:
+        """A new column's statistics need the past patterns (or there must be none yet)."""
         if not self.stores_patterns and self.count > 0:
             raise ValueError(
                 "unbounded memory keeps statistics only, so a new basis function cannot be "
                 "evaluated over past patterns; register candidates before learning or use "
                 "memory='window'"
             )
-        self._ensure_columns(self.n_columns + 1)
 
     def replace_radial(self, position: int, centre: np.ndarray, radius: float,
                        kernel: str) -> int:
@@ -300,6 +304,7 @@ class WindowStatistics:
         centre and radius are valid (the buffer manager evicting to make room)."""
         if not self.n_model <= position < self.n_columns:
             raise ValueError(f"position {position} is not a candidate")
+        self._require_stored_patterns()
         self.basis.put_radial(position, centre, radius, kernel)
         return self._new_column(position)
 

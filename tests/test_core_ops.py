@@ -151,6 +151,26 @@ def test_forgetting_matches_weighted_from_scratch(seed, factor, n_basis):
     assert model.n_patterns == pytest.approx(ref["p"], rel=1e-12)
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_a_duplicate_column_without_stored_rows_is_added_with_its_ridge(seed):
+    """A memory that keeps no rows (forgetting) cannot recompute a cancelled hᵀPh, so an
+    exact duplicate of a model column (hᵀPh = 0 up to rounding, either sign) is added by
+    the Gram formula at its λ > 0 — state and window stay in step and match the weighted
+    from-scratch solve."""
+    rng = np.random.default_rng(seed)
+    model = IncrementalRidge(n_features=3, memory="forgetting", factor=0.99)
+    for _ in range(60):
+        model.add_pattern(rng.normal(size=3), float(rng.normal()))
+    for spec in (BasisSpec.constant(), BasisSpec.linear(0), BasisSpec.linear(1),
+                 BasisSpec.linear(2)):
+        model.add_basis(spec, 0.0)
+    model.add_basis(BasisSpec.linear(1), 1.0)
+    assert model.window.n_model == model.size == 5
+    ref = from_scratch(model)
+    assert rel_err(model.weights, ref["w"]) <= 1e-8
+
+
 def test_unbounded_memory_matches_from_scratch_and_refuses_late_columns():
     rng = np.random.default_rng(0)
     model = IncrementalRidge(n_features=1, memory="unbounded")
@@ -166,6 +186,18 @@ def test_unbounded_memory_matches_from_scratch_and_refuses_late_columns():
     assert rel_err(model.weights, w) <= 1e-9
     with pytest.raises(ValueError, match="unbounded memory"):
         model.add_basis(BasisSpec.radial([0.0], 0.3), 1.0)
+
+
+def test_unbounded_memory_refuses_to_replace_a_candidate_once_it_has_patterns():
+    window = WindowStatistics(1, memory="unbounded")
+    window.add_radial(np.array([0.0]), 1.0, "gaussian")
+    for x in np.linspace(-1, 1, 20):
+        window.push(np.array([x]), float(x))
+    before = (window.gram.copy(), window.basis.spec(0))
+    with pytest.raises(ValueError, match="unbounded memory"):
+        window.replace_radial(0, np.array([0.5]), 1.0, "gaussian")
+    np.testing.assert_array_equal(window.gram, before[0])
+    assert window.basis.spec(0) == before[1]
 
 
 def test_refresh_changes_nothing_but_rounding():
