@@ -145,7 +145,7 @@ def least_useful(merit: np.ndarray, ids: np.ndarray, start: int, stop: int,
 # -- window statistics (window.py) --------------------------------------------------------
 @_jit
 def new_column(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
-               features: np.ndarray, X: np.ndarray, y: np.ndarray, HT: np.ndarray,
+               features: np.ndarray, XT: np.ndarray, y: np.ndarray, HT: np.ndarray,
                gram: np.ndarray, cross_y: np.ndarray, i: int, n: int, head: int,
                n_stored: int, factor: float) -> None:
     """The statistics of column ``i`` of the basis (just written there, ``i < n``) over
@@ -154,32 +154,34 @@ def new_column(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
     columns (itself included) to row and column ``i`` of the Gram matrix, ``φᵀy`` to
     ``cross_y[i]``. With forgetting, a pattern of age a weighs ``factor**a``.
 
-    A full window is walked in storage order (the sums are order-free, and slot order
-    spares a modulo per pattern); the products with the tracked columns are one
-    matrix-vector product over contiguous lines of ``HT``, with slots that hold no
-    pattern weighted 0.
+    The values are computed for every slot of the ring (``XT`` holds the inputs feature
+    by feature, so each pass is over contiguous memory and vectorises; a slot that holds
+    no pattern is weighted 0 below), each squared distance summed over the inputs in
+    order, as :func:`evaluate_rows` does. The sums are order-free: a full window is
+    walked in storage order, and the products with the tracked columns are one
+    matrix-vector product over contiguous lines of ``HT``.
     """
     cap = y.shape[0]
     line = HT[i]
-    # The column's values at the stored inputs, slot by slot (one column: its kind and
-    # centre are fixed, so this is the inner loop of evaluate_rows without the dispatch).
     kind = kinds[i]
-    centre = centres[i]
-    scale = inv_r2[i]
-    d = X.shape[1]
     full = n_stored == cap
-    for t in range(n_stored):
-        slot = t if full else (head + t) % cap
-        if kind == _CONSTANT:
+    if kind == _CONSTANT:
+        for slot in range(cap):
             line[slot] = 1.0
-        elif kind == _LINEAR:
-            line[slot] = X[slot, features[i]]
-        else:
-            z = 0.0
-            for f in range(d):
-                diff = X[slot, f] - centre[f]
-                z += diff * diff
-            line[slot] = profile(kind, z * scale)
+    elif kind == _LINEAR:
+        line[:] = XT[features[i]]
+    else:
+        centre = centres[i]
+        z = np.zeros(cap)
+        for f in range(XT.shape[0]):
+            inputs = XT[f]
+            c = centre[f]
+            for slot in range(cap):
+                diff = inputs[slot] - c
+                z[slot] += diff * diff
+        scale = inv_r2[i]
+        for slot in range(cap):
+            line[slot] = profile(kind, z[slot] * scale)
     if factor == 1.0 and full:
         # Every slot holds an unweighted pattern: the weights are the values themselves.
         cross = np.dot(HT[:n], line)
@@ -1175,7 +1177,7 @@ def account_move(ints: np.ndarray, floats: np.ndarray, move: np.ndarray, estimat
 @_jit
 def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarray,
                   inv_r2: np.ndarray, features: np.ndarray, gram: np.ndarray,
-                  cross_y: np.ndarray, HT: np.ndarray, X: np.ndarray, targets: np.ndarray,
+                  cross_y: np.ndarray, HT: np.ndarray, XT: np.ndarray, targets: np.ndarray,
                   stamps: np.ndarray, merit: np.ndarray, ids: np.ndarray, capacity: int,
                   ints: np.ndarray, floats: np.ndarray, row: np.ndarray, move: np.ndarray,
                   refresh_every: int, check_every: int, refresh_at: float,
@@ -1305,7 +1307,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
         estimate = estimate * (1.0 / addition) + addition
         healthy = is_healthy(variance, weights)
     for f in range(d):
-        X[slot, f] = x[f]
+        XT[f, slot] = x[f]
     targets[slot] = y
     for i in range(n):
         HT[i, slot] = row[i]

@@ -117,7 +117,9 @@ class WindowStatistics:
         self.n_seen = 0
         # Ring buffer of stored patterns, oldest at `_head`.
         rows = min(self.store_capacity, 64)
-        self._X = np.zeros((rows, self.n_features))
+        # The inputs feature by feature (one line per input over the ring): a new column's
+        # kernel values are then loops over contiguous memory, which vectorise.
+        self._XT = np.zeros((self.n_features, rows))
         self._y = np.zeros(rows)
         # Stored rows, transposed (one line per tracked column): a new candidate's cross
         # statistics are then a product with contiguous lines, and moving a column is a
@@ -139,6 +141,8 @@ class WindowStatistics:
         return state
 
     def __setstate__(self, state: dict) -> None:
+        if "_X" in state:  # a checkpoint that stored the inputs pattern by pattern
+            state["_XT"] = np.ascontiguousarray(state.pop("_X").T)
         self.__dict__.update(state)
         n = self.n_columns
         if "merit" not in state:  # a checkpoint written before columns carried a merit
@@ -216,8 +220,8 @@ class WindowStatistics:
         return (self._head + np.arange(self.n_stored)) % cap
 
     def stored_inputs(self) -> np.ndarray:
-        """Stored inputs, oldest first."""
-        return self._X[self._order()]
+        """Stored inputs, oldest first (one row per pattern)."""
+        return np.ascontiguousarray(self._XT[:, self._order()].T)
 
     def stored_targets(self) -> np.ndarray:
         return self._y[self._order()]
@@ -318,7 +322,7 @@ class WindowStatistics:
         if self.n_stored:
             basis = self.basis
             _loops.new_column(basis._kind, basis._centres, basis._inv_r2, basis._feature,
-                              self._X, self._y, self._HT, self._gram, self._cross_y,
+                              self._XT, self._y, self._HT, self._gram, self._cross_y,
                               position, n, self._head, self.n_stored, self.factor)
         else:
             self._gram[:n, position] = 0.0
@@ -405,20 +409,20 @@ class WindowStatistics:
                 self._head = (self._head + 1) % cap
                 self.n_stored -= 1
         slot = (self._head + self.n_stored) % cap
-        self._X[slot] = x
+        self._XT[:, slot] = x
         self._y[slot] = y
         self._HT[: len(h), slot] = h
         self.n_stored += 1
 
     def _grow_store(self, rows: int) -> None:
         order = self._order()
-        X = np.zeros((rows, self.n_features))
+        XT = np.zeros((self.n_features, rows))
         y = np.zeros(rows)
         HT = np.zeros((self._HT.shape[0], rows))
-        X[: self.n_stored] = self._X[order]
+        XT[:, : self.n_stored] = self._XT[:, order]
         y[: self.n_stored] = self._y[order]
         HT[:, : self.n_stored] = self._HT[:, order]
-        self._X, self._y, self._HT, self._head = X, y, HT, 0
+        self._XT, self._y, self._HT, self._head = XT, y, HT, 0
 
     def oldest(self) -> tuple[np.ndarray, float]:
         """Row (every tracked column) and target of the oldest stored pattern."""

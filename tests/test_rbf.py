@@ -291,7 +291,7 @@ def _state(model: SparseRBFRegressor) -> dict:
     pruner = {k: v for k, v in vars(model._pruner).items()}
     return {
         "arrays": [a.tobytes() for a in (ridge.weights, ridge.lambdas, ridge.variance,
-                                          window.gram, window.cross_y_model, window._X,
+                                          window.gram, window.cross_y_model, window._XT,
                                           window._y, window._HT[:n], window.ids[:n],
                                           window.merit[:n], window.stamps[:n],
                                           model._features.means)],
