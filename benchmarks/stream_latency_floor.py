@@ -40,10 +40,10 @@ Measured (2026-11-21, this machine), first part, before the fused sample: Linear
 model then spent about 75 µs (a sample without a candidate column took 124 µs in all). That
 led to the fused sample (one compiled call per sample, ``SparseRBFRegressor._learn_fused``)
 and to candidate columns on one sample in three. Since then (one evaluation per sample,
-10 candidates, additions and deletions compiled too): floor 37.3 µs (2.44 ×); in the
-stream, samples 3000–5000, a quiet sample (57 %) 46.0 µs (3.01 ×), one with a column (33 %)
-90.7 µs, one with a move made in the compiled call (9 %) 65.4 µs, the rest (0.5 %: moves
-and refreshes finished by the general path) 159.3 µs.
+10 candidates, additions and deletions compiled too, inputs stored feature by feature):
+floor 36.8 µs (2.37 ×); in the stream, samples 3000–5000, a quiet sample (57 %) 47.4 µs
+(3.04 ×), one with a column (33 %) 86.9 µs, one with a move made in the compiled call (9 %)
+66.2 µs, the rest (0.5 %: moves and refreshes finished by the general path) 163.8 µs.
 
 Run: ``.venv/bin/python benchmarks/stream_latency_floor.py`` (about 30 s).
 """

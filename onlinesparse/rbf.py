@@ -115,7 +115,7 @@ class SparseRBFRegressor(base.Regressor):
         adds more evaluations when a loop has slack.
     candidate_every
         A new candidate centre's column (O(W·(M + C)), the largest single piece of
-        per-sample work: about 40 µs at W = 1000, M = 100) is computed on one ``learn_one``
+        per-sample work: about 30 µs at W = 1000, M = 100) is computed on one ``learn_one``
         in this many; proposals made in between wait in a short queue that keeps the most
         recent few, and the pruner's evaluations are arranged around the columns (see
         :meth:`_schedule`). Measured on Friedman #1 (seed 42, 5000 samples behind a
