@@ -32,7 +32,7 @@ __all__ = [
     "swap_rows", "swap_columns", "gcv_of_delta", "optimal_lambda",
     "basis_optimum", "candidate_optima", "lambda_rank_one", "basis_move", "mirror_lower",
     "least_useful", "replace_basis", "basis_optima", "running_mean", "inner", "predict_mean",
-    "stream_sample", "uev", "add_basis", "remove_basis", "settle", "account_move",
+    "stream_sample", "uev", "add_basis", "remove_basis", "settle", "account_move", "model_budget",
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -1115,6 +1115,13 @@ def predict_mean(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray, inv_r2: 
 
 
 @_jit
+def model_budget(max_basis: int, count: float) -> int:
+    """``GCVPruner.budget``: at most ``max_basis`` basis functions, and no more than half
+    as many as there are patterns (``count``)."""
+    return min(max_basis, int(count // 2))
+
+
+@_jit
 def settle(estimate: float, factor: float, gram: np.ndarray, variance: np.ndarray,
            weights: np.ndarray, lambdas: np.ndarray, refresh_at: float,
            account_drift: float) -> float:
@@ -1394,8 +1401,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
             for q in range(k):
                 columns[q] = m + (cursor + q) % n_candidates
             ints[CANDIDATE_CURSOR] = (cursor + k - 1) % n_candidates + 1
-            # GCVPruner.budget: max_basis, and at most half as many as there are patterns
-            budget = min(max_basis, int(count // 2))
+            budget = model_budget(max_basis, count)
             action = candidate_move(variance, gram, cross_y, weights, lambdas, merit, yy,
                                     count, training, gamma, columns, lambda_min, min_gain,
                                     m >= budget, move)

@@ -154,7 +154,7 @@ class GCVPruner:
         """The most basis functions the model may have now: ``max_basis``, and no more than
         half as many as there are patterns (GCV on fewer patterns than parameters picks
         models that interpolate and extrapolate wildly)."""
-        return min(self.max_basis, int(model.n_patterns // 2))
+        return _loops.model_budget(self.max_basis, float(model.n_patterns))
 
     def _basis_move(self, model: IncrementalRidge, lambda_min: float,
                     protected: AbstractSet[int]) -> None:
