@@ -29,7 +29,7 @@ stream: window step 13 µs, candidate evaluation 16 µs), so the floor printed h
 anything, low.
 
 Then it runs the stream on (samples 3000–5000, a fresh model) and times, sample by sample,
-``predict_one``, ``learn_one`` and within it the compiled sample (``_loops.stream_sample``),
+``predict_one``, ``learn_one`` and within it the compiled sample (``core.stream_sample``),
 by kind of sample: quiet (no candidate column, no change of the basis set, nothing handed
 back to the general path), with a candidate column, with a trade, addition or deletion made
 in the compiled call, and the rest (a move or refresh finished by the general path).
@@ -61,7 +61,7 @@ from collections.abc import Callable  # noqa: E402
 import numpy as np  # noqa: E402
 from river import datasets, linear_model, preprocessing  # noqa: E402
 
-from onlinesparse import SparseRBFRegressor, _loops, warm_up  # noqa: E402
+from onlinesparse import SparseRBFRegressor, core, warm_up  # noqa: E402
 
 REPEATS = 3000
 
@@ -128,7 +128,7 @@ def main() -> None:
         # Alternate the roles of the two patterns, so that S and G come back each other call.
         a, b = (h_old, h_new) if flip[0] else (h_new, h_old)
         ya, yb = (y_old, y_new) if flip[0] else (y_new, y_old)
-        _loops.slide_window(gram, cross_y, n, variance, weights, m, a, ya, b, yb, 1e-10, work,
+        core.slide_window(gram, cross_y, n, variance, weights, m, a, ya, b, yb, 1e-10, work,
                             out4)
         flip[0] = not flip[0]
 
@@ -142,24 +142,24 @@ def main() -> None:
     lam_j = float(lambdas[j])
 
     def basis_evaluation() -> None:
-        error, gamma = _loops.error_and_gamma(gram, cross_y, weights, lambdas, variance,
+        error, gamma = core.error_and_gamma(gram, cross_y, weights, lambdas, variance,
                                               window.yy)
-        _loops.basis_optimum(variance, gram, cross_y, weights, lambdas, window.yy,
+        core.basis_optimum(variance, gram, cross_y, weights, lambdas, window.yy,
                              window.count, j, lam_min, out8)
         # Move λⱼ and back on alternate calls: the same rank-one work every time.
-        _loops.lambda_rank_one(variance, weights, lambdas, j,
+        core.lambda_rank_one(variance, weights, lambdas, j,
                                lam_j * 1.01 if lambdas[j] == lam_j else lam_j)
 
     compiled = {
         "row of every tracked column (learn)": median_us(
-            lambda: _loops.evaluate_rows(basis._kind, basis._centres, basis._inv_r2,
+            lambda: core.evaluate_rows(basis._kind, basis._centres, basis._inv_r2,
                                          basis._feature, point, 0, n, rows_all)),
         "row of the model's columns (predict)": median_us(
-            lambda: _loops.evaluate_rows(basis._kind, basis._centres, basis._inv_r2,
+            lambda: core.evaluate_rows(basis._kind, basis._centres, basis._inv_r2,
                                          basis._feature, point, 0, m, rows_model)),
         "window step (slide_window)": median_us(slide),
         "candidate evaluation (candidate_move, 2 candidates)": median_us(
-            lambda: _loops.candidate_move(variance, gram, cross_y, weights, lambdas, merit,
+            lambda: core.candidate_move(variance, gram, cross_y, weights, lambdas, merit,
                                           window.yy, window.count, *summary, columns,
                                           lam_min, 1e-4, True, out4)),
         "basis evaluation (error_and_gamma + basis_optimum + λ rank one)":
@@ -201,7 +201,7 @@ def in_the_stream(data: list, lin: float) -> None:
     for x, y in data[:3000]:
         scaler.learn_one(x)
         model.learn_one(scaler.transform_one(x), y)
-    compiled_call = _loops.stream_sample
+    compiled_call = core.stream_sample
     spent = [0.0, -1]  # time in the compiled call this sample, its outcome
 
     def timed(*args):
@@ -211,7 +211,7 @@ def in_the_stream(data: list, lin: float) -> None:
         spent[1] = code
         return code
 
-    _loops.stream_sample = timed  # (the module SparseRBFRegressor calls through)
+    core.stream_sample = timed  # (the module SparseRBFRegressor calls through)
     rows = []
     try:
         for x, y in data[3000:]:
@@ -228,15 +228,15 @@ def in_the_stream(data: list, lin: float) -> None:
             after_learn_scaler = time.perf_counter()
             model.learn_one(scaled, y)
             end = time.perf_counter()
-            ints = model._ints if model._in_registers else None
-            moved = ints is not None and (ints[_loops.TRADED_NOW] or ints[_loops.RESIZED])
+            reg = model._record[0] if model._in_registers else None
+            moved = reg is not None and (reg["traded_now"] or reg["resized"])
             column = ridge.window._next_id != columns_before
             kind = ("column" if column else "move (compiled)" if moved
-                    else "quiet" if spent[1] == _loops.QUIET else "general path finished it")
+                    else "quiet" if spent[1] == core.QUIET else "general path finished it")
             rows.append((kind, after_scaler - start + after_learn_scaler - after_predict,
                          after_predict - after_scaler, end - after_learn_scaler, spent[0]))
     finally:
-        _loops.stream_sample = compiled_call
+        core.stream_sample = compiled_call
     print(f"\nin the stream, samples 3000–5000 (median µs; 'all' includes the scaler; "
           f"LinearRegression {lin:.1f})")
     print(f"  {'kind of sample':28s} {'count':>6s} {'scaler':>7s} {'predict':>8s} "

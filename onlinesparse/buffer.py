@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from onlinesparse import _loops
+from onlinesparse import core
 from onlinesparse.window import WindowStatistics
 
 __all__ = ["BufferManager"]
@@ -80,13 +80,13 @@ class BufferManager:
         ridge state, the VBLS state) shares this pool. ``column=False`` computes none this
         time (the caller's sample already did heavy work); proposals still queue.
         ``nearest`` is the novelty distance, ``proposal`` the verdict, if the caller has
-        them already (``_loops.stream_sample`` makes both).
+        them already (``core.stream_sample`` makes both).
         """
         if proposal is None:
             if nearest is None:
                 basis = window.basis
                 # ∞ when no radial column is tracked yet: then every input is novel.
-                nearest = _loops.nearest_sq_distance(basis._kind, basis._centres,
+                nearest = core.nearest_sq_distance(basis._kind, basis._centres,
                                                      basis.size, x)
             novel = nearest > self.novelty_threshold
             badly_predicted = noise_std > 0 and abs(error) > self.error_threshold * noise_std
@@ -123,9 +123,9 @@ class BufferManager:
 
     def _least_useful(self, window: WindowStatistics) -> int:
         """The candidate to evict first, or −1 when every one is protected. The rule is
-        _loops.least_useful's, on the verdicts the columns carry
+        core.least_useful's, on the verdicts the columns carry
         (WindowStatistics.merit: the pruner's GCV gain, or a Bayesian model's score)."""
-        return _loops.least_useful(window.merit, window.ids, window.n_model,
+        return core.least_useful(window.merit, window.ids, window.n_model,
                                    window.n_columns, self.protected_ids())
 
     def _evict(self, window: WindowStatistics) -> bool:

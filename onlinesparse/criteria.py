@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from onlinesparse import _loops
+from onlinesparse import core
 
 if TYPE_CHECKING:  # pragma: no cover
     from onlinesparse.ridge import IncrementalRidge
@@ -52,15 +52,15 @@ def gcv(training_error: float, effective_parameters: float, n_patterns: float) -
     """Generalised cross-validation, Orr eq. 5.6: ``p·yᵀP²y / (p − γ)²`` (∞ when p ≤ γ).
 
     The formula is written once, in the compiled layer, because the pruner's compiled
-    decision (``_loops.candidate_move``) needs it too.
+    decision (``core.candidate_move``) needs it too.
     """
-    return _loops.gcv(float(training_error), float(effective_parameters), float(n_patterns))
+    return core.gcv(float(training_error), float(effective_parameters), float(n_patterns))
 
 
 def uev(training_error: float, effective_parameters: float, n_patterns: float) -> float:
     """Unbiased estimate of variance, Orr eq. 5.3: ``yᵀP²y / (p − γ)`` (written in the
     compiled layer, as :func:`gcv` is, for the streaming regressor's fused sample)."""
-    return _loops.uev(float(training_error), float(effective_parameters), float(n_patterns))
+    return core.uev(float(training_error), float(effective_parameters), float(n_patterns))
 
 
 def fpe(training_error: float, effective_parameters: float, n_patterns: float) -> float:
@@ -149,10 +149,10 @@ def optimal_lambda(a: float, b: float, c: float, alpha: float, beta: float, psi:
     """
     # The case analysis runs compiled (the pruner calls it for every evaluation); this
     # wrapper names the case.
-    lam, value, removed, case = _loops.floored_optimum(
+    lam, value, removed, case = core.floored_optimum(
         float(a), float(b), float(c), float(alpha), float(beta), float(psi),
         float(n_patterns), float(lambda_min), bool(zeros_only))
-    return LocalOptimum(lam, value, removed, _loops.CASES[case])
+    return LocalOptimum(lam, value, removed, core.CASES[case])
 
 
 # The quantities of basis functions in and out of the model, and the global re-estimation
@@ -186,7 +186,7 @@ def basis_quantities(model: IncrementalRidge, j: int) -> dict[str, float]:
     # correction along sⱼ, so the cost is four M × M matrix-vector products, run as one
     # compiled loop (the formulas above, in the same order).
     out = np.empty(8)
-    _loops.basis_quantities(state.variance, window._gram, window._cross_y, state.weights,
+    core.basis_quantities(state.variance, window._gram, window._cross_y, state.weights,
                             state.lambdas, window.yy, window.count, int(j), out)
     return dict(zip(("a", "b", "c", "alpha", "beta", "psi", "yPh", "yP2h"), out.tolist(),
                     strict=True))
@@ -202,10 +202,10 @@ def basis_optimum(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
         raise ValueError(f"basis index {j} is not in the model (it has {state.size} basis "
                          "functions)")
     out = np.empty(8)
-    _loops.basis_optimum(state.variance, window._gram, window._cross_y, state.weights,
+    core.basis_optimum(state.variance, window._gram, window._cross_y, state.weights,
                          state.lambdas, window.yy, window.count, int(j), float(lambda_min), out,
                          bool(zeros_only))
-    return LocalOptimum(float(out[0]), float(out[1]), float(out[2]), _loops.CASES[int(out[3])])
+    return LocalOptimum(float(out[0]), float(out[1]), float(out[2]), core.CASES[int(out[3])])
 
 
 def candidate_quantities(model: IncrementalRidge, positions: np.ndarray | None = None,
@@ -222,7 +222,7 @@ def candidate_quantities(model: IncrementalRidge, positions: np.ndarray | None =
     """
     columns, removed = _candidate_columns(model, positions, without)
     out = np.empty((4, len(columns)))
-    _loops.candidate_quantities(model.state.variance, model.window._gram, model.state.size,
+    core.candidate_quantities(model.state.variance, model.window._gram, model.state.size,
                                 model.window._cross_y, model.state.weights, columns, removed,
                                 out)
     return {"r": out[0], "gamma": out[1], "xi": out[2], "u": out[3]}
@@ -244,7 +244,7 @@ def candidate_optima(model: IncrementalRidge, positions: np.ndarray,
     else:
         error, trace_p = model.training_error, model.n_patterns - model.effective_parameters
     out = np.empty((2, len(columns)))
-    _loops.candidate_optima(model.state.variance, model.window._gram, model.state.size,
+    core.candidate_optima(model.state.variance, model.window._gram, model.state.size,
                             model.window._cross_y, model.state.weights, columns, removed,
                             float(error), float(trace_p), float(model.n_patterns),
                             float(lambda_min), np.empty((4, len(columns))), out,
@@ -317,7 +317,7 @@ def basis_optima(model: IncrementalRidge, lambda_min: float = 0.0,
     """
     window, state = model.window, model.state
     out = np.empty((state.size, 8))
-    _loops.basis_optima(state.variance, window._gram, window._cross_y, state.weights,
+    core.basis_optima(state.variance, window._gram, window._cross_y, state.weights,
                         state.lambdas, window.yy, window.count, float(lambda_min), out,
                         bool(zeros_only))
     return out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy()
@@ -337,7 +337,7 @@ def candidate_scores(model: IncrementalRidge, lambda_min: float = 0.0,
     columns, _ = _candidate_columns(model, None, None)
     quantities = np.empty((4, len(columns)))
     out = np.empty((2, len(columns)))
-    _loops.candidate_optima(model.state.variance, model.window._gram, model.state.size,
+    core.candidate_optima(model.state.variance, model.window._gram, model.state.size,
                             model.window._cross_y, model.state.weights, columns, -1,
                             float(model.training_error),
                             float(model.n_patterns - model.effective_parameters),

@@ -29,7 +29,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from onlinesparse import _loops
+from onlinesparse import core
 
 __all__ = ["FeatureMap", "as_target", "as_rows"]
 
@@ -182,7 +182,7 @@ class FeatureMap:
         if not (known or self.strict or x.keys() <= self.index.keys()):
             self.ignored.update(n for n in x if n not in self.index)
         self.n_committed += 1
-        _loops.running_mean(self.means, vector, self.n_committed)
+        core.running_mean(self.means, vector, self.n_committed)
 
     def rehearse(self, rows: Iterable[Mapping[Hashable, object]]
                  ) -> tuple[FeatureMap, list[np.ndarray]]:

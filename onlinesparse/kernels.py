@@ -14,7 +14,7 @@ A :class:`Basis` is an ordered set of columns of a design matrix. Each column is
   ``cauchy``             ``1/(1 + z)``
   =====================  ======================
 
-Evaluation is one compiled loop over inputs and columns (:mod:`onlinesparse._loops`): the
+Evaluation is one compiled loop over inputs and columns (:func:`onlinesparse.core.basis.evaluate_rows`): the
 distance ``‖x − c‖²`` is summed directly (no ``‖c‖² − 2cᵀx + ‖x‖²`` cancellation) and the
 per-sample call costs about a microsecond instead of a dozen NumPy calls. The order of the columns
 matters to the caller (the window keeps model columns first, candidates after), so the
@@ -29,17 +29,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from onlinesparse import _loops
+from onlinesparse import core
 
 __all__ = ["KERNELS", "BasisSpec", "Basis", "radial_profile"]
 
-# Column kinds. Kernels are numbered from 2 so that a kind < 2 means "not radial".
-CONSTANT, LINEAR = 0, 1
+# Column kinds, by the codes of the compiled core (kernels are numbered from 2 there, so
+# that a kind < 2 means "not radial").
+CONSTANT, LINEAR = core.CONSTANT, core.LINEAR
 KERNELS: dict[str, int] = {
-    "gaussian": 2,
-    "multiquadric": 3,
-    "inverse_multiquadric": 4,
-    "cauchy": 5,
+    "gaussian": core.GAUSSIAN,
+    "multiquadric": core.MULTIQUADRIC,
+    "inverse_multiquadric": core.INVERSE_MULTIQUADRIC,
+    "cauchy": core.CAUCHY,
 }
 _KIND_NAMES = {CONSTANT: "constant", LINEAR: "linear"} | {v: k for k, v in KERNELS.items()}
 
@@ -48,13 +49,13 @@ def radial_profile(kind: int, z: np.ndarray) -> np.ndarray:
     """φ(z) for one radial type, Orr A.3, on scaled squared distances ``z = ‖x − c‖²/r²``.
 
     The formulas are those of the table above, compiled once in
-    :func:`onlinesparse._loops.profile` (which the per-sample evaluation shares).
+    :func:`onlinesparse.core.profile` (which the per-sample evaluation shares).
     """
     if kind not in _KIND_NAMES or kind < 2:
         raise ValueError(f"unknown radial kind {kind}")
     z = np.asarray(z, dtype=float)
     out = np.empty_like(z)
-    _loops.profile_array(int(kind), np.ascontiguousarray(z).ravel(), out.reshape(-1))
+    core.profile_array(int(kind), np.ascontiguousarray(z).ravel(), out.reshape(-1))
     return out
 
 
@@ -245,13 +246,13 @@ class Basis:
     def evaluate(self, x: np.ndarray, start: int = 0, stop: int | None = None) -> np.ndarray:
         """Values of columns ``start:stop`` at one input ``x`` of shape ``(d,)``.
 
-        One compiled loop over the columns (:func:`onlinesparse._loops.evaluate_rows`): at
+        One compiled loop over the columns (:func:`onlinesparse.core.evaluate_rows`): at
         a hundred columns, vectorised NumPy spent most of its time in call overhead.
         """
         stop = self.size if stop is None else stop
         x = np.asarray(x, dtype=float)
         out = np.empty(stop - start)
-        _loops.evaluate_rows(self._kind, self._centres, self._inv_r2, self._feature,
+        core.evaluate_rows(self._kind, self._centres, self._inv_r2, self._feature,
                              x.reshape(1, -1), start, stop, out.reshape(1, -1))
         return out
 
@@ -261,6 +262,6 @@ class Basis:
         stop = self.size if stop is None else stop
         X = np.ascontiguousarray(np.atleast_2d(np.asarray(X, dtype=float)))
         out = np.empty((X.shape[0], stop - start))
-        _loops.evaluate_rows(self._kind, self._centres, self._inv_r2, self._feature, X,
+        core.evaluate_rows(self._kind, self._centres, self._inv_r2, self._feature, X,
                              start, stop, out)
         return out

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from onlinesparse import _loops
+from onlinesparse import core
 from onlinesparse.ridge import IllConditionedError, IncrementalRidge
 
 __all__ = ["reestimate_basis", "local_ridge", "GCVPruner"]
@@ -47,7 +47,7 @@ def reestimate_basis(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
     error, gamma = model._summary()
     state, window = model.state, model.window
     out = np.empty(8)
-    action = _loops.basis_move(state.variance, window._gram, window._cross_y, state.weights,
+    action = core.basis_move(state.variance, window._gram, window._cross_y, state.weights,
                                state.lambdas, window.yy, window.count, error, gamma, int(j),
                                float(lambda_min), _RELATIVE_GAIN, out)
     return _apply_basis_move(model, j, action, out, protected)
@@ -55,7 +55,7 @@ def reestimate_basis(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
 
 def _apply_basis_move(model: IncrementalRidge, j: int, action: int, out: np.ndarray,
                       protected: bool) -> tuple[str, float]:
-    """Carry out the outcome of ``_loops.basis_move`` (action and ``out`` as it returns
+    """Carry out the outcome of ``core.basis_move`` (action and ``out`` as it returns
     them) and report it as :func:`reestimate_basis` does."""
     usefulness = float(out[1])
     if action == 1:  # λⱼ was changed in place: the model's accounts follow
@@ -126,19 +126,19 @@ class GCVPruner:
     n_reestimated: int = 0
 
     def step(self, model: IncrementalRidge, evaluations: int, lambda_min: float,
-             protected: AbstractSet[int] = frozenset(), first: int = _loops.TURN_ORDER
+             protected: AbstractSet[int] = frozenset(), first: int = core.TURN_ORDER
              ) -> int:
         """Do up to ``evaluations`` evaluations; returns how many were done. They alternate
         between candidate moves and basis moves: by the turn counter (``first`` =
-        ``_loops.TURN_ORDER``), or starting with a candidate move (``CANDIDATE_FIRST``) or
+        ``core.TURN_ORDER``), or starting with a candidate move (``CANDIDATE_FIRST``) or
         a basis move (``BASIS_FIRST``), for a caller that schedules them."""
         done = 0
         for k in range(evaluations):
-            if first == _loops.TURN_ORDER:
+            if first == core.TURN_ORDER:
                 self._turn += 1
                 candidate_turn = self._turn % 2 == 1
             else:
-                candidate_turn = (k % 2 == 0) == (first == _loops.CANDIDATE_FIRST)
+                candidate_turn = (k % 2 == 0) == (first == core.CANDIDATE_FIRST)
             if candidate_turn and model.window.n_candidates:
                 self._candidate_move(model, lambda_min)
             elif model.size:
@@ -154,7 +154,7 @@ class GCVPruner:
         """The most basis functions the model may have now: ``max_basis``, and no more than
         half as many as there are patterns (GCV on fewer patterns than parameters picks
         models that interpolate and extrapolate wildly)."""
-        return _loops.model_budget(self.max_basis, float(model.n_patterns))
+        return core.model_budget(self.max_basis, float(model.n_patterns))
 
     def _basis_move(self, model: IncrementalRidge, lambda_min: float,
                     protected: AbstractSet[int]) -> None:
@@ -192,7 +192,7 @@ class GCVPruner:
         # overhead of doing it step by step cost several times the arithmetic.
         out = np.empty(4)
         error, gamma = model._summary()  # shared with the basis move of the same sample
-        action = _loops.candidate_move(
+        action = core.candidate_move(
             model.state.variance, window._gram, window._cross_y, model.state.weights,
             model.state.lambdas, window.merit, window.yy, window.count, error, gamma,
             columns, float(lambda_min), self.min_gain, model.size >= self.budget(model), out)
@@ -200,7 +200,7 @@ class GCVPruner:
 
     def _apply_candidate_move(self, model: IncrementalRidge, action: int, out: np.ndarray
                               ) -> None:
-        """Carry out the outcome of ``_loops.candidate_move`` (action and ``out``)."""
+        """Carry out the outcome of ``core.candidate_move`` (action and ``out``)."""
         if action == 0:
             return
         column_id, lam = int(model.window.ids[int(out[0])]), float(out[1])

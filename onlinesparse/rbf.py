@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from river import base, proba
 
-from onlinesparse import _loops
+from onlinesparse import core
 from onlinesparse._blas import single_blas_thread
 from onlinesparse.buffer import BufferManager
 from onlinesparse.features import FeatureMap, as_target
@@ -66,7 +66,7 @@ class SparseRBFRegressor(base.Regressor):
     selection and computes no candidate column; at the budget, a sample that adds or
     trades a basis function computes no new column.
 
-    A sample runs as one compiled call (``_loops.stream_sample``) that takes the general
+    A sample runs as one compiled call (``core.stream_sample``) that takes the general
     path's steps in its order through the same compiled loops — pattern, rounding
     accounts, the pruner's evaluations and trades, the buffer's novelty test — and hands
     the sample back to the general path only where something rare happens (an addition
@@ -281,7 +281,7 @@ class SparseRBFRegressor(base.Regressor):
             # computes no new column.
             maintained = model.maintain()
             row = model.window.row(vector)
-            error = target - _loops.inner(row, model.weights, model.size)
+            error = target - core.inner(row, model.weights, model.size)
         evaluations, first = self._schedule()
         model.add_pattern(vector, target, row=row)
         features.commit(vector, x, known)
@@ -311,7 +311,7 @@ class SparseRBFRegressor(base.Regressor):
 
     # -- the fused sample ---------------------------------------------------------------
     # A sample of a model with basis functions and no refresh waiting runs as one compiled
-    # call, _loops.stream_sample, which follows the general path above step for step
+    # call, core.stream_sample, which follows the general path above step for step
     # through the same compiled loops as long as nothing unusual happens, and stops where
     # something does; the general path's own methods then finish the sample. A test holds
     # both paths to the same bits. At M = 100 the interpreter overhead of the general
@@ -350,39 +350,41 @@ class SparseRBFRegressor(base.Regressor):
         stable = getattr(self, "_stable_arguments", None)
         if stable is None or stable[0] is not basis._kind or stable[4] is not window._gram:
             buffer = self._buffer
-            self._ints = np.zeros(_loops.INT_REGISTERS, dtype=np.int64)
-            self._floats = np.zeros(_loops.FLOAT_REGISTERS)
+            self._record = core.new_record()
             self._row_buffer = np.empty(window._gram.shape[0])
             self._move_buffer = np.empty(8)
             stable = self._stable_arguments = (
                 basis._kind, basis._centres, basis._inv_r2, basis._feature, window._gram,
                 window._cross_y, window._HT, window._XT, window._y, window.stamps,
-                window.merit, window.ids, window.store_capacity, self._ints, self._floats,
+                window.merit, window.ids, window.store_capacity, self._record,
                 self._row_buffer, self._move_buffer, model.refresh_every, model.check_every,
                 _REFRESH_AT, _MIN_RESIDUAL_LEVERAGE, pruner.candidates_per_evaluation,
                 pruner.min_gain, _RELATIVE_GAIN,
                 buffer.protected_ids(), features.means, buffer.novelty_threshold,
                 buffer.error_threshold, self.noise_every, _MIN_RELATIVE_DELTA,
                 _PROJECT_BELOW, _ACCOUNT_DRIFT, model.drift_tolerance, self.max_basis)
-        ints, floats = self._ints, self._floats
-        ints[: _loops.N_REESTIMATED] = (
-            window.n_seen, window._head, model._since_refresh, model._since_check,
-            model._round_start, window._exact_since, pruner._turn, pruner._basis_cursor,
-            pruner._candidate_cursor)
-        ints[_loops.N_REESTIMATED:] = 0
-        ints[_loops.COMMITTED] = features.n_committed
-        ints[_loops.N_COLUMNS] = window.n_columns
-        ints[_loops.N_STORED] = window.n_stored
-        ints[_loops.N_LEARNED] = self._n_learned
-        floats[:] = (window.yy, model._error_estimate, model._statistics_error,
-                     model._round_error, window._refresh_credit, 0.0, 0.0, 0.0, 0.0,
-                     window.count, self._noise_variance)
+        record = self._record
+        record[0] = 0
+        reg = record[0]  # (a view: writes reach the record)
+        for name, value in (
+                ("n_seen", window.n_seen), ("head", window._head),
+                ("since_refresh", model._since_refresh), ("since_check", model._since_check),
+                ("round_start", model._round_start), ("exact_since", window._exact_since),
+                ("turn", pruner._turn), ("basis_cursor", pruner._basis_cursor),
+                ("candidate_cursor", pruner._candidate_cursor),
+                ("committed", features.n_committed), ("n_columns", window.n_columns),
+                ("n_stored", window.n_stored), ("n_learned", self._n_learned),
+                ("yy", window.yy), ("error_estimate", model._error_estimate),
+                ("statistics_error", model._statistics_error),
+                ("round_error", model._round_error), ("credit", window._refresh_credit),
+                ("count", window.count), ("noise_variance", self._noise_variance)):
+            reg[name] = value
         self._adopt_state()
         self._in_registers = True
 
     def _adopt_state(self) -> None:
         """The compiled call's arguments for the ridge state's current arrays, with spare
-        arrays for the first addition or deletion it makes (``_loops.stream_sample``
+        arrays for the first addition or deletion it makes (``core.stream_sample``
         writes the new state there; returning new arrays would cost every call)."""
         state, basis = self._model.state, self._model.window.basis
         size = max(self.max_basis, state.weights.shape[0]) + 1
@@ -398,21 +400,25 @@ class SparseRBFRegressor(base.Regressor):
             return
         model, pruner = self._model, self._pruner
         window = model.window
-        ints, floats = self._ints, self._floats
+        reg = self._record[0]
         (window.n_seen, window._head, model._since_refresh, model._since_check,
          model._round_start, window._exact_since, pruner._turn, pruner._basis_cursor,
-         pruner._candidate_cursor, reestimated, updates) = ints[:11].tolist()
-        self._features.n_committed = int(ints[_loops.COMMITTED])
-        self._n_learned = int(ints[_loops.N_LEARNED])
-        window.n_stored = int(ints[_loops.N_STORED])
+         pruner._candidate_cursor, reestimated, updates) = (int(reg[name]) for name in (
+             "n_seen", "head", "since_refresh", "since_check", "round_start", "exact_since",
+             "turn", "basis_cursor", "candidate_cursor", "n_reestimated", "updates"))
+        self._features.n_committed = int(reg["committed"])
+        self._n_learned = int(reg["n_learned"])
+        window.n_stored = int(reg["n_stored"])
         (window.yy, model._error_estimate, model._statistics_error, model._round_error,
-         window._refresh_credit, _, _, training, gamma, window.count,
-         self._noise_variance) = floats.tolist()
+         window._refresh_credit, training, gamma, window.count, self._noise_variance) = (
+            float(reg[name]) for name in (
+                "yy", "error_estimate", "statistics_error", "round_error", "credit",
+                "training_error", "gamma", "count", "noise_variance"))
         model._version += updates
         pruner.n_reestimated += reestimated
-        pruner.n_added += int(ints[_loops.N_TRADED] + ints[_loops.N_ADDED])
-        pruner.n_deleted += int(ints[_loops.N_TRADED] + ints[_loops.N_DELETED])
-        if ints[_loops.SUMMARY_VALID]:
+        pruner.n_added += int(reg["n_traded"] + reg["n_added"])
+        pruner.n_deleted += int(reg["n_traded"] + reg["n_deleted"])
+        if reg["summary_valid"]:
             # The criteria of the current state: what model._summary() would compute next.
             model._summary_cache = (model._version, training, gamma)
         self._in_registers = False
@@ -421,7 +427,7 @@ class SparseRBFRegressor(base.Regressor):
     def __getstate__(self) -> dict:
         self._sync()
         state = self.__dict__.copy()
-        for name in ("_ints", "_floats", "_row_buffer", "_move_buffer",
+        for name in ("_record", "_row_buffer", "_move_buffer",
                      "_stable_arguments"):  # (the next pack makes them anew)
             state.pop(name, None)
         return state
@@ -432,66 +438,67 @@ class SparseRBFRegressor(base.Regressor):
         Returns None, or ``(row, error)`` when the slide must take the general path."""
         if not self._in_registers:
             self._pack()
-        ints = self._ints
+        reg = self._record[0]
         evaluations, first = self._schedule()
-        ints[_loops.EVALUATIONS], ints[_loops.FIRST] = evaluations, first
-        code = _loops.stream_sample(vector, target, *self._arguments)
-        if ints[_loops.RESIZED]:
+        reg["evaluations"], reg["first"] = evaluations, first
+        code = core.stream_sample(vector, target, *self._arguments)
+        if reg["resized"]:
             # The pruner added or deleted a basis function: the state is now in the spare
             # arrays (and a deletion may have dropped the column from the pool too).
             model = self._model
             spare_variance, spare_weights, spare_lambdas = self._arguments[-3:]
-            m = int(ints[_loops.N_MODEL])
+            m = int(reg["n_model"])
             model.state.variance, model.state.weights, model.state.lambdas = (
                 spare_variance[: m * m].reshape(m, m), spare_weights[:m], spare_lambdas[:m])
             window = model.window
             window.n_model = m
-            window.n_columns = int(ints[_loops.N_COLUMNS])
+            window.n_columns = int(reg["n_columns"])
             window.basis.truncate(window.n_columns)
             self._adopt_state()
-        if code == _loops.QUIET:
+        if code == core.QUIET:
             # The general path's _select with nothing left to select and the noise estimate
             # made: only the buffer manager may have work, a proposal to queue or a column
             # to compute.
             buffer, window = self._buffer, self._model.window
             # (at the budget, a sample that added or traded a basis function computes no
             # column: _select's `busy`)
-            column = not (ints[_loops.AT_BUDGET]
-                          and (ints[_loops.TRADED_NOW] or ints[_loops.ADDED_NOW]))
-            if ((column and buffer.column_due() and (ints[_loops.PROPOSE] or buffer.queue))
+            column = not (reg["at_budget"]
+                          and (reg["traded_now"] or reg["added_now"]))
+            if ((column and buffer.column_due() and (reg["propose"] or buffer.queue))
                     or window.n_candidates > buffer.capacity):
                 # A new column (or the trim of a pool that refine() overfilled) reads the
                 # window's position and changes the number of columns; the registers stay
                 # (the arrays are reserved and stay put).
                 window.n_seen, window._head, window.n_stored = (
-                    int(ints[_loops.N_SEEN]), int(ints[_loops.HEAD]),
-                    int(ints[_loops.N_STORED]))
+                    int(reg["n_seen"]), int(reg["head"]),
+                    int(reg["n_stored"]))
                 # (with the verdict given, consider reads no noise level: 0.0)
-                buffer.consider(window, vector, float(self._floats[_loops.ERROR]), 0.0,
-                                column=column, proposal=bool(ints[_loops.PROPOSE]))
-                ints[_loops.N_COLUMNS] = window.n_columns
+                buffer.consider(window, vector, float(self._record[0]["error"]), 0.0,
+                                column=column, proposal=bool(reg["propose"]))
+                reg["n_columns"] = window.n_columns
                 if (window.basis._kind is not self._arguments[0]
                         or window._gram is not self._arguments[4]):
                     self._sync()  # (grown past what was reserved after all: pack anew)
             else:
-                if ints[_loops.PROPOSE]:
+                if reg["propose"]:
                     buffer.propose(vector)
                 buffer.n_considered += 1
             return None
-        error = float(self._floats[_loops.ERROR])
+        error = float(self._record[0]["error"])
         self._sync()
         model, pruner = self._model, self._pruner
-        if code == _loops.SLIDE_REFUSED:
+        if code == core.SLIDE_REFUSED:
             return self._row_buffer[: model.window.n_columns], error
-        if code == _loops.DECIDE:
-            model._decide(True, model.window._exact_since if ints[_loops.FULL] else None,
-                          bool(ints[_loops.HEALTHY]))
+        if code == core.DECIDE:
+            model._decide(True, model.window._exact_since if reg["full"] else None,
+                          bool(reg["healthy"]))
             self._select(model, vector, error, False, evaluations, first)
             return None
-        done, move_kind, action, j, protected = ints[_loops.DONE:_loops.HEALTHY].tolist()
+        done, move_kind, action, j, protected = (
+            int(reg[name]) for name in ("done", "move_kind", "action", "move_basis", "protected"))
         # (n_added as it stood before this sample's moves, for _select's `busy`)
         move = self._move_buffer
-        added = pruner.n_added - int(ints[_loops.TRADED_NOW] + ints[_loops.ADDED_NOW])
+        added = pruner.n_added - int(reg["traded_now"] + reg["added_now"])
         if move_kind == 1:
             pruner._apply_candidate_move(model, action, move)
         elif move_kind >= 3:  # a trade, addition or deletion made: its accounts remain
@@ -502,14 +509,14 @@ class SparseRBFRegressor(base.Regressor):
             outcome, usefulness = _apply_basis_move(model, j, action, move, bool(protected))
             pruner._record_basis_move(model, j, outcome, usefulness)
         # The rest of the sample's evaluations, in the order they would have come.
-        if first != _loops.TURN_ORDER and (done + 1) % 2:
-            first = _loops.BASIS_FIRST + _loops.CANDIDATE_FIRST - first
+        if first != core.TURN_ORDER and (done + 1) % 2:
+            first = core.BASIS_FIRST + core.CANDIDATE_FIRST - first
         self._select(model, vector, error, False, evaluations - done - 1, first,
-                     bool(ints[_loops.AT_BUDGET]), added)
+                     bool(reg["at_budget"]), added)
         return None
 
     def _schedule(self) -> tuple[int, int]:
-        """The pruner's evaluations for this sample and their order (``_loops.TURN_ORDER``,
+        """The pruner's evaluations for this sample and their order (``core.TURN_ORDER``,
         ``CANDIDATE_FIRST`` or ``BASIS_FIRST``).
 
         ``evaluations_per_sample`` at the full budget, and while the model is smaller as
@@ -533,12 +540,12 @@ class SparseRBFRegressor(base.Regressor):
         buffer = self._buffer
         every = buffer.column_every
         if not buffer.queue or every == 1:
-            return evaluations, _loops.TURN_ORDER
+            return evaluations, core.TURN_ORDER
         if buffer.column_due():
-            return evaluations, _loops.BASIS_FIRST
+            return evaluations, core.BASIS_FIRST
         if every >= 3 and buffer.n_considered % every == 0:  # the sample after a column's
-            return max(evaluations - 1, 0), _loops.CANDIDATE_FIRST
-        return evaluations, _loops.CANDIDATE_FIRST
+            return max(evaluations - 1, 0), core.CANDIDATE_FIRST
+        return evaluations, core.CANDIDATE_FIRST
 
     def _update_noise(self) -> None:
         variance = self.model.noise_variance
@@ -612,17 +619,17 @@ class SparseRBFRegressor(base.Regressor):
         if not with_dist:
             vector = self._features.transform(x)
             if self._in_registers:  # (the arrays stay put while the registers hold)
-                return _loops.predict_mean(vector, *self._predict_arguments)
+                return core.predict_mean(vector, *self._predict_arguments)
             model = self._model
             if model is None or not model.size:
                 return 0.0
             basis = model.window.basis
-            return _loops.predict_mean(vector, basis._kind, basis._centres, basis._inv_r2,
+            return core.predict_mean(vector, basis._kind, basis._centres, basis._inv_r2,
                                        basis._feature, model.weights)
         h = self._row(x)
         model = self._model
-        mean = 0.0 if h is None else _loops.inner(h, model.weights, model.size)
-        noise = (float(self._floats[_loops.NOISE_VARIANCE]) if self._in_registers
+        mean = 0.0 if h is None else core.inner(h, model.weights, model.size)
+        noise = (float(self._record[0]["noise_variance"]) if self._in_registers
                  else self._noise_variance)
         variance = noise if h is None else model.predictive_variance(h, noise)
         return proba.Gaussian._from_state(n=1, m=mean, var=variance, ddof=0)

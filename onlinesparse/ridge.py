@@ -27,7 +27,7 @@ import math
 import numpy as np
 from scipy.linalg import lapack
 
-from onlinesparse import _loops, criteria
+from onlinesparse import core, criteria
 from onlinesparse.features import as_target as _as_target
 from onlinesparse.kernels import BasisSpec
 from onlinesparse.window import WindowStatistics
@@ -46,7 +46,7 @@ class IllConditionedError(np.linalg.LinAlgError):
 # (≈ 2e-9): far below anything a prediction or a GCV comparison can see, and rare enough
 # that the O(M³) refresh stays off the typical sample's path.
 _REFRESH_AT = 1e7
-_EPS = _loops._EPS
+_EPS = core.EPS
 # Past that estimate, the measured residual ‖S(G + Λ)v − v‖/‖v‖ decides: below this S is
 # kept (and the estimate restarts from the measurement). It bounds the relative error of
 # w = Sc, so half the level the estimate tolerates is kept (1.1e-9, an order below the
@@ -98,7 +98,7 @@ class RidgeState:
         """
         if self.size == 0:
             return 1.0, 0.0
-        denom = _loops.sherman_morrison(self.variance, self.weights, h, y, 1.0, -math.inf,
+        denom = core.sherman_morrison(self.variance, self.weights, h, y, 1.0, -math.inf,
                                         np.empty(self.size))
         return 1.0 / denom, denom
 
@@ -112,7 +112,7 @@ class RidgeState:
         if self.size == 0:
             return 1.0, 0.0
         # The compiled loop changes nothing when the denominator fails the test.
-        denom = _loops.sherman_morrison(self.variance, self.weights, h, y, -1.0,
+        denom = core.sherman_morrison(self.variance, self.weights, h, y, -1.0,
                                         _MIN_RESIDUAL_LEVERAGE, np.empty(self.size))
         if not denom > _MIN_RESIDUAL_LEVERAGE:
             raise IllConditionedError(
@@ -149,7 +149,7 @@ class RidgeState:
         m = self.size
         variance, weights = np.empty((m + 1, m + 1)), np.empty(m + 1)
         hph, yph = projection if projection is not None else (math.nan, math.nan)
-        delta, status = _loops.add_basis(self.variance, self.weights, g, g_jj, c_j, lam,
+        delta, status = core.add_basis(self.variance, self.weights, g, g_jj, c_j, lam,
                                          hph, yph, _MIN_RELATIVE_DELTA, project_below,
                                          variance, weights)
         if status < 0:
@@ -171,7 +171,7 @@ class RidgeState:
         self._check_index(j)
         m = self.size
         variance, weights = np.empty((m - 1, m - 1)), np.empty(m - 1)
-        _loops.remove_basis(self.variance, self.weights, j, variance, weights)
+        core.remove_basis(self.variance, self.weights, j, variance, weights)
         self.variance, self.weights = variance, weights
         self.lambdas = np.delete(self.lambdas, j)
         return 1.0, 1.0
@@ -195,11 +195,11 @@ class RidgeState:
             return 1.0, 0.0
         # Raising λ shrinks Sⱼⱼ and wⱼ by 1 + δsⱼⱼ through a subtraction, lowering it
         # divides by that: either way the error factor is the larger of the two.
-        factor = _loops.lambda_rank_one(self.variance, self.weights, self.lambdas, j, lam)
+        factor = core.lambda_rank_one(self.variance, self.weights, self.lambdas, j, lam)
         if factor > 0.0:
             return factor, factor
         # Remove j (λⱼ → ∞), then add it back in its slot with the new λ.
-        amplification = _loops.replace_basis(self.variance, self.weights, self.lambdas, j, g,
+        amplification = core.replace_basis(self.variance, self.weights, self.lambdas, j, g,
                                              g_jj, c_j, lam, _MIN_RELATIVE_DELTA, 0.0,
                                              np.empty(self.size))
         if amplification == 0.0:
@@ -211,7 +211,7 @@ class RidgeState:
                       ) -> tuple[float, float] | None:
         """Exchange basis function j for a new column in its slot, FGCV's trade: remove j
         (appendix V with λⱼ → ∞) and add the column (Orr eq. (A.4)) in one O(M²) pass
-        (``_loops.replace_basis`` has the formulas). ``g``, ``g_kk``, ``c_k`` are the new
+        (``core.replace_basis`` has the formulas). ``g``, ``g_kk``, ``c_k`` are the new
         column's Gram row over the model (entry j ignored), squared norm and ``hᵀy``.
 
         Raises :class:`IllConditionedError` (state unchanged) when the column is in the span
@@ -222,7 +222,7 @@ class RidgeState:
         self._check_index(j)
         if not (lam >= 0.0 and math.isfinite(lam)):
             raise ValueError(f"λ must be finite and ≥ 0, got {lam}")
-        amplification = _loops.replace_basis(self.variance, self.weights, self.lambdas, j, g,
+        amplification = core.replace_basis(self.variance, self.weights, self.lambdas, j, g,
                                              g_kk, c_k, lam, _MIN_RELATIVE_DELTA,
                                              _PROJECT_BELOW, np.empty(self.size))
         if amplification == 0.0:
@@ -237,7 +237,7 @@ class RidgeState:
         """Exchange basis functions ``i`` and ``j`` (S is permutation-equivariant)."""
         if i == j:
             return
-        _loops.swap_symmetric(self.variance, i, j, self.size)
+        core.swap_symmetric(self.variance, i, j, self.size)
         weights, lambdas = self.weights, self.lambdas
         weights[i], weights[j] = weights[j], weights[i]
         lambdas[i], lambdas[j] = lambdas[j], lambdas[i]
@@ -260,7 +260,7 @@ class RidgeState:
         inverse, info = lapack.dpotri(chol, lower=True)
         if info != 0:
             raise IllConditionedError("HᵀH + Λ could not be inverted")
-        _loops.mirror_lower(inverse)
+        core.mirror_lower(inverse)
         # A symmetric Fortran-ordered matrix is its own C-ordered transpose: no copy.
         self.variance = inverse.T if inverse.flags.f_contiguous else inverse
         self.weights = self.variance @ cross_y
@@ -457,14 +457,14 @@ class IncrementalRidge:
         """The steady state of a full window in one compiled call: the operations of the
         general path of :meth:`add_pattern` (remove the oldest pattern from S and the
         statistics, add the new one), with the two rank-one changes of S fused into one
-        rank-two pass and those of G into one pass (``_loops.slide_window``), and without
+        rank-two pass and those of G into one pass (``core.slide_window``), and without
         the interpreter overhead of a dozen calls. Returns False, with nothing changed,
         when the removal must wait for the addition (the general path's ill-conditioned
         case)."""
         window, state = self.window, self.state
         h_old, y_old = window.oldest()
         out = np.empty(4)
-        if not _loops.slide_window(window._gram, window._cross_y, window.n_columns,
+        if not core.slide_window(window._gram, window._cross_y, window.n_columns,
                                    state.variance, state.weights, state.size, h, y, h_old,
                                    y_old, _MIN_RESIDUAL_LEVERAGE, np.empty(state.size), out):
             return False
@@ -671,7 +671,7 @@ class IncrementalRidge:
         """
         if not self.size:
             return 1.0
-        return _loops.condition_bound(self.window._gram, self.state.variance,
+        return core.condition_bound(self.window._gram, self.state.variance,
                                       self.state.lambdas)
 
     def _statistics_cancellation(self, h_old: np.ndarray) -> tuple[float, float]:
@@ -681,7 +681,7 @@ class IncrementalRidge:
         same relative error."""
         if not len(h_old):
             return 1.0, 0.0
-        fresh = _loops.cancellation_ratio(self.window.gram, h_old, len(h_old))
+        fresh = core.cancellation_ratio(self.window.gram, h_old, len(h_old))
         self._add_statistics_error(fresh)
         return 1.0, fresh
 
@@ -734,7 +734,7 @@ class IncrementalRidge:
     def _decide(self, pattern: bool, exact_since: int | None, healthy: bool | None) -> None:
         """The decisions of :meth:`_after_update` once the accounts are up to date.
 
-        ``SparseRBFRegressor``'s fused sample (``_loops.stream_sample``) takes the quiet
+        ``SparseRBFRegressor``'s fused sample (``core.stream_sample``) takes the quiet
         outcome itself — every test below passes without action, so only the counters
         move — and calls this whenever one would not."""
         if pattern:
@@ -753,12 +753,12 @@ class IncrementalRidge:
             return
         self._since_check += 1
         if healthy is None:  # (a fused update may have checked already)
-            healthy = _loops.is_healthy(self.state.variance, self.state.weights)
+            healthy = core.is_healthy(self.state.variance, self.state.weights)
         if healthy and self._error_estimate > _REFRESH_AT:
             # The first-order estimate is pessimistic for near-collinear additions; measure
             # before paying O(M³). A residual well inside what the estimate tolerates, or
             # within what a fresh factorisation would leave (≈ cond(A)·ε), keeps S.
-            restarted = _loops.measured_estimate(self.window._gram, self.state.variance,
+            restarted = core.measured_estimate(self.window._gram, self.state.variance,
                                                  self.state.lambdas, _ACCOUNT_DRIFT)
             healthy = restarted >= 0.0
             if healthy:
@@ -767,7 +767,7 @@ class IncrementalRidge:
             self._since_check = 0
             healthy = self.drift() <= self.drift_tolerance
         if not healthy:
-            self._refresh_or_defer(statistics=False, broken=not _loops.is_healthy(
+            self._refresh_or_defer(statistics=False, broken=not core.is_healthy(
                 self.state.variance, self.state.weights))
 
     def _refresh_or_defer(self, statistics: bool, broken: bool = False) -> None:
@@ -810,7 +810,7 @@ class IncrementalRidge:
         """Relative residual ``‖S(G + Λ)v − v‖/‖v‖`` for a fixed probe v: O(M²)."""
         if self.size == 0:
             return 0.0
-        return _loops.drift(self.window._gram, self.state.variance, self.state.lambdas)
+        return core.drift(self.window._gram, self.state.variance, self.state.lambdas)
 
     def refresh(self, statistics: bool = True) -> None:
         """Recompute ``S`` and ``w`` from the statistics by Cholesky (O(M³)), and first the
@@ -841,7 +841,7 @@ class IncrementalRidge:
         version, error, gamma = self._summary_cache
         if version != self._version:
             window, state = self.window, self.state
-            error, gamma = _loops.error_and_gamma(window._gram, window._cross_y,
+            error, gamma = core.error_and_gamma(window._gram, window._cross_y,
                                                   state.weights, state.lambdas,
                                                   state.variance, window.yy)
             self._summary_cache = (self._version, error, gamma)

@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from onlinesparse import _loops
+from onlinesparse import core
 from onlinesparse.kernels import Basis, BasisSpec
 
 __all__ = ["WindowStatistics", "MEMORY_POLICIES"]
@@ -321,7 +321,7 @@ class WindowStatistics:
         n = self.n_columns
         if self.n_stored:
             basis = self.basis
-            _loops.new_column(basis._kind, basis._centres, basis._inv_r2, basis._feature,
+            core.new_column(basis._kind, basis._centres, basis._inv_r2, basis._feature,
                               self._XT, self._y, self._HT, self._gram, self._cross_y,
                               position, n, self._head, self.n_stored, self.factor)
         else:
@@ -342,7 +342,7 @@ class WindowStatistics:
         if not (0 <= i < n and 0 <= j < n):
             raise ValueError(f"column positions {i}, {j} out of range 0…{n - 1}")
         basis = self.basis
-        _loops.swap_columns(self._gram, self._HT, self._cross_y, self.ids, self.merit,
+        core.swap_columns(self._gram, self._HT, self._cross_y, self.ids, self.merit,
                             self.stamps, basis._kind, basis._inv_r2, basis._feature,
                             basis._centres, i, j, n)
 
@@ -391,7 +391,7 @@ class WindowStatistics:
             self._cross_y[:n] *= self.factor
             self.yy *= self.factor
             self.count *= self.factor
-        _loops.gram_rank_one(self._gram, self._cross_y, n, h, y, 1.0)
+        core.gram_rank_one(self._gram, self._cross_y, n, h, y, 1.0)
         self.yy += y * y
         self.count += 1.0
         self.n_seen += 1
@@ -438,7 +438,7 @@ class WindowStatistics:
         if self.memory != "window":
             raise ValueError(f"memory={self.memory!r} does not remove patterns one by one")
         h, y = self.oldest()
-        _loops.gram_rank_one(self._gram, self._cross_y, self.n_columns, h, y, -1.0)
+        core.gram_rank_one(self._gram, self._cross_y, self.n_columns, h, y, -1.0)
         self.yy -= y * y
         self.count -= 1.0
         self._head = (self._head + 1) % len(self._y)
@@ -447,7 +447,7 @@ class WindowStatistics:
 
     def replace_oldest(self, x: np.ndarray, y: float, h: np.ndarray, y_old: float) -> None:
         """The bookkeeping of ``pop_oldest`` then ``push`` once a caller has already moved
-        ``G`` and ``c`` itself (``_loops.slide_window`` fuses the two rank-one updates with
+        ``G`` and ``c`` itself (``core.slide_window`` fuses the two rank-one updates with
         the ridge state's): the new pattern takes the oldest one's slot."""
         self.yy -= y_old * y_old
         self.yy += y * y
@@ -497,7 +497,7 @@ class WindowStatistics:
         """
         if not self.is_full or not self.n_columns:
             return None
-        credit, yy, exact_since = _loops.rolling_refresh(
+        credit, yy, exact_since = core.rolling_refresh(
             self._HT, self._y, self._gram, self._cross_y, self.stamps, self.n_columns,
             self.n_seen, self._refresh_credit, period or self.store_capacity)
         self._refresh_credit = credit

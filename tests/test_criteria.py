@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from onlinesparse import _loops, criteria
+from onlinesparse import core, criteria
 from onlinesparse.kernels import BasisSpec
 from onlinesparse.ridge import IllConditionedError, IncrementalRidge, RidgeState
 from tests.reference import from_scratch, gcv_with_lambda, projection_without, rel_err
@@ -228,7 +228,7 @@ def test_optimal_lambda_case_analysis():
     a, b, c, alpha, beta, psi = 1.0, 0.1, 0.005, 8.0, 1.0, 0.2
     opt = criteria.optimal_lambda(a, b, c, alpha, beta, psi, p)
     assert opt.case == "boundary"
-    ends = {0.0: _loops.gcv_of_delta(psi, a, b, c, alpha, beta, p),
+    ends = {0.0: core.gcv_of_delta(psi, a, b, c, alpha, beta, p),
             math.inf: p * a / alpha**2}
     assert opt.gcv == pytest.approx(min(ends.values()))
 

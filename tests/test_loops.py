@@ -8,16 +8,16 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onlinesparse import _loops, kernels
+from onlinesparse import core, kernels
 from onlinesparse.kernels import KERNELS, Basis, BasisSpec
 from onlinesparse.ridge import IncrementalRidge
 
 
 def test_kind_codes_match_the_kernels_module():
-    assert (_loops._CONSTANT, _loops._LINEAR) == (kernels.CONSTANT, kernels.LINEAR)
-    assert {_loops._GAUSSIAN: "gaussian", _loops._MULTIQUADRIC: "multiquadric",
-            _loops._INVERSE_MULTIQUADRIC: "inverse_multiquadric",
-            _loops._CAUCHY: "cauchy"} == {v: k for k, v in KERNELS.items()}
+    assert (core.CONSTANT, core.LINEAR) == (kernels.CONSTANT, kernels.LINEAR)
+    assert {core.GAUSSIAN: "gaussian", core.MULTIQUADRIC: "multiquadric",
+            core.INVERSE_MULTIQUADRIC: "inverse_multiquadric",
+            core.CAUCHY: "cauchy"} == {v: k for k, v in KERNELS.items()}
 
 
 @settings(max_examples=40, deadline=None)
@@ -60,11 +60,11 @@ def test_symmetric_matvec_and_rank_one(seed, m):
     A = B + B.T
     x = rng.normal(size=m)
     out = np.empty(m)
-    _loops.symmetric_matvec(A, x, m, out)
+    core.symmetric_matvec(A, x, m, out)
     np.testing.assert_allclose(out, A @ x, rtol=1e-12, atol=1e-12 * np.abs(A).sum())
     u, v = rng.normal(size=m), rng.normal(size=m)
     updated = A.copy()
-    _loops.rank_one_update(updated, u, v, -0.7)
+    core.rank_one_update(updated, u, v, -0.7)
     np.testing.assert_allclose(updated, A - 0.7 * np.outer(u, v), rtol=1e-13, atol=1e-13)
 
 
@@ -126,4 +126,4 @@ def test_least_useful_follows_the_eviction_order(seed, n, start):
     keys = [((0.0 if np.isnan(merit[p]) else merit[p]), bool(np.isnan(merit[p])), ids[p], p)
             for p in range(start, size) if ids[p] not in set(protected.tolist())]
     expected = min(keys)[3] if keys else -1
-    assert _loops.least_useful(merit, ids, start, size, protected.astype(np.int64)) == expected
+    assert core.least_useful(merit, ids, start, size, protected.astype(np.int64)) == expected

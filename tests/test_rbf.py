@@ -320,7 +320,7 @@ def test_the_fused_sample_equals_the_general_path_bit_for_bit(
         seed, max_basis, window, evaluations, candidate_every, n_candidates, d, on_curve,
         read_every, refuse_slides, kernel, linear, refine_every):
     """SparseRBFRegressor runs a sample as one compiled call that stops where anything
-    unusual happens (_loops.stream_sample); the general path is the reference. Both must
+    unusual happens (core.stream_sample); the general path is the reference. Both must
     give the same bits: every prediction and predictive deviation, and everything a sample
     advances. Reading the model now and then (read_every) moves the registers back and
     forth, and so does refine() between samples (refine_every); refuse_slides makes the

@@ -1,0 +1,98 @@
+"""Basis functions in compiled form: kind codes, radial profiles (Orr (1996) A.3), rows of the
+design matrix over an input, the novelty distance, and ``h(x)ᵀw``.
+
+The kind codes are defined here once; :mod:`onlinesparse.kernels` names them for users.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from onlinesparse.core._jit import jit
+
+# Column kinds: the one definition (kernels.py names them for users).
+CONSTANT, LINEAR, GAUSSIAN, MULTIQUADRIC, INVERSE_MULTIQUADRIC, CAUCHY = 0, 1, 2, 3, 4, 5
+
+
+@jit
+def profile(kind: int, z: float) -> float:
+    """φ(z) of one radial type at ``z = ‖x − c‖²/r²`` (the table of Orr A.3 in kernels.py)."""
+    if kind == GAUSSIAN:
+        return math.exp(-z)
+    if kind == MULTIQUADRIC:
+        return math.sqrt(1.0 + z)
+    if kind == INVERSE_MULTIQUADRIC:
+        return 1.0 / math.sqrt(1.0 + z)
+    return 1.0 / (1.0 + z)  # Cauchy
+
+
+@jit
+def profile_array(kind: int, z: np.ndarray, out: np.ndarray) -> None:
+    """:func:`profile` elementwise over a flat array."""
+    for i in range(z.shape[0]):
+        out[i] = profile(kind, z[i])
+
+
+@jit
+def evaluate_rows(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
+                  features: np.ndarray, X: np.ndarray, start: int, stop: int,
+                  out: np.ndarray) -> None:
+    """``out[i, k − start]`` = value of column k at input ``X[i]`` (``Basis.evaluate``)."""
+    d = X.shape[1]
+    for i in range(X.shape[0]):
+        for k in range(start, stop):
+            kind = kinds[k]
+            if kind == CONSTANT:
+                value = 1.0
+            elif kind == LINEAR:
+                value = X[i, features[k]]
+            else:
+                z = 0.0
+                for f in range(d):
+                    diff = X[i, f] - centres[k, f]
+                    z += diff * diff
+                value = profile(kind, z * inv_r2[k])
+            out[i, k - start] = value
+
+
+@jit
+def nearest_sq_distance(kinds: np.ndarray, centres: np.ndarray, stop: int,
+                        x: np.ndarray) -> float:
+    """Smallest ``‖x − c‖²`` over the radial columns ``0 … stop−1`` (∞ if there are none):
+    the buffer manager's novelty test."""
+    best = math.inf
+    d = x.shape[0]
+    for k in range(stop):
+        if kinds[k] < GAUSSIAN:
+            continue
+        z = 0.0
+        for f in range(d):
+            diff = x[f] - centres[k, f]
+            z += diff * diff
+        if z < best:
+            best = z
+    return best
+
+
+@jit
+def inner(a: np.ndarray, b: np.ndarray, m: int) -> float:
+    """``Σᵢ<m aᵢbᵢ`` summed in order: a model's output ``hᵀw``, the same bits on every path
+    (predictions, and the error the buffer manager judges a sample by)."""
+    total = 0.0
+    for i in range(m):
+        total += a[i] * b[i]
+    return total
+
+
+@jit
+def predict_mean(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
+                 features: np.ndarray, weights: np.ndarray) -> float:
+    """``h(x)ᵀw`` over the model's columns in one call (``SparseRBFRegressor.predict_one``)."""
+    m = weights.shape[0]
+    row = np.empty((1, m))
+    evaluate_rows(kinds, centres, inv_r2, features, x.reshape((1, x.shape[0])), 0, m, row)
+    return inner(row[0], weights, m)
+
+

@@ -1,0 +1,300 @@
+"""Model-selection criteria from the maintained quantities, never a p × p matrix.
+
+GCV and UEV from ``(yᵀP²y, γ)`` (Orr (1996) 5.2, 5.3; γ by Orr eq. 4.10); the five numbers of
+Orr A.11 for a basis function in the model and its closed-form GCV-optimal λⱼ (the case
+analysis of Orr A.11 / FGCV appendix I); FGCV's r, γ, ξ, u for a candidate column
+(eqs. 16–19) and its optimal λ.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from onlinesparse.core._jit import jit
+from onlinesparse.core.linalg import symmetric_matvec, symmetric_matvec_pair
+
+# Which branch of the case analysis decided, as ``criteria.LocalOptimum.case`` names them.
+CASES = ("interior", "zero", "infinite", "boundary")
+_INTERIOR, _ZERO, _INFINITE, _BOUNDARY = 0, 1, 2, 3
+
+
+@jit
+def gcv(error: float, gamma: float, count: float) -> float:
+    """``p·e/(p − γ)²``, ∞ without degrees of freedom (``criteria.gcv``, Orr eq. 5.6, which
+    calls this)."""
+    dof = count - gamma
+    if dof <= 0.0:
+        return math.inf
+    return count * error / (dof * dof)
+
+
+@jit
+def uev(error: float, gamma: float, count: float) -> float:
+    """``e/(p − γ)``, ∞ without degrees of freedom (``criteria.uev``, Orr eq. 5.3, and the
+    noise estimate of FGCV eq. 8, which call this)."""
+    dof = count - gamma
+    if dof <= 0.0:
+        return math.inf
+    return error / dof
+
+
+@jit
+def training_error(gram: np.ndarray, cross_y: np.ndarray, weights: np.ndarray,
+                   yy: float) -> float:
+    """``yᵀy − wᵀ(2c − Gw)`` (``IncrementalRidge.training_error``, Orr's yᵀP²y)."""
+    m = weights.shape[0]
+    g_w = np.empty(m)
+    symmetric_matvec(gram, weights, m, g_w)
+    total = 0.0
+    for i in range(m):
+        total += weights[i] * (2.0 * cross_y[i] - g_w[i])
+    return yy - total
+
+
+@jit
+def error_and_gamma(gram: np.ndarray, cross_y: np.ndarray, weights: np.ndarray,
+                    lambdas: np.ndarray, variance: np.ndarray, yy: float
+                    ) -> tuple[float, float]:
+    """The two numbers every criterion needs (``IncrementalRidge._summary``): the training
+    error ``yᵀP²y`` of :func:`training_error` clipped at 0 against rounding, and
+    ``γ = M − Σⱼ λⱼSⱼⱼ`` (Orr eq. 4.10)."""
+    m = weights.shape[0]
+    if m == 0:
+        return max(yy, 0.0), 0.0
+    trace = 0.0
+    for i in range(m):
+        trace += lambdas[i] * variance[i, i]
+    return max(training_error(gram, cross_y, weights, yy), 0.0), m - trace
+
+
+@jit
+def basis_quantities(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
+                     weights: np.ndarray, lambdas: np.ndarray, yy: float, count: float,
+                     j: int, out: np.ndarray) -> None:
+    """The products of ``criteria.basis_quantities`` (Orr appendix A.11 for basis function
+    j, with S', w' the state without j), in four passes over M × M.
+
+    ``out`` receives ``[a, b, c, alpha, beta, psi, yPh, yP2h]``, the arguments of
+    :func:`optimal_lambda` first.
+    """
+    m = weights.shape[0]
+    s_jj = variance[j, j]
+    ratio = weights[j] / s_jj
+    s_g = np.empty(m)  # S'gⱼ
+    w_rem = np.empty(m)  # w'
+    g_w_rem = np.empty(m)  # Gw'
+    g_j = gram[j]  # gⱼ, read along the (symmetric) Gram's row: contiguous
+    # pass 1: S gⱼ, then S'gⱼ and w'
+    symmetric_matvec(variance, g_j, m, s_g)
+    correction = s_g[j] / s_jj
+    for i in range(m):
+        s_g[i] -= variance[i, j] * correction
+        w_rem[i] = weights[i] - variance[i, j] * ratio
+    s_g[j] = 0.0
+    w_rem[j] = 0.0
+    # pass 2: Gw' and G S'gⱼ in one sweep over G's rows
+    g_s_g = np.empty(m)
+    symmetric_matvec_pair(gram, w_rem, s_g, m, g_w_rem, g_s_g)
+    g_sg = 0.0  # gⱼᵀS'gⱼ
+    sg_g_sg = 0.0  # (S'gⱼ)ᵀG(S'gⱼ)
+    for i in range(m):
+        sg_g_sg += s_g[i] * g_s_g[i]
+        g_sg += g_j[i] * s_g[i]
+    y_ph = cross_y[j] - g_w_rem[j]
+    residual_sg = 0.0
+    w_c = 0.0
+    w_g_w = 0.0
+    trace = 0.0
+    for i in range(m):
+        residual_sg += (cross_y[i] - g_w_rem[i]) * s_g[i]
+        w_c += w_rem[i] * cross_y[i]
+        w_g_w += w_rem[i] * g_w_rem[i]
+        s_ij = variance[i, j]
+        trace += lambdas[i] * (variance[i, i] - s_ij * s_ij / s_jj)
+    g_jj = gram[j, j]
+    y_p2h = y_ph - residual_sg
+    beta = g_jj - 2.0 * g_sg + sg_g_sg
+    out[0] = max(yy - 2.0 * w_c + w_g_w, 0.0)  # a (rounding can take it below 0)
+    out[1] = y_p2h * y_ph  # b
+    out[2] = beta * y_ph * y_ph  # c
+    out[3] = count - ((m - 1) - trace)  # α
+    out[4] = max(beta, 0.0)  # β
+    out[5] = max(g_jj - g_sg, 0.0)  # ψ
+    out[6] = y_ph
+    out[7] = y_p2h
+
+
+@jit
+def candidate_quantities(variance: np.ndarray, gram: np.ndarray, n_model: int,
+                         cross_y: np.ndarray, weights: np.ndarray, columns: np.ndarray,
+                         removed: int, out: np.ndarray) -> None:
+    """FGCV's r, γ, ξ, u (eqs. 16–19) of ``criteria.candidate_quantities`` for the tracked
+    columns ``columns`` (positions in the Gram matrix), O(M²) each.
+
+    With ``removed = j ≥ 0`` they are those of the model without basis function j, through
+    ``S' = S − sⱼsⱼᵀ/sⱼⱼ`` and ``w' = w − sⱼwⱼ/sⱼⱼ`` (as in :func:`basis_quantities`):
+    ``S'k = Sk − sⱼ(Sk)ⱼ/sⱼⱼ`` is one more O(M) pass, and the model is not touched.
+
+    ``out[:, q]`` receives ``[r, γ, ξ, u]`` of ``columns[q]``.
+    """
+    m = n_model
+    w = weights.copy()
+    if removed >= 0:
+        s_jj = variance[removed, removed]
+        ratio = w[removed] / s_jj
+        s_j = variance[removed]
+        for i in range(m):
+            w[i] -= s_j[i] * ratio
+        w[removed] = 0.0
+    residual = np.empty(m)  # c − Gw
+    symmetric_matvec(gram, w, m, residual)
+    for i in range(m):
+        residual[i] = cross_y[i] - residual[i]
+    sk = np.empty(m)  # S k
+    g_sk = np.empty(m)  # G S k
+    for q in range(columns.shape[0]):
+        col = columns[q]
+        k_col = gram[col]  # k = Hᵀφ, read along the (symmetric) Gram's row: contiguous
+        symmetric_matvec(variance, k_col, m, sk)
+        if removed >= 0:
+            correction = sk[removed] / variance[removed, removed]
+            s_j = variance[removed]
+            for i in range(m):
+                sk[i] -= s_j[i] * correction
+            sk[removed] = 0.0
+        symmetric_matvec(gram, sk, m, g_sk)
+        k_w = 0.0
+        k_sk = 0.0
+        res_sk = 0.0
+        sk_g_sk = 0.0
+        for i in range(m):
+            k_w += w[i] * k_col[i]
+            k_sk += k_col[i] * sk[i]
+            res_sk += residual[i] * sk[i]
+            sk_g_sk += sk[i] * g_sk[i]
+        phi_phi = gram[col, col]
+        r = cross_y[col] - k_w
+        out[0, q] = r
+        out[1, q] = phi_phi - k_sk
+        out[2, q] = r - res_sk
+        out[3, q] = phi_phi - 2.0 * k_sk + sk_g_sk
+
+
+@jit
+def gcv_of_delta(delta: float, a: float, b: float, c: float, alpha: float, beta: float,
+                 n_patterns: float) -> float:
+    """``p(aΔ² − 2bΔ + c)/(αΔ − β)²``, GCV at ``Δ = λ + ψ`` (``criteria.optimal_lambda``)."""
+    denom = alpha * delta - beta
+    if denom <= 0.0:
+        return math.inf
+    num = (a * delta - 2.0 * b) * delta + c
+    return n_patterns * max(num, 0.0) / (denom * denom)
+
+
+@jit
+def optimal_lambda(a: float, b: float, c: float, alpha: float, beta: float, psi: float,
+                   n_patterns: float, lambda_min: float) -> tuple[float, float, float, int]:
+    """The case analysis of ``criteria.optimal_lambda`` (Orr A.11, FGCV appendix I), whose
+    docstring derives it. Returns ``(λ, GCV at λ, GCV at λ = ∞, case)``."""
+    gcv_removed = n_patterns * a / (alpha * alpha) if alpha > 0.0 else math.inf
+    lower = psi + lambda_min
+    k = b * alpha - a * beta
+    m = c * alpha - b * beta
+    # A relative tolerance on k: it is a difference of two products of the same magnitude.
+    scale = abs(b * alpha) + abs(a * beta)
+    if abs(k) <= 1e-13 * scale:
+        if m < 0.0:
+            return (lambda_min, gcv_of_delta(lower, a, b, c, alpha, beta, n_patterns),
+                    gcv_removed, _ZERO)
+        return math.inf, gcv_removed, gcv_removed, _INFINITE
+    delta_hat = m / k
+    if k > 0.0:
+        if delta_hat > lower:
+            value = gcv_of_delta(delta_hat, a, b, c, alpha, beta, n_patterns)
+            if value <= gcv_removed:
+                return delta_hat - psi, value, gcv_removed, _INTERIOR
+            # Rounding can leave a "minimum" worse than the limit; keep the better end.
+            return math.inf, gcv_removed, gcv_removed, _INFINITE
+        return (lambda_min, gcv_of_delta(lower, a, b, c, alpha, beta, n_patterns),
+                gcv_removed, _ZERO)
+    if delta_hat > lower:
+        at_lower = gcv_of_delta(lower, a, b, c, alpha, beta, n_patterns)
+        if at_lower < gcv_removed:
+            return lambda_min, at_lower, gcv_removed, _BOUNDARY
+        return math.inf, gcv_removed, gcv_removed, _BOUNDARY
+    return math.inf, gcv_removed, gcv_removed, _INFINITE
+
+
+@jit
+def floored_optimum(a: float, b: float, c: float, alpha: float, beta: float, psi: float,
+                    n_patterns: float, lambda_min: float, zeros_only: bool
+                    ) -> tuple[float, float, float, int]:
+    """:func:`optimal_lambda` with ``lambda_min`` read one of two ways
+    (``criteria.optimal_lambda``): a floor on the domain (``zeros_only=False``), or FGCV
+    3.2 point 7 as written (``zeros_only=True``): the optimum over ``[0, ∞]``, where only an
+    optimum *at* λ = 0 is replaced by the best λ over ``[lambda_min, ∞]``."""
+    if zeros_only and lambda_min > 0.0:
+        result = optimal_lambda(a, b, c, alpha, beta, psi, n_patterns, 0.0)
+        if result[0] != 0.0:
+            return result
+    return optimal_lambda(a, b, c, alpha, beta, psi, n_patterns, lambda_min)
+
+
+@jit
+def basis_optimum(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
+                  weights: np.ndarray, lambdas: np.ndarray, yy: float, count: float, j: int,
+                  lambda_min: float, out: np.ndarray, zeros_only: bool = False) -> None:
+    """:func:`basis_quantities` then :func:`floored_optimum` for basis function j, in one
+    call (``criteria.basis_optimum``). ``out`` receives ``[λ, GCV, GCV without j, case]``
+    and needs room for the eight quantities."""
+    basis_quantities(variance, gram, cross_y, weights, lambdas, yy, count, j, out)
+    lam, value, removed, case = floored_optimum(out[0], out[1], out[2], out[3], out[4],
+                                                out[5], count, lambda_min, zeros_only)
+    out[0] = lam
+    out[1] = value
+    out[2] = removed
+    out[3] = case
+
+
+@jit
+def candidate_optima(variance: np.ndarray, gram: np.ndarray, n_model: int,
+                     cross_y: np.ndarray, weights: np.ndarray, columns: np.ndarray,
+                     removed: int, error: float, trace_p: float, count: float,
+                     lambda_min: float, quantities: np.ndarray, out: np.ndarray,
+                     zeros_only: bool = False) -> None:
+    """:func:`candidate_quantities` then :func:`floored_optimum` for each column
+    (``criteria.candidate_optima``): FGCV appendix IV's a = yᵀP²y (``error``), b = ξr,
+    c = ur², α = tr(P) (``trace_p``), β = u, ψ = γ. ``out[:, q]`` receives
+    ``[λ, GCV]``; a column in the model's span to rounding (γ ≤ 0 or u ≤ 0) gets
+    ``[∞, ∞]``: adding it changes nothing."""
+    candidate_quantities(variance, gram, n_model, cross_y, weights, columns, removed,
+                         quantities)
+    for q in range(columns.shape[0]):
+        r = quantities[0, q]
+        gamma = quantities[1, q]
+        xi = quantities[2, q]
+        u = quantities[3, q]
+        if gamma <= 0.0 or u <= 0.0:
+            out[0, q] = math.inf
+            out[1, q] = math.inf
+            continue
+        lam, value, _, _ = floored_optimum(error, xi * r, u * r * r, trace_p, u, gamma,
+                                           count, lambda_min, zeros_only)
+        out[0, q] = lam
+        out[1, q] = value
+
+
+@jit
+def basis_optima(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
+                 weights: np.ndarray, lambdas: np.ndarray, yy: float, count: float,
+                 lambda_min: float, out: np.ndarray, zeros_only: bool = False) -> None:
+    """:func:`basis_optimum` of every basis function of the model, in one call
+    (``criteria.basis_optima``). Row j of ``out`` (M × 8) receives
+    ``[λ, GCV, GCV without j, case]`` of basis function j (the rest is working room)."""
+    for j in range(weights.shape[0]):
+        basis_optimum(variance, gram, cross_y, weights, lambdas, yy, count, j, lambda_min,
+                      out[j], zeros_only)
+
+

@@ -1,0 +1,172 @@
+"""The pruner's decisions (Orr (1996) 6.4 local ridge; FGCV section 3): re-estimate or
+delete a basis function, add or trade a candidate, and the order of a sample's evaluations.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from onlinesparse.core._jit import jit
+from onlinesparse.core.criteria import (
+    basis_optimum,
+    basis_quantities,
+    candidate_optima,
+    gcv,
+    optimal_lambda,
+)
+from onlinesparse.core.updates import lambda_rank_one
+
+# The order of a sample's evaluations (ints[FIRST], GCVPruner.step's `first`): by the
+# pruner's turn counter, or alternating from a candidate move or from a basis move.
+TURN_ORDER, CANDIDATE_FIRST, BASIS_FIRST = range(3)
+
+
+@jit
+def model_budget(max_basis: int, count: float) -> int:
+    """``GCVPruner.budget``: at most ``max_basis`` basis functions, and no more than half
+    as many as there are patterns (``count``)."""
+    return min(max_basis, int(count // 2))
+
+
+@jit
+def least_useful(merit: np.ndarray, ids: np.ndarray, start: int, stop: int,
+                 protected: np.ndarray) -> int:
+    """Position in ``start … stop−1`` of the column ``BufferManager._evict`` drops, or −1
+    when every one is protected (its id is in ``protected``).
+
+    The order is ``(merit, never evaluated, id)``: the lowest GCV verdict first; a column
+    never evaluated (NaN) counts as 0 but goes after an evaluated one of equal merit;
+    among equals the oldest (lowest id).
+    """
+    best = -1
+    best_value = math.inf
+    best_unseen = True
+    best_id = 0
+    for position in range(start, stop):
+        column_id = ids[position]
+        is_protected = False
+        for k in range(protected.shape[0]):
+            if protected[k] == column_id:
+                is_protected = True
+                break
+        if is_protected:
+            continue
+        value = merit[position]
+        unseen = value != value
+        if unseen:
+            value = 0.0
+        if best < 0 or value < best_value or (value == best_value and (
+                (not unseen and best_unseen)
+                or (unseen == best_unseen and column_id < best_id))):
+            best = position
+            best_value = value
+            best_unseen = unseen
+            best_id = column_id
+    return best
+
+
+@jit
+def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
+                   weights: np.ndarray, lambdas: np.ndarray, merit: np.ndarray, yy: float,
+                   count: float, error: float, gamma: float, columns: np.ndarray,
+                   lambda_min: float, min_gain: float, at_budget: bool, out: np.ndarray
+                   ) -> int:
+    """The decision of ``GCVPruner._candidate_move``, whose docstring gives the rules:
+    score ``columns`` (:func:`candidate_optima`), record each gain in ``merit``, and
+    choose the best one that lowers GCV by more than ``min_gain``; at the budget, price
+    trading the least useful basis function for it (its usefulness refreshed first, then
+    the candidate's optimum without it, :func:`candidate_quantities` with ``removed``).
+    ``error`` and ``gamma`` are the current model's (``IncrementalRidge._summary``, computed
+    once per change of the model and shared with :func:`basis_move`).
+
+    Returns 0 (no move), 1 (add column ``out[0]`` with λ ``out[1]``) or 2 (remove basis
+    function ``out[2]`` and add column ``out[0]`` with λ ``out[1]``); ``out[3]`` is the
+    chosen candidate's gain.
+    """
+    m = weights.shape[0]
+    current = gcv(error, gamma, count)
+    k = columns.shape[0]
+    quantities = np.empty((4, k))
+    optima = np.empty((2, k))
+    candidate_optima(variance, gram, m, cross_y, weights, columns, -1, error, count - gamma,
+                     count, lambda_min, quantities, optima)
+    threshold = min_gain * current
+    best = -1
+    best_gain = threshold
+    for q in range(k):
+        finite = math.isfinite(optima[0, q])
+        gain = current - optima[1, q] if finite else 0.0
+        merit[columns[q]] = gain
+        if finite and gain > best_gain:
+            best = q
+            best_gain = gain
+    if best < 0:
+        return 0
+    out[0] = columns[best]
+    out[1] = optima[0, best]
+    out[3] = best_gain
+    if not at_budget:
+        return 1
+    # The least useful basis function; NaN (never re-estimated) is never traded.
+    j = -1
+    lowest = math.inf
+    for i in range(m):
+        value = merit[i]
+        if value == value and value < lowest:
+            lowest = value
+            j = i
+    # To first order the trade changes GCV by (usefulness − gain).
+    if j < 0 or best_gain <= lowest + threshold:
+        return 0
+    # That usefulness may be many samples old: refresh it, so that a stale low value does
+    # not invite the same failing trade again and again.
+    basis = np.empty(8)
+    basis_quantities(variance, gram, cross_y, weights, lambdas, yy, count, j, basis)
+    _, _, without_j, _ = optimal_lambda(basis[0], basis[1], basis[2], basis[3], basis[4],
+                                        basis[5], count, lambda_min)
+    merit[j] = without_j - current
+    if best_gain <= merit[j] + threshold:
+        return 0
+    # The exact price: the candidate's optimum in the model without j.
+    candidate_optima(variance, gram, m, cross_y, weights, columns[best:best + 1], j,
+                     basis[0], basis[3], count, lambda_min, quantities, optima)
+    if not (math.isfinite(optima[0, 0]) and optima[1, 0] < current - threshold):
+        return 0
+    out[1] = optima[0, 0]
+    out[2] = j
+    return 2
+
+
+@jit
+def basis_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
+               weights: np.ndarray, lambdas: np.ndarray, yy: float, count: float,
+               error: float, gamma: float, j: int, lambda_min: float,
+               relative_gain: float, out: np.ndarray) -> int:
+    """The decision of ``pruner.reestimate_basis`` for basis function j, whose docstring
+    gives the rules, with the common outcome carried out in place.
+
+    ``error`` and ``gamma`` are the current model's (its GCV is compared against).
+    ``out`` (room for eight) receives ``[λ, usefulness, error factor]``. Returns 0 (leave
+    j as it is), 1 (λⱼ re-estimated here by :func:`lambda_rank_one`; ``out[2]`` is the
+    rounding-error factor), 2 (remove j: its optimum is ∞ and GCV does not rise) or 3 (set
+    λⱼ to ``out[0]`` through the exact remove-and-add path, which the caller takes).
+    """
+    current = gcv(error, gamma, count)
+    basis_optimum(variance, gram, cross_y, weights, lambdas, yy, count, j, lambda_min, out)
+    lam = out[0]
+    value = out[1]
+    removed = out[2]
+    out[1] = removed - current
+    if math.isinf(lam):
+        return 2 if removed <= current * (1.0 + relative_gain) else 0
+    if not (value < current * (1.0 - relative_gain) and lam != lambdas[j]):
+        return 0
+    factor = lambda_rank_one(variance, weights, lambdas, j, lam)
+    if factor > 0.0:
+        out[2] = factor
+        return 1
+    return 3
+
+

@@ -1,0 +1,305 @@
+"""The exact incremental operations on the ridge state ``S = A⁻¹``, ``w = Sc``, ``λ``.
+
+========================  ======================================  ========================
+operation                 formula                                 reference
+========================  ======================================  ========================
+add / remove a pattern    ``S ← S ∓ uuᵀ/(1 ± hᵀu)``, ``u = Sh``   Orr (1996) A.8, A.11
+slide a full window       the same, rank two in one pass          Orr (1996) A.8 + A.11
+add a basis function      partitioned inverse                     Orr (1996) A.4
+remove a basis function   ``S ← S − sⱼsⱼᵀ/sⱼⱼ`` (λⱼ → ∞)          FGCV App. V
+change one λⱼ             rank one, ``Kⱼ = δ/(1 + δsⱼⱼ)``         FGCV App. V
+trade a basis function    remove j, add a column in its slot      FGCV App. V + Orr A.4
+========================  ======================================  ========================
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from onlinesparse.core._jit import jit
+from onlinesparse.core.health import is_healthy
+from onlinesparse.core.linalg import rank_one_update, symmetric_matvec, symmetric_matvec_pair
+
+
+@jit
+def sherman_morrison(variance: np.ndarray, weights: np.ndarray, h: np.ndarray, y: float,
+                     sign: float, min_denominator: float, work: np.ndarray) -> float:
+    """The pattern update of ``RidgeState.add_pattern`` (sign = 1, Orr eq. (A.8)) and
+    ``remove_pattern`` (sign = −1, Orr eq. (A.11)), in place.
+
+    ``u = Sh`` goes to ``work``; the denominator is ``1 + sign·hᵀu``. Returns it; when it is
+    not above ``min_denominator`` nothing is changed (the caller raises).
+    """
+    m = h.shape[0]
+    symmetric_matvec(variance, h, m, work)
+    hu = 0.0
+    hw = 0.0
+    for i in range(m):
+        hu += h[i] * work[i]
+        hw += h[i] * weights[i]
+    denom = 1.0 + sign * hu
+    if not denom > min_denominator:
+        return denom
+    coef = -sign / denom
+    rank_one_update(variance, work, work, coef)
+    step = sign * (y - hw) / denom
+    for i in range(m):
+        weights[i] += work[i] * step
+    return denom
+
+
+@jit
+def slide_window(gram: np.ndarray, cross_y: np.ndarray, n: int, variance: np.ndarray,
+                 weights: np.ndarray, m: int, h_new: np.ndarray, y_new: float,
+                 h_old: np.ndarray, y_old: float, min_denominator: float,
+                 work: np.ndarray, out: np.ndarray) -> bool:
+    """One step of a full window in one call: the oldest pattern leaves the ridge state
+    (Orr A.11) and the statistics, the new one enters both (A.8) — what
+    ``IncrementalRidge.add_pattern`` does with four calls.
+
+    The two rank-one changes of S are fused into one rank-two pass, and those of G into
+    one pass, which halves the memory traffic of the step. With ``u₁ = Sh_old``,
+    ``d₁ = 1 − h_oldᵀu₁``, the removal gives ``S₁ = S + u₁u₁ᵀ/d₁``; then
+    ``u₂ = S₁h_new = Sh_new + u₁(u₁ᵀh_new)/d₁`` (no second pass over S₁),
+    ``d₂ = 1 + h_newᵀu₂`` and ``S₂ = S + u₁u₁ᵀ/d₁ − u₂u₂ᵀ/d₂``; the weights follow A.11 then
+    A.8 in O(M).
+
+    ``out`` receives ``[1 − leverage of the old pattern, 1 + hᵀSh of the new one,
+    cancellation ratio of the removal, healthy (1/0, see :func:`is_healthy`)]``. Returns
+    False, with nothing changed, when removing the old pattern first would leave
+    ``HᵀH + Λ`` singular (the caller then takes the add-first path).
+    """
+    u_old = work  # S h_old
+    u_new = np.empty(m)  # S h_new, then S₁ h_new
+    symmetric_matvec_pair(variance, h_old, h_new, m, u_old, u_new)
+    leverage = 0.0
+    fit_old = 0.0
+    for i in range(m):
+        leverage += h_old[i] * u_old[i]
+        fit_old += h_old[i] * weights[i]
+    removal = 1.0 - leverage
+    if not removal > min_denominator:
+        return False
+    # A.11: the weights without the old pattern, and u₂ = S₁h_new.
+    step = (y_old - fit_old) / removal
+    u1_h = 0.0
+    for i in range(m):
+        weights[i] -= u_old[i] * step
+        u1_h += u_old[i] * h_new[i]
+    scale = u1_h / removal
+    h_u2 = 0.0
+    fit_new = 0.0
+    for i in range(m):
+        u_new[i] += u_old[i] * scale
+        h_u2 += h_new[i] * u_new[i]
+        fit_new += h_new[i] * weights[i]
+    addition = 1.0 + h_u2
+    # A.8 for the weights, then S₂ = S + u₁u₁ᵀ/d₁ − u₂u₂ᵀ/d₂ in one pass.
+    step = (y_new - fit_new) / addition
+    for i in range(m):
+        weights[i] += u_new[i] * step
+    c_old = 1.0 / removal
+    c_new = -1.0 / addition
+    for i in range(m):
+        a = c_old * u_old[i]
+        b = c_new * u_new[i]
+        row = variance[i]
+        for j in range(m):
+            row[j] += a * u_old[j] + b * u_new[j]
+    # The statistics: G += h_new h_newᵀ − h_old h_oldᵀ in one pass. The cancellation of
+    # the removal is read from the diagonal as it would be after the removal alone.
+    worst = 0.0
+    for i in range(m):
+        left = gram[i, i] - h_old[i] * h_old[i]
+        if left > 0.0:
+            ratio = h_old[i] * h_old[i] / left
+            if ratio > worst:
+                worst = ratio
+    for i in range(n):
+        a = h_new[i]
+        b = h_old[i]
+        row = gram[i]
+        for j in range(n):
+            row[j] += a * h_new[j] - b * h_old[j]
+        cross_y[i] += a * y_new - b * y_old
+    out[0] = removal
+    out[1] = addition
+    out[2] = worst
+    out[3] = 1.0 if is_healthy(variance, weights) else 0.0
+    return True
+
+
+@jit
+def symmetric_rank_one(variance: np.ndarray, weights: np.ndarray, j: int, coef: float
+                       ) -> None:
+    """``S += coef·sⱼsⱼᵀ`` and ``w += coef·wⱼ·sⱼ`` with ``sⱼ`` column j of S, taken before
+    the update (``RidgeState.set_lambda``'s rank-one branch)."""
+    s_j = variance[j].copy()  # row j of the symmetric S: contiguous
+    rank_one_update(variance, s_j, s_j, coef)
+    step = coef * weights[j]
+    for i in range(weights.shape[0]):
+        weights[i] += s_j[i] * step
+
+
+@jit
+def lambda_rank_one(variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray, j: int,
+                    lam: float) -> float:
+    """The rank-one branch of ``RidgeState.set_lambda`` (FGCV appendix V), in place.
+
+    Returns the rounding-error factor ``max(1 + δsⱼⱼ, 1/(1 + δsⱼⱼ))``, or 0 with nothing
+    changed when λ falls so far (``−δsⱼⱼ > ½``) that the caller must take the exact
+    remove-and-add branch instead.
+    """
+    delta_lam = lam - lambdas[j]
+    denom = 1.0 + delta_lam * variance[j, j]
+    if denom < 0.5:
+        return 0.0
+    symmetric_rank_one(variance, weights, j, -delta_lam / denom)
+    lambdas[j] = lam
+    return max(denom, 1.0 / denom)
+
+
+@jit
+def add_basis(variance: np.ndarray, weights: np.ndarray, g: np.ndarray, g_jj: float,
+              c_j: float, lam: float, projected_hph: float, projected_yph: float,
+              min_relative: float, project_below: float, out_variance: np.ndarray,
+              out_weights: np.ndarray) -> tuple[float, int]:
+    """``RidgeState.add_basis`` (Orr eq. (A.4)) into arrays one larger than the state's:
+    with ``l = Sg``, ``Δ = λ + g_jj − gᵀl`` (or ``λ + projected_hph`` when the caller
+    computed ``hᵀPh`` from the stored rows; NaN otherwise),
+    ``out_variance = [[S + llᵀ/Δ, −l/Δ], [−lᵀ/Δ, 1/Δ]]`` and
+    ``out_weights = [w − l·w_new, w_new]`` with ``w_new = (c_j − gᵀw)/Δ`` (or
+    ``projected_yph/Δ``), in one pass over S.
+
+    Returns ``(Δ, status)``: 1 when done; with nothing written, 0 when
+    ``Δ ≤ min_relative·(g_jj + λ)`` or Δ is not finite (the column is in the span of the
+    model's to rounding) and −1 when ``project_below`` > 0 and the Gram formula
+    ``g_jj − gᵀl`` is below ``project_below·g_jj`` (it has lost that many digits: the
+    caller computes ``hᵀPh`` from the stored rows, ``IncrementalRidge._projection``, and
+    calls again with it).
+    """
+    m = weights.shape[0]
+    # (BLAS products, as NumPy's `S @ g` and `g @ w`: for a nearly dependent column the
+    # result carries cond(A)·ε, and these orders are the ones the tests were tuned on.)
+    l_vec = np.dot(variance, g) if m else np.zeros(0)
+    projected = not math.isnan(projected_hph)
+    if projected:
+        delta = lam + projected_hph
+    else:
+        g_l = np.dot(g, l_vec) if m else 0.0
+        if project_below > 0.0 and g_jj - g_l < project_below * g_jj:
+            return lam + g_jj - g_l, -1
+        delta = lam + g_jj - g_l
+    if not (delta > min_relative * (g_jj + lam)) or not math.isfinite(delta):
+        return delta, 0
+    if projected:
+        w_new = projected_yph / delta
+    else:
+        w_new = (c_j - (np.dot(g, weights) if m else 0.0)) / delta
+    inv_delta = 1.0 / delta
+    for i in range(m):
+        source = variance[i]
+        row = out_variance[i]
+        li = inv_delta * l_vec[i]
+        for k in range(m):
+            row[k] = source[k] + li * l_vec[k]
+        row[m] = -l_vec[i] / delta
+        out_variance[m, i] = row[m]
+        out_weights[i] = weights[i] - l_vec[i] * w_new
+    out_variance[m, m] = inv_delta
+    out_weights[m] = w_new
+    return delta, 1
+
+
+@jit
+def remove_basis(variance: np.ndarray, weights: np.ndarray, j: int,
+                 out_variance: np.ndarray, out_weights: np.ndarray) -> None:
+    """``RidgeState.remove_basis`` (FGCV appendix V with λⱼ → ∞) into arrays one smaller:
+    the kept block of ``S − sⱼsⱼᵀ/sⱼⱼ`` and ``w − sⱼwⱼ/sⱼⱼ``, row and column j dropped, in
+    one pass over S."""
+    m = weights.shape[0]
+    s_j = variance[j].copy()  # row j of the symmetric S: contiguous
+    coef = -1.0 / s_j[j]
+    ratio = weights[j] / s_j[j]
+    a = 0
+    for i in range(m):
+        if i == j:
+            continue
+        source = variance[i]
+        row = out_variance[a]
+        si = coef * s_j[i]
+        for k in range(j):  # (two loops without a test inside: they vectorise)
+            row[k] = source[k] + si * s_j[k]
+        for k in range(j + 1, m):
+            row[k - 1] = source[k] + si * s_j[k]
+        out_weights[a] = weights[i] - s_j[i] * ratio
+        a += 1
+
+
+@jit
+def replace_basis(variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray, j: int,
+                  g: np.ndarray, g_kk: float, c_k: float, lam: float, min_relative: float,
+                  project_below: float, work: np.ndarray) -> float:
+    """``RidgeState.replace_basis`` in place: remove basis function j (λⱼ → ∞, FGCV
+    appendix V) and add a column in its slot (Orr A.4), in one rank-two pass over S.
+
+    With ``S' = S − sⱼsⱼᵀ/sⱼⱼ`` and ``w' = w − sⱼwⱼ/sⱼⱼ`` (never formed), the new column's
+    ``l = S'g = Sg − sⱼ(Sg)ⱼ/sⱼⱼ`` (``g`` is its Gram row over the model, entry j ignored),
+    ``Δ = λ + g_kk − gᵀl``, its weight ``(c_k − gᵀw')/Δ``; then
+    ``S ← S − sⱼsⱼᵀ/sⱼⱼ + llᵀ/Δ`` with row and column j set to ``−l/Δ`` and ``1/Δ``, and
+    ``w ← w' − l·w_new`` with ``w_new`` at j.
+
+    Returns the error factor ``(g_kk + λ)/Δ``; or, with nothing changed, 0 when
+    ``Δ ≤ min_relative·(g_kk + λ)`` (in the span of the others to rounding) and −1 when
+    ``Δ − λ < project_below·g_kk`` (the caller recomputes Δ from the stored rows).
+    """
+    m = weights.shape[0]
+    s_jj = variance[j, j]
+    s_j = variance[j].copy()  # row j of the symmetric S: contiguous
+    u = work  # S g, with g's entry j taken as 0
+    for i in range(m):
+        u[i] = 0.0
+    for i in range(m):
+        if i == j:
+            continue
+        gi = g[i]
+        row = variance[i]
+        for k in range(m):
+            u[k] += gi * row[k]
+    correction = u[j] / s_jj
+    ratio = weights[j] / s_jj
+    l_vec = np.empty(m)
+    g_l = 0.0
+    g_w = 0.0
+    for i in range(m):
+        l_vec[i] = u[i] - s_j[i] * correction
+        if i != j:
+            g_l += g[i] * l_vec[i]
+            g_w += g[i] * (weights[i] - s_j[i] * ratio)
+    l_vec[j] = 0.0
+    delta = lam + g_kk - g_l
+    if not (delta > min_relative * (g_kk + lam)) or not math.isfinite(delta):
+        return 0.0
+    if delta - lam < project_below * g_kk:
+        return -1.0
+    w_new = (c_k - g_w) / delta
+    inv_s = 1.0 / s_jj
+    inv_delta = 1.0 / delta
+    for i in range(m):
+        row = variance[i]
+        a = inv_s * s_j[i]
+        b = inv_delta * l_vec[i]
+        for k in range(m):
+            row[k] += b * l_vec[k] - a * s_j[k]
+    for i in range(m):
+        variance[i, j] = -l_vec[i] * inv_delta
+        variance[j, i] = -l_vec[i] * inv_delta
+        weights[i] -= s_j[i] * ratio + l_vec[i] * w_new
+    variance[j, j] = inv_delta
+    weights[j] = w_new
+    lambdas[j] = lam
+    return (g_kk + lam) * inv_delta
+
+
