@@ -88,9 +88,8 @@ class BufferManager:
                 # ∞ when no radial column is tracked yet: then every input is novel.
                 nearest = core.nearest_sq_distance(basis._kind, basis._centres,
                                                      basis.size, x)
-            novel = nearest > self.novelty_threshold
-            badly_predicted = noise_std > 0 and abs(error) > self.error_threshold * noise_std
-            proposal = novel or badly_predicted
+            proposal = core.proposes(nearest, self.novelty_threshold, error, noise_std,
+                                     self.error_threshold)
         if proposal:
             self.propose(x.copy())
         # Basis functions the pruner sends back to the pool can overfill it: trim first.

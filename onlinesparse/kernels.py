@@ -14,10 +14,11 @@ A :class:`Basis` is an ordered set of columns of a design matrix. Each column is
   ``cauchy``             ``1/(1 + z)``
   =====================  ======================
 
-Evaluation is one compiled loop over inputs and columns (:func:`onlinesparse.core.basis.evaluate_rows`): the
-distance ``‖x − c‖²`` is summed directly (no ``‖c‖² − 2cᵀx + ‖x‖²`` cancellation) and the
-per-sample call costs about a microsecond instead of a dozen NumPy calls. The order of the columns
-matters to the caller (the window keeps model columns first, candidates after), so the
+Evaluation is one compiled loop over inputs and columns
+(:func:`onlinesparse.core.basis.evaluate_rows`): the distance ``‖x − c‖²`` is summed directly
+(no ``‖c‖² − 2cᵀx + ‖x‖²`` cancellation) and the per-sample call costs about a microsecond
+instead of a dozen NumPy calls. The order of the columns matters to the caller (the window
+keeps model columns first, candidates after), so the
 class supports the swaps and truncations the window needs.
 """
 

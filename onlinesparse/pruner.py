@@ -134,17 +134,12 @@ class GCVPruner:
         a basis move (``BASIS_FIRST``), for a caller that schedules them."""
         done = 0
         for k in range(evaluations):
-            if first == core.TURN_ORDER:
-                self._turn += 1
-                candidate_turn = self._turn % 2 == 1
-            else:
-                candidate_turn = (k % 2 == 0) == (first == core.CANDIDATE_FIRST)
-            if candidate_turn and model.window.n_candidates:
+            kind, self._turn = core.evaluation_kind(first, k, self._turn,
+                                                    model.window.n_candidates, model.size)
+            if kind == core.CANDIDATE_MOVE:
                 self._candidate_move(model, lambda_min)
-            elif model.size:
+            elif kind == core.BASIS_MOVE:
                 self._basis_move(model, lambda_min, protected)
-            elif model.window.n_candidates:
-                self._candidate_move(model, lambda_min)
             else:
                 break
             done += 1

@@ -250,8 +250,7 @@ class SparseRBFRegressor(base.Regressor):
 
     @property
     def _lambda_min(self) -> float:
-        # FGCV 3.2 point 7: α_min = 1/N, i.e. λ_min = σ²/N in Orr's units.
-        return self._noise_variance / max(self._model.n_patterns, 1.0)
+        return core.lambda_min(self._noise_variance, self._model.n_patterns)
 
     @single_blas_thread
     def learn_one(self, x: dict, y: float) -> None:
@@ -509,8 +508,7 @@ class SparseRBFRegressor(base.Regressor):
             outcome, usefulness = _apply_basis_move(model, j, action, move, bool(protected))
             pruner._record_basis_move(model, j, outcome, usefulness)
         # The rest of the sample's evaluations, in the order they would have come.
-        if first != core.TURN_ORDER and (done + 1) % 2:
-            first = core.BASIS_FIRST + core.CANDIDATE_FIRST - first
+        first = core.continued_order(first, done)
         self._select(model, vector, error, False, evaluations - done - 1, first,
                      bool(reg["at_budget"]), added)
         return None
@@ -548,9 +546,10 @@ class SparseRBFRegressor(base.Regressor):
         return evaluations, core.CANDIDATE_FIRST
 
     def _update_noise(self) -> None:
-        variance = self.model.noise_variance
-        if math.isfinite(variance) and variance > 0:
-            self._noise_variance = variance
+        model = self.model
+        self._noise_variance = core.noise_estimate(model.training_error,
+                                                   model.effective_parameters,
+                                                   model.n_patterns, self._noise_variance)
 
     @single_blas_thread
     def refine(self, max_evaluations: int) -> int:

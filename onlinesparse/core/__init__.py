@@ -47,6 +47,7 @@ from onlinesparse.core.criteria import (
     floored_optimum,
     gcv,
     gcv_of_delta,
+    noise_estimate,
     optimal_lambda,
     training_error,
     uev,
@@ -78,12 +79,19 @@ from onlinesparse.core.sample import (
 )
 from onlinesparse.core.selection import (
     BASIS_FIRST,
+    BASIS_MOVE,
     CANDIDATE_FIRST,
+    CANDIDATE_MOVE,
+    NO_MOVE,
     TURN_ORDER,
     basis_move,
     candidate_move,
+    continued_order,
+    evaluation_kind,
+    lambda_min,
     least_useful,
     model_budget,
+    proposes,
 )
 from onlinesparse.core.statistics import (
     cancellation_ratio,
@@ -105,6 +113,14 @@ from onlinesparse.core.updates import (
 )
 
 __all__ = [
+    "noise_estimate",
+    "proposes",
+    "lambda_min",
+    "evaluation_kind",
+    "continued_order",
+    "NO_MOVE",
+    "CANDIDATE_MOVE",
+    "BASIS_MOVE",
     "EPS",
     "CAUCHY",
     "CONSTANT",

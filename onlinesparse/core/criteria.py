@@ -40,6 +40,17 @@ def uev(error: float, gamma: float, count: float) -> float:
     return error / dof
 
 
+
+@jit
+def noise_estimate(error: float, gamma: float, count: float, current: float) -> float:
+    """FGCV eq. 8, ``σ² = yᵀP²y / (p − γ)`` (:func:`uev`), where it is finite and positive;
+    ``current`` otherwise (no degrees of freedom yet, or an exact fit)."""
+    estimate = uev(error, gamma, count)
+    if math.isfinite(estimate) and estimate > 0:
+        return estimate
+    return current
+
+
 @jit
 def training_error(gram: np.ndarray, cross_y: np.ndarray, weights: np.ndarray,
                    yy: float) -> float:

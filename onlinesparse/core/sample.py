@@ -11,15 +11,18 @@ import numpy as np
 
 from onlinesparse.core._jit import jit
 from onlinesparse.core.basis import evaluate_rows, inner, nearest_sq_distance
-from onlinesparse.core.criteria import error_and_gamma, uev
+from onlinesparse.core.criteria import error_and_gamma, noise_estimate
 from onlinesparse.core.health import drift, is_healthy, measured_estimate, settle
 from onlinesparse.core.linalg import swap_symmetric
 from onlinesparse.core.selection import (
-    CANDIDATE_FIRST,
-    TURN_ORDER,
+    CANDIDATE_MOVE,
+    NO_MOVE,
     basis_move,
     candidate_move,
+    evaluation_kind,
+    lambda_min,
     model_budget,
+    proposes,
 )
 from onlinesparse.core.statistics import gram_rank_one, rolling_refresh, running_mean, swap_columns
 from onlinesparse.core.updates import (
@@ -266,9 +269,9 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     r.error_estimate = estimate
     r.since_refresh += 1
     r.since_check = since_check
-    # GCVPruner.step, with SparseRBFRegressor._lambda_min
+    # GCVPruner.step
     noise_variance = r.noise_variance
-    lambda_min = noise_variance / max(count, 1.0)
+    floor = lambda_min(noise_variance, count)
     training, gamma = error_and_gamma(gram, cross_y, weights, lambdas, variance, yy)
     stale = False  # whether a move has changed the model since (training, gamma)
     r.at_budget = 1 if m >= max_basis else 0
@@ -279,24 +282,13 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
             training, gamma = error_and_gamma(gram, cross_y, weights, lambdas, variance,
                                               yy)
             stale = False
-        if first == TURN_ORDER:
-            turn = r.turn + 1
-            r.turn = turn
-            candidate_turn = turn % 2 == 1
-        else:  # the caller's schedule: alternate, starting with `first`
-            candidate_turn = (k % 2 == 0) == (first == CANDIDATE_FIRST)
         n_candidates = n - m
-        if candidate_turn and n_candidates > 0:
-            kind = 1
-        elif m > 0:
-            kind = 2
-        elif n_candidates > 0:
-            kind = 1
-        else:
+        kind, r.turn = evaluation_kind(first, k, r.turn, n_candidates, m)
+        if kind == NO_MOVE:
             break
         # A move whose _after_update would reach the periodic drift probe is the caller's.
         settles = r.since_check + 1 < check_every
-        if kind == 1:  # GCVPruner._candidate_move
+        if kind == CANDIDATE_MOVE:  # GCVPruner._candidate_move
             k = min(per_evaluation, n_candidates)
             cursor = r.candidate_cursor
             columns = np.empty(k, np.int64)
@@ -305,7 +297,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
             r.candidate_cursor = (cursor + k - 1) % n_candidates + 1
             budget = model_budget(max_basis, count)
             action = candidate_move(variance, gram, cross_y, weights, lambdas, merit, yy,
-                                    count, training, gamma, columns, lambda_min, min_gain,
+                                    count, training, gamma, columns, floor, min_gain,
                                     m >= budget, move)
             position = int(move[0])
             if action == 2 and settles:
@@ -386,7 +378,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                 if protected[p] == ids[j]:
                     is_protected = True
             action = basis_move(variance, gram, cross_y, weights, lambdas, yy, count,
-                                training, gamma, j, lambda_min, relative_gain, move)
+                                training, gamma, j, floor, relative_gain, move)
             quiet = action == 0
             if action == 1 and settles:  # λⱼ changed in place: _after_update((f, f))
                 after = settle(estimate, move[2], gram, variance, weights, lambdas,
@@ -456,13 +448,10 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
         r.summary_valid = 1
     nearest = nearest_sq_distance(kinds, centres, n, x)
     r.nearest = nearest
-    noise_std = math.sqrt(noise_variance)
-    badly_predicted = noise_std > 0 and abs(error) > error_threshold * noise_std
-    r.propose = 1 if nearest > novelty_sq or badly_predicted else 0
+    r.propose = proposes(nearest, novelty_sq, error, math.sqrt(noise_variance),
+                         error_threshold)
     if r.n_learned % noise_every == 0:
-        estimate = uev(training, gamma, count)
-        if math.isfinite(estimate) and estimate > 0:
-            r.noise_variance = estimate
+        r.noise_variance = noise_estimate(training, gamma, count, noise_variance)
     return QUIET
 
 

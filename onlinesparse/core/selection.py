@@ -22,6 +22,59 @@ from onlinesparse.core.updates import lambda_rank_one
 # pruner's turn counter, or alternating from a candidate move or from a basis move.
 TURN_ORDER, CANDIDATE_FIRST, BASIS_FIRST = range(3)
 
+# What an evaluation does (evaluation_kind): nothing left to evaluate, a candidate move, a
+# basis move.
+NO_MOVE, CANDIDATE_MOVE, BASIS_MOVE = 0, 1, 2
+
+
+@jit
+def evaluation_kind(first: int, k: int, turn: int, n_candidates: int, n_model: int
+                    ) -> tuple[int, int]:
+    """The pruner's turn order, for evaluation ``k`` of a sample: returns ``(kind, turn)``.
+
+    Evaluations alternate between candidate moves and basis moves, by the pruner's turn
+    counter (``first = TURN_ORDER``, which advances ``turn``) or, for a caller that
+    schedules them around its heavy work, starting from ``CANDIDATE_FIRST`` or
+    ``BASIS_FIRST``. A turn whose side has nothing to evaluate goes to the other side.
+    """
+    if first == TURN_ORDER:
+        turn += 1
+        candidate_turn = turn % 2 == 1
+    else:
+        candidate_turn = (k % 2 == 0) == (first == CANDIDATE_FIRST)
+    if candidate_turn and n_candidates > 0:
+        return CANDIDATE_MOVE, turn
+    if n_model > 0:
+        return BASIS_MOVE, turn
+    if n_candidates > 0:
+        return CANDIDATE_MOVE, turn
+    return NO_MOVE, turn
+
+
+def continued_order(first: int, done: int) -> int:
+    """The order for the rest of a sample's evaluations after ``done + 1`` of them ran
+    elsewhere (a sample handed back by the compiled call continues where it stopped)."""
+    if first != TURN_ORDER and (done + 1) % 2:
+        return BASIS_FIRST + CANDIDATE_FIRST - first
+    return first
+
+
+@jit
+def lambda_min(noise_variance: float, count: float) -> float:
+    """The floor on every λ: FGCV section 3.2, point 7, α_min = 1/N, i.e. λ_min = σ²/N in
+    Orr's units (λ = ασ²)."""
+    return noise_variance / max(count, 1.0)
+
+
+@jit
+def proposes(nearest: float, novelty_sq: float, error: float, noise_std: float,
+             error_threshold: float) -> bool:
+    """The buffer manager's test of a learned input as a new centre: novel (its squared
+    distance to every centre, ``nearest``, exceeds ``novelty_sq``) or badly predicted (its
+    error exceeds ``error_threshold`` predictive standard deviations)."""
+    badly_predicted = noise_std > 0 and abs(error) > error_threshold * noise_std
+    return nearest > novelty_sq or badly_predicted
+
 
 @jit
 def model_budget(max_basis: int, count: float) -> int:
