@@ -691,7 +691,7 @@ class IncrementalRidge:
 
     def _account(self, account: tuple[float, float]) -> None:
         propagation, fresh = account
-        self._error_estimate = self._error_estimate * propagation + fresh
+        self._error_estimate = core.account(self._error_estimate, propagation, fresh)
 
     def _after_update(self, *accounts: tuple[float, float], pattern: bool = False,
                       healthy: bool | None = None) -> None:

@@ -53,6 +53,7 @@ from onlinesparse.core.criteria import (
     uev,
 )
 from onlinesparse.core.health import (
+    account,
     condition_bound,
     drift,
     is_healthy,
@@ -104,15 +105,20 @@ from onlinesparse.core.statistics import (
 )
 from onlinesparse.core.updates import (
     add_basis,
+    insert_column,
     lambda_rank_one,
     remove_basis,
     replace_basis,
     sherman_morrison,
     slide_window,
     symmetric_rank_one,
+    without_basis,
 )
 
 __all__ = [
+    "insert_column",
+    "without_basis",
+    "account",
     "noise_estimate",
     "proposes",
     "lambda_min",

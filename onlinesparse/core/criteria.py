@@ -14,6 +14,7 @@ import numpy as np
 
 from onlinesparse.core._jit import jit
 from onlinesparse.core.linalg import symmetric_matvec, symmetric_matvec_pair
+from onlinesparse.core.updates import without_basis
 
 # Which branch of the case analysis decided, as ``criteria.LocalOptimum.case`` names them.
 CASES = ("interior", "zero", "infinite", "boundary")
@@ -92,19 +93,15 @@ def basis_quantities(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray
     """
     m = weights.shape[0]
     s_jj = variance[j, j]
-    ratio = weights[j] / s_jj
     s_g = np.empty(m)  # S'gⱼ
     w_rem = np.empty(m)  # w'
     g_w_rem = np.empty(m)  # Gw'
     g_j = gram[j]  # gⱼ, read along the (symmetric) Gram's row: contiguous
     # pass 1: S gⱼ, then S'gⱼ and w'
     symmetric_matvec(variance, g_j, m, s_g)
-    correction = s_g[j] / s_jj
-    for i in range(m):
-        s_g[i] -= variance[i, j] * correction
-        w_rem[i] = weights[i] - variance[i, j] * ratio
-    s_g[j] = 0.0
-    w_rem[j] = 0.0
+    without_basis(variance, s_g, j)
+    w_rem[:] = weights
+    without_basis(variance, w_rem, j)
     # pass 2: Gw' and G S'gⱼ in one sweep over G's rows
     g_s_g = np.empty(m)
     symmetric_matvec_pair(gram, w_rem, s_g, m, g_w_rem, g_s_g)
@@ -153,12 +150,7 @@ def candidate_quantities(variance: np.ndarray, gram: np.ndarray, n_model: int,
     m = n_model
     w = weights.copy()
     if removed >= 0:
-        s_jj = variance[removed, removed]
-        ratio = w[removed] / s_jj
-        s_j = variance[removed]
-        for i in range(m):
-            w[i] -= s_j[i] * ratio
-        w[removed] = 0.0
+        without_basis(variance, w, removed)
     residual = np.empty(m)  # c − Gw
     symmetric_matvec(gram, w, m, residual)
     for i in range(m):
@@ -170,11 +162,7 @@ def candidate_quantities(variance: np.ndarray, gram: np.ndarray, n_model: int,
         k_col = gram[col]  # k = Hᵀφ, read along the (symmetric) Gram's row: contiguous
         symmetric_matvec(variance, k_col, m, sk)
         if removed >= 0:
-            correction = sk[removed] / variance[removed, removed]
-            s_j = variance[removed]
-            for i in range(m):
-                sk[i] -= s_j[i] * correction
-            sk[removed] = 0.0
+            without_basis(variance, sk, removed)
         symmetric_matvec(gram, sk, m, g_sk)
         k_w = 0.0
         k_sk = 0.0

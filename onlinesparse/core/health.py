@@ -15,6 +15,16 @@ from onlinesparse.core.linalg import symmetric_matvec
 
 
 @jit
+def account(estimate: float, propagation: float, fresh: float) -> float:
+    """The first-order rounding account of S, in units of machine ε, after one operation:
+    the error already there times the factor by which the operation propagates it, plus
+    the error it creates (each operation of :mod:`onlinesparse.core.updates` reports both;
+    e.g. adding a pattern contracts the old error by ``1/(1 + hᵀSh)`` and creates
+    ``1 + hᵀSh``)."""
+    return estimate * propagation + fresh
+
+
+@jit
 def drift(gram: np.ndarray, variance: np.ndarray, lambdas: np.ndarray) -> float:
     """``‖S(G + Λ)v − v‖/‖v‖`` for the fixed probe ``v = (cos 1, …, cos M)``, deterministic
     and aligned with no axis (``IncrementalRidge.drift``): two symmetric products."""
@@ -79,7 +89,7 @@ def settle(estimate: float, factor: float, gram: np.ndarray, variance: np.ndarra
     check and, past ``refresh_at``, the measurement of S (:func:`measured_estimate`).
     Returns the account to carry on with, or −1 when S is to be refreshed (the caller's
     ``_decide``)."""
-    after = estimate * factor + factor
+    after = account(estimate, factor, factor)
     if not is_healthy(variance, weights):
         return -1.0
     if after > refresh_at:

@@ -12,7 +12,7 @@ import numpy as np
 from onlinesparse.core._jit import jit
 from onlinesparse.core.basis import evaluate_rows, inner, nearest_sq_distance
 from onlinesparse.core.criteria import error_and_gamma, noise_estimate
-from onlinesparse.core.health import drift, is_healthy, measured_estimate, settle
+from onlinesparse.core.health import account, drift, is_healthy, measured_estimate, settle
 from onlinesparse.core.linalg import swap_symmetric
 from onlinesparse.core.selection import (
     CANDIDATE_MOVE,
@@ -202,11 +202,11 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
         head = (head + 1) % capacity
         # The accounts of _slide, then those of _after_update(pattern=True)
         removal, addition, cancellation, healthy = out[0], out[1], out[2], out[3] > 0.0
-        estimate = estimate * (1.0 / removal) + 1.0 / removal
+        estimate = account(estimate, 1.0 / removal, 1.0 / removal)
         statistics_error += cancellation
         round_error += cancellation
-        estimate = estimate * 1.0 + cancellation
-        estimate = estimate * (1.0 / addition) + addition
+        estimate = account(estimate, 1.0, cancellation)
+        estimate = account(estimate, 1.0 / addition, addition)
     else:
         # A window still filling: WindowStatistics.push, then RidgeState.add_pattern.
         gram_rank_one(gram, cross_y, n, row, y, 1.0)
@@ -216,7 +216,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
         n_stored += 1
         addition = sherman_morrison(variance, weights, row[:m], y, 1.0, -math.inf,
                                     np.empty(m))
-        estimate = estimate * (1.0 / addition) + addition
+        estimate = account(estimate, 1.0 / addition, addition)
         healthy = is_healthy(variance, weights)
     for f in range(d):
         XT[f, slot] = x[f]

@@ -162,16 +162,60 @@ def lambda_rank_one(variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarr
 
 
 @jit
+def without_basis(variance: np.ndarray, vector: np.ndarray, j: int) -> None:
+    """The λⱼ → ∞ downdate applied to a vector, in place: ``v ← v − sⱼvⱼ/sⱼⱼ`` with ``sⱼ``
+    row j of S, and ``vⱼ ← 0`` (FGCV appendix V with Kⱼ = 1/sⱼⱼ).
+
+    On ``v = w`` it gives the weights of the model without basis function j,
+    ``w' = w − sⱼwⱼ/sⱼⱼ``; on ``v = Sx`` it gives ``S'x`` with ``S' = S − sⱼsⱼᵀ/sⱼⱼ``,
+    without forming S'. (The matrix form is :func:`symmetric_rank_one` with
+    ``coef = −1/sⱼⱼ``.)"""
+    s_j = variance[j]  # row j of the symmetric S: contiguous
+    ratio = vector[j] / s_j[j]
+    for i in range(vector.shape[0]):
+        vector[i] -= s_j[i] * ratio
+    vector[j] = 0.0
+
+
+@jit
+def insert_column(variance: np.ndarray, weights: np.ndarray, l_vec: np.ndarray,
+                  delta: float, w_new: float, out_variance: np.ndarray,
+                  out_weights: np.ndarray, slot: int) -> None:
+    """Orr (1996) A.4, the partitioned inverse of a model with one more column: with
+    ``l = Sg`` and ``Δ = λ + hᵀPh``, ``S ← [[S + llᵀ/Δ, −l/Δ], [−lᵀ/Δ, 1/Δ]]`` and
+    ``w ← [w − l·w_new, w_new]``, the new column at index ``slot``.
+
+    ``slot = m`` (the state's size) appends into arrays one larger; ``slot = j < m``
+    writes in place into the row and column of a basis function just removed (its
+    ``lⱼ = 0``, so the block update leaves them alone before they are overwritten): the
+    second half of a trade."""
+    m = l_vec.shape[0]
+    inv_delta = 1.0 / delta
+    for i in range(m):
+        source = variance[i]
+        row = out_variance[i]
+        li = inv_delta * l_vec[i]
+        for k in range(m):
+            row[k] = source[k] + li * l_vec[k]
+        out_weights[i] = weights[i] - l_vec[i] * w_new
+    for i in range(m):
+        value = -l_vec[i] / delta
+        out_variance[i, slot] = value
+        out_variance[slot, i] = value
+    out_variance[slot, slot] = inv_delta
+    out_weights[slot] = w_new
+
+
+@jit
 def add_basis(variance: np.ndarray, weights: np.ndarray, g: np.ndarray, g_jj: float,
               c_j: float, lam: float, projected_hph: float, projected_yph: float,
               min_relative: float, project_below: float, out_variance: np.ndarray,
               out_weights: np.ndarray) -> tuple[float, int]:
-    """``RidgeState.add_basis`` (Orr eq. (A.4)) into arrays one larger than the state's:
-    with ``l = Sg``, ``Δ = λ + g_jj − gᵀl`` (or ``λ + projected_hph`` when the caller
-    computed ``hᵀPh`` from the stored rows; NaN otherwise),
-    ``out_variance = [[S + llᵀ/Δ, −l/Δ], [−lᵀ/Δ, 1/Δ]]`` and
-    ``out_weights = [w − l·w_new, w_new]`` with ``w_new = (c_j − gᵀw)/Δ`` (or
-    ``projected_yph/Δ``), in one pass over S.
+    """Add a column (Orr (1996) A.4, :func:`insert_column`) into arrays one larger than
+    the state's: ``g = Hᵀh`` over the model, ``g_jj = hᵀh``, ``c_j = hᵀy``; ``l = Sg``,
+    ``Δ = λ + g_jj − gᵀl`` (or ``λ + projected_hph`` when the caller computed ``hᵀPh``
+    from the stored rows; NaN otherwise) and ``w_new = (c_j − gᵀw)/Δ`` (or
+    ``projected_yph/Δ``).
 
     Returns ``(Δ, status)``: 1 when done; with nothing written, 0 when
     ``Δ ≤ min_relative·(g_jj + λ)`` or Δ is not finite (the column is in the span of the
@@ -198,43 +242,30 @@ def add_basis(variance: np.ndarray, weights: np.ndarray, g: np.ndarray, g_jj: fl
         w_new = projected_yph / delta
     else:
         w_new = (c_j - (np.dot(g, weights) if m else 0.0)) / delta
-    inv_delta = 1.0 / delta
-    for i in range(m):
-        source = variance[i]
-        row = out_variance[i]
-        li = inv_delta * l_vec[i]
-        for k in range(m):
-            row[k] = source[k] + li * l_vec[k]
-        row[m] = -l_vec[i] / delta
-        out_variance[m, i] = row[m]
-        out_weights[i] = weights[i] - l_vec[i] * w_new
-    out_variance[m, m] = inv_delta
-    out_weights[m] = w_new
+    insert_column(variance, weights, l_vec, delta, w_new, out_variance, out_weights, m)
     return delta, 1
 
 
 @jit
 def remove_basis(variance: np.ndarray, weights: np.ndarray, j: int,
                  out_variance: np.ndarray, out_weights: np.ndarray) -> None:
-    """``RidgeState.remove_basis`` (FGCV appendix V with λⱼ → ∞) into arrays one smaller:
-    the kept block of ``S − sⱼsⱼᵀ/sⱼⱼ`` and ``w − sⱼwⱼ/sⱼⱼ``, row and column j dropped, in
-    one pass over S."""
+    """Remove basis function j (FGCV appendix V with λⱼ → ∞): the downdate
+    ``S ← S − sⱼsⱼᵀ/sⱼⱼ``, ``w ← w − sⱼwⱼ/sⱼⱼ`` in place (:func:`symmetric_rank_one`),
+    then the kept block, row and column j dropped, into arrays one smaller. The input
+    arrays are consumed."""
     m = weights.shape[0]
-    s_j = variance[j].copy()  # row j of the symmetric S: contiguous
-    coef = -1.0 / s_j[j]
-    ratio = weights[j] / s_j[j]
+    symmetric_rank_one(variance, weights, j, -1.0 / variance[j, j])
     a = 0
     for i in range(m):
         if i == j:
             continue
         source = variance[i]
         row = out_variance[a]
-        si = coef * s_j[i]
         for k in range(j):  # (two loops without a test inside: they vectorise)
-            row[k] = source[k] + si * s_j[k]
+            row[k] = source[k]
         for k in range(j + 1, m):
-            row[k - 1] = source[k] + si * s_j[k]
-        out_weights[a] = weights[i] - s_j[i] * ratio
+            row[k - 1] = source[k]
+        out_weights[a] = weights[i]
         a += 1
 
 
@@ -242,64 +273,46 @@ def remove_basis(variance: np.ndarray, weights: np.ndarray, j: int,
 def replace_basis(variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray, j: int,
                   g: np.ndarray, g_kk: float, c_k: float, lam: float, min_relative: float,
                   project_below: float, work: np.ndarray) -> float:
-    """``RidgeState.replace_basis`` in place: remove basis function j (λⱼ → ∞, FGCV
-    appendix V) and add a column in its slot (Orr A.4), in one rank-two pass over S.
+    """FGCV's trade in place: remove basis function j (λⱼ → ∞, FGCV appendix V) and add a
+    column in its slot (Orr (1996) A.4).
 
-    With ``S' = S − sⱼsⱼᵀ/sⱼⱼ`` and ``w' = w − sⱼwⱼ/sⱼⱼ`` (never formed), the new column's
-    ``l = S'g = Sg − sⱼ(Sg)ⱼ/sⱼⱼ`` (``g`` is its Gram row over the model, entry j ignored),
-    ``Δ = λ + g_kk − gᵀl``, its weight ``(c_k − gᵀw')/Δ``; then
-    ``S ← S − sⱼsⱼᵀ/sⱼⱼ + llᵀ/Δ`` with row and column j set to ``−l/Δ`` and ``1/Δ``, and
-    ``w ← w' − l·w_new`` with ``w_new`` at j.
+    The new column's ``l = S'g`` and the weights ``w'`` of the model without j come from
+    :func:`without_basis` (``g`` is its Gram row over the model, entry j ignored), so
+    that ``Δ = λ + g_kk − gᵀl`` and the column's weight ``(c_k − gᵀw')/Δ`` are known
+    before anything changes; then the downdate (:func:`symmetric_rank_one`) and
+    :func:`insert_column` into slot j.
 
     Returns the error factor ``(g_kk + λ)/Δ``; or, with nothing changed, 0 when
     ``Δ ≤ min_relative·(g_kk + λ)`` (in the span of the others to rounding) and −1 when
     ``Δ − λ < project_below·g_kk`` (the caller recomputes Δ from the stored rows).
     """
     m = weights.shape[0]
-    s_jj = variance[j, j]
-    s_j = variance[j].copy()  # row j of the symmetric S: contiguous
-    u = work  # S g, with g's entry j taken as 0
+    l_vec = work  # S g with g's entry j taken as 0, then S'g
     for i in range(m):
-        u[i] = 0.0
+        l_vec[i] = 0.0
     for i in range(m):
         if i == j:
             continue
         gi = g[i]
         row = variance[i]
         for k in range(m):
-            u[k] += gi * row[k]
-    correction = u[j] / s_jj
-    ratio = weights[j] / s_jj
-    l_vec = np.empty(m)
+            l_vec[k] += gi * row[k]
+    without_basis(variance, l_vec, j)
+    w_rem = weights.copy()
+    without_basis(variance, w_rem, j)
     g_l = 0.0
     g_w = 0.0
     for i in range(m):
-        l_vec[i] = u[i] - s_j[i] * correction
         if i != j:
             g_l += g[i] * l_vec[i]
-            g_w += g[i] * (weights[i] - s_j[i] * ratio)
-    l_vec[j] = 0.0
+            g_w += g[i] * w_rem[i]
     delta = lam + g_kk - g_l
     if not (delta > min_relative * (g_kk + lam)) or not math.isfinite(delta):
         return 0.0
     if delta - lam < project_below * g_kk:
         return -1.0
-    w_new = (c_k - g_w) / delta
-    inv_s = 1.0 / s_jj
-    inv_delta = 1.0 / delta
-    for i in range(m):
-        row = variance[i]
-        a = inv_s * s_j[i]
-        b = inv_delta * l_vec[i]
-        for k in range(m):
-            row[k] += b * l_vec[k] - a * s_j[k]
-    for i in range(m):
-        variance[i, j] = -l_vec[i] * inv_delta
-        variance[j, i] = -l_vec[i] * inv_delta
-        weights[i] -= s_j[i] * ratio + l_vec[i] * w_new
-    variance[j, j] = inv_delta
-    weights[j] = w_new
+    symmetric_rank_one(variance, weights, j, -1.0 / variance[j, j])
+    insert_column(variance, weights, l_vec, delta, (c_k - g_w) / delta, variance, weights,
+                  j)
     lambdas[j] = lam
-    return (g_kk + lam) * inv_delta
-
-
+    return (g_kk + lam) / delta
