@@ -113,7 +113,7 @@ def main() -> None:
         lambda: model._features.transform(x_scaled))
 
     n, m = window.n_columns, ridge.size
-    gram, cross_y = window._gram, window._cross_y
+    gram, cross_y, traffic = window._gram, window._cross_y, window.traffic.copy()
     variance, weights, lambdas = state.variance, state.weights, state.lambdas
     rows_all = np.empty((1, n))
     rows_model = np.empty((1, m))
@@ -128,8 +128,8 @@ def main() -> None:
         # Alternate the roles of the two patterns, so that S and G come back each other call.
         a, b = (h_old, h_new) if flip[0] else (h_new, h_old)
         ya, yb = (y_old, y_new) if flip[0] else (y_new, y_old)
-        core.slide_window(gram, cross_y, n, variance, weights, m, a, ya, b, yb, 1e-10, work,
-                            out4)
+        core.slide_window(gram, cross_y, traffic, n, variance, weights, m, a, ya, b, yb, 1e-10,
+                          work, out4)
         flip[0] = not flip[0]
 
     # The model's (yᵀP²y, γ): computed once per sample and shared by both evaluations; the

@@ -354,7 +354,7 @@ class SparseRBFRegressor(base.Regressor):
             self._move_buffer = np.empty(8)
             stable = self._stable_arguments = (
                 basis._kind, basis._centres, basis._inv_r2, basis._feature, window._gram,
-                window._cross_y, window._HT, window._XT, window._y, window.stamps,
+                window._cross_y, window._HT, window._XT, window._y, window.stamps, window.traffic,
                 window.merit, window.ids, window.store_capacity, self._record,
                 self._row_buffer, self._move_buffer, model.refresh_every, model.check_every,
                 _REFRESH_AT, _MIN_RESIDUAL_LEVERAGE, pruner.candidates_per_evaluation,

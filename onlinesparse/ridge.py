@@ -464,9 +464,10 @@ class IncrementalRidge:
         window, state = self.window, self.state
         h_old, y_old = window.oldest()
         out = np.empty(4)
-        if not core.slide_window(window._gram, window._cross_y, window.n_columns,
-                                   state.variance, state.weights, state.size, h, y, h_old,
-                                   y_old, _MIN_RESIDUAL_LEVERAGE, np.empty(state.size), out):
+        if not core.slide_window(window._gram, window._cross_y, window.traffic,
+                                 window.n_columns, state.variance, state.weights, state.size,
+                                 h, y, h_old, y_old, _MIN_RESIDUAL_LEVERAGE,
+                                 np.empty(state.size), out):
             return False
         window.replace_oldest(x, y, h, y_old)
         removal, addition, cancellation, healthy = out.tolist()
@@ -739,7 +740,8 @@ class IncrementalRidge:
         move — and calls this whenever one would not."""
         if pattern:
             self._since_refresh += 1
-            if self._statistics_error > _REFRESH_AT:
+            if (self._statistics_error > _REFRESH_AT
+                    or self.window.column_error() > _REFRESH_AT):
                 self._refresh_or_defer(statistics=True)
                 return
             if self._since_refresh >= self.refresh_every:

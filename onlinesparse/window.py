@@ -103,6 +103,12 @@ class WindowStatistics:
         # from the stored rows (add_column, refresh, refresh_step). It travels with the
         # column, like merit; the rolling refresh renews the stalest column first.
         self.stamps = np.zeros(16, dtype=np.int64)
+        # What has passed through each column's Gram diagonal since it was last computed
+        # from the stored rows: Σ (hᵢ² + |Gᵢᵢ|) over the patterns added or removed. Each of
+        # those updates rounds Gᵢᵢ by at most ε times that, so traffic/Gᵢᵢ bounds Gᵢᵢ's
+        # relative error in units of ε (core.statistics.column_error) — also when Gᵢᵢ
+        # collapses by subtraction, which an account of each step's own cancellation misses.
+        self.traffic = np.zeros(16)
         # Columns' worth of rolling refresh owed (refresh_step), and the pattern count
         # since which every tracked column has been exact (a lower bound).
         self._refresh_credit = 0.0
@@ -137,6 +143,7 @@ class WindowStatistics:
         state["ids"] = self.ids[:n].copy()
         state["merit"] = self.merit[:n].copy()
         state["stamps"] = self.stamps[:n].copy()
+        state["traffic"] = self.traffic[:n].copy()
         state["_HT"] = self._HT[:n].copy()
         return state
 
@@ -150,6 +157,8 @@ class WindowStatistics:
         if "stamps" not in state:  # …or a stamp (0: stale, renewed first)
             self.stamps = np.zeros(n, dtype=np.int64)
             self._refresh_credit, self._exact_since = 0.0, 0
+        if "traffic" not in state:  # …or its traffic (0: as if exact)
+            self.traffic = np.zeros(n)
         cap = max(n, 1)
         gram = np.zeros((cap, cap))
         gram[:n, :n] = self._gram
@@ -158,6 +167,7 @@ class WindowStatistics:
         self.ids = np.concatenate([self.ids, np.zeros(cap - n, dtype=np.int64)])
         self.merit = np.concatenate([self.merit, np.full(cap - n, np.nan)])
         self.stamps = np.concatenate([self.stamps, np.zeros(cap - n, dtype=np.int64)])
+        self.traffic = np.concatenate([self.traffic, np.zeros(cap - n)])
         HT = np.zeros((cap, self._HT.shape[1]))
         HT[:n] = self._HT
         self._HT = HT
@@ -251,6 +261,7 @@ class WindowStatistics:
         self.ids = np.concatenate([self.ids, np.zeros(new_cap - cap, dtype=np.int64)])
         self.merit = np.concatenate([self.merit, np.full(new_cap - cap, np.nan)])
         self.stamps = np.concatenate([self.stamps, np.zeros(new_cap - cap, dtype=np.int64)])
+        self.traffic = np.concatenate([self.traffic, np.zeros(new_cap - cap)])
         HT = np.zeros((new_cap, self._HT.shape[1]))
         HT[:cap] = self._HT
         self._HT = HT
@@ -331,6 +342,7 @@ class WindowStatistics:
         self.ids[position] = self._next_id
         self.merit[position] = np.nan
         self.stamps[position] = self.n_seen  # computed from the stored rows just now: exact
+        self.traffic[position] = 0.0
         self._next_id += 1
         return int(self.ids[position])
 
@@ -343,7 +355,7 @@ class WindowStatistics:
             raise ValueError(f"column positions {i}, {j} out of range 0…{n - 1}")
         basis = self.basis
         core.swap_columns(self._gram, self._HT, self._cross_y, self.ids, self.merit,
-                            self.stamps, basis._kind, basis._inv_r2, basis._feature,
+                          self.stamps, self.traffic, basis._kind, basis._inv_r2, basis._feature,
                             basis._centres, i, j, n)
 
     def promote(self, position: int) -> None:
@@ -391,7 +403,8 @@ class WindowStatistics:
             self._cross_y[:n] *= self.factor
             self.yy *= self.factor
             self.count *= self.factor
-        core.gram_rank_one(self._gram, self._cross_y, n, h, y, 1.0)
+            self.traffic[:n] *= self.factor
+        core.gram_rank_one(self._gram, self._cross_y, self.traffic, n, h, y, 1.0)
         self.yy += y * y
         self.count += 1.0
         self.n_seen += 1
@@ -438,7 +451,8 @@ class WindowStatistics:
         if self.memory != "window":
             raise ValueError(f"memory={self.memory!r} does not remove patterns one by one")
         h, y = self.oldest()
-        core.gram_rank_one(self._gram, self._cross_y, self.n_columns, h, y, -1.0)
+        core.gram_rank_one(self._gram, self._cross_y, self.traffic, self.n_columns, h, y,
+                           -1.0)
         self.yy -= y * y
         self.count -= 1.0
         self._head = (self._head + 1) % len(self._y)
@@ -473,8 +487,15 @@ class WindowStatistics:
         self.yy = float(y @ y)
         self.count = float(self.n_stored)
         self.stamps[:n] = self.n_seen
+        self.traffic[:n] = 0.0
         self._exact_since = self.n_seen
         return True
+
+    def column_error(self) -> float:
+        """The largest relative rounding error of a model column's Gram diagonal, in
+        units of ε (``core.statistics.column_error``): past the owner's threshold the
+        statistics are recomputed from the stored rows."""
+        return core.column_error(self._gram, self.traffic, self.n_model)
 
     def refresh_step(self, period: int | None = None) -> int | None:
         """One pattern's share of a rolling refresh of a full window's statistics, every
@@ -498,7 +519,8 @@ class WindowStatistics:
         if not self.is_full or not self.n_columns:
             return None
         credit, yy, exact_since = core.rolling_refresh(
-            self._HT, self._y, self._gram, self._cross_y, self.stamps, self.n_columns,
+            self._HT, self._y, self._gram, self._cross_y, self.stamps, self.traffic,
+            self.n_columns,
             self.n_seen, self._refresh_credit, period or self.store_capacity)
         self._refresh_credit = credit
         if exact_since >= 0:

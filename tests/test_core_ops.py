@@ -521,13 +521,6 @@ def test_a_checkpoint_with_inputs_stored_pattern_by_pattern_loads_and_continues(
     np.testing.assert_array_equal(old.gram, window.gram)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known defect, found by the random-operations test on 2026-11-21 and present since "
-    "before that session: the statistics' rounding account adds each subtraction's "
-    "cancellation but does not amplify the error already in Gᵢᵢ when Gᵢᵢ keeps "
-    "collapsing; here it reads 3.9e6 ε (8.6e-10) while Gᵢᵢ is 2.4e-7 off. A per-column "
-    "account (or a bound from the magnitudes added and removed since the column was last "
-    "recomputed) is the fix."))
 def test_a_collapsing_gram_diagonal_is_caught_by_the_statistics_account():
     """A Gaussian column far from the data: the window of two patterns takes its Gᵢᵢ from
     0.2 down to 1e-11 by subtractions, and the refreshes the account calls for must keep

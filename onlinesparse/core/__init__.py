@@ -96,6 +96,7 @@ from onlinesparse.core.selection import (
 )
 from onlinesparse.core.statistics import (
     cancellation_ratio,
+    column_error,
     gram_rank_one,
     new_column,
     refresh_column,
@@ -116,6 +117,7 @@ from onlinesparse.core.updates import (
 )
 
 __all__ = [
+    "column_error",
     "insert_column",
     "without_basis",
     "account",

@@ -24,7 +24,13 @@ from onlinesparse.core.selection import (
     model_budget,
     proposes,
 )
-from onlinesparse.core.statistics import gram_rank_one, rolling_refresh, running_mean, swap_columns
+from onlinesparse.core.statistics import (
+    column_error,
+    gram_rank_one,
+    rolling_refresh,
+    running_mean,
+    swap_columns,
+)
 from onlinesparse.core.updates import (
     add_basis,
     remove_basis,
@@ -89,7 +95,8 @@ def account_move(record: np.ndarray, move: np.ndarray, estimate: float,
 def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarray,
                   inv_r2: np.ndarray, features: np.ndarray, gram: np.ndarray,
                   cross_y: np.ndarray, HT: np.ndarray, XT: np.ndarray, targets: np.ndarray,
-                  stamps: np.ndarray, merit: np.ndarray, ids: np.ndarray, capacity: int,
+                  stamps: np.ndarray, traffic: np.ndarray, merit: np.ndarray, ids: np.ndarray,
+                  capacity: int,
                   record: np.ndarray, row: np.ndarray, move: np.ndarray,
                   refresh_every: int, check_every: int, refresh_at: float,
                   min_leverage: float, per_evaluation: int,
@@ -192,7 +199,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
             h_old[i] = HT[i, head]
         y_old = targets[head]
         out = np.empty(4)
-        if not slide_window(gram, cross_y, n, variance, weights, m, row, y, h_old, y_old,
+        if not slide_window(gram, cross_y, traffic, n, variance, weights, m, row, y, h_old, y_old,
                             min_leverage, np.empty(m), out):
             return SLIDE_REFUSED
         # WindowStatistics.replace_oldest (the slot of the oldest takes the new pattern)
@@ -209,7 +216,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
         estimate = account(estimate, 1.0 / addition, addition)
     else:
         # A window still filling: WindowStatistics.push, then RidgeState.add_pattern.
-        gram_rank_one(gram, cross_y, n, row, y, 1.0)
+        gram_rank_one(gram, cross_y, traffic, n, row, y, 1.0)
         yy += y * y
         count += 1.0
         slot = (head + n_stored) % capacity
@@ -235,7 +242,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     # IncrementalRidge._rolling_refresh (a full window only)
     r.full = 1 if n_stored >= capacity else 0
     if n_stored >= capacity:
-        credit, fresh_yy, exact = rolling_refresh(HT, targets, gram, cross_y, stamps, n,
+        credit, fresh_yy, exact = rolling_refresh(HT, targets, gram, cross_y, stamps, traffic, n,
                                                   n_seen, r.credit, refresh_every)
         r.credit = credit
         if exact >= 0:
@@ -255,7 +262,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
     # keep S. Otherwise the caller's _decide takes over from the accounts as they stood
     # (it repeats a measurement made here, to the same bits, before it refreshes).
     if (statistics_error > refresh_at or r.since_refresh + 1 >= refresh_every
-            or not healthy):
+            or not healthy or column_error(gram, traffic, m) > refresh_at):
         return DECIDE
     since_check = r.since_check + 1
     if estimate > refresh_at:
@@ -311,7 +318,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                     done += 1
                     continue
                 if factor > 0.0:
-                    swap_columns(gram, HT, cross_y, ids, merit, stamps, kinds, inv_r2,
+                    swap_columns(gram, HT, cross_y, ids, merit, stamps, traffic, kinds, inv_r2,
                                  features, centres, j, position, n)
                     estimate = account_move(record, move, estimate, factor, 3, action,
                                             done, gram, variance, weights, lambdas,
@@ -348,7 +355,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                     grown_lambdas[m] = lam
                     variance, weights, lambdas = grown_variance, grown_weights, grown_lambdas
                     # WindowStatistics.promote
-                    swap_columns(gram, HT, cross_y, ids, merit, stamps, kinds, inv_r2,
+                    swap_columns(gram, HT, cross_y, ids, merit, stamps, traffic, kinds, inv_r2,
                                  features, centres, position, m, n)
                     m += 1
                     estimate = account_move(record, move, estimate,
@@ -400,8 +407,8 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                 swap_symmetric(variance, j, last, m)
                 weights[j], weights[last] = weights[last], weights[j]
                 lambdas[j], lambdas[last] = lambdas[last], lambdas[j]
-                swap_columns(gram, HT, cross_y, ids, merit, stamps, kinds, inv_r2, features,
-                             centres, j, last, n)
+                swap_columns(gram, HT, cross_y, ids, merit, stamps, traffic, kinds, inv_r2,
+                             features, centres, j, last, n)
                 shrunk_variance = spare_variance[:last * last].reshape((last, last))
                 shrunk_weights = spare_weights[:last]
                 remove_basis(variance, weights, last, shrunk_variance, shrunk_weights)
@@ -412,7 +419,7 @@ def stream_sample(x: np.ndarray, y: float, kinds: np.ndarray, centres: np.ndarra
                 r.n_model = last
                 m = last
                 if not is_protected:
-                    swap_columns(gram, HT, cross_y, ids, merit, stamps, kinds, inv_r2,
+                    swap_columns(gram, HT, cross_y, ids, merit, stamps, traffic, kinds, inv_r2,
                                  features, centres, m, n - 1, n)
                     n -= 1
                     r.n_columns = n

@@ -75,7 +75,7 @@ def new_column(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
 
 @jit
 def refresh_column(HT: np.ndarray, y: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
-                   n: int, i: int) -> None:
+                   traffic: np.ndarray, n: int, i: int) -> None:
     """Recompute column ``i``'s statistics from the stored rows of a full window
     (``WindowStatistics.refresh_step``): row and column ``i`` of the Gram matrix and
     ``φᵢᵀy``, with every slot of the ring holding a pattern. One matrix-vector product
@@ -86,11 +86,13 @@ def refresh_column(HT: np.ndarray, y: np.ndarray, gram: np.ndarray, cross_y: np.
         gram[k, i] = cross[k]
         gram[i, k] = cross[k]
     cross_y[i] = np.dot(line, y)
+    traffic[i] = 0.0
 
 
 @jit
 def rolling_refresh(HT: np.ndarray, y: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
-                    stamps: np.ndarray, n: int, n_seen: int, credit: float,
+                    stamps: np.ndarray, traffic: np.ndarray, n: int, n_seen: int,
+                    credit: float,
                     period: int) -> tuple[float, float, int]:
     """One pattern's share of the rolling refresh (``WindowStatistics.refresh_step``, whose
     docstring gives the rule): ``n/period`` columns' worth of credit, and for each whole
@@ -105,22 +107,45 @@ def rolling_refresh(HT: np.ndarray, y: np.ndarray, gram: np.ndarray, cross_y: np
     while credit >= 1.0:
         credit -= 1.0
         i = np.argmin(stamps[:n])
-        refresh_column(HT, y, gram, cross_y, n, i)
+        refresh_column(HT, y, gram, cross_y, traffic, n, i)
         stamps[i] = n_seen
     return credit, np.dot(y, y), stamps[:n].min()
 
 
 @jit
-def gram_rank_one(gram: np.ndarray, cross_y: np.ndarray, n: int, h: np.ndarray, y: float,
-                  sign: float) -> None:
+def gram_rank_one(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n: int,
+                  h: np.ndarray, y: float, sign: float) -> None:
     """``G[:n, :n] += sign·hhᵀ`` and ``c[:n] += sign·y·h``: a pattern enters (sign = 1) or
-    leaves (sign = −1) the statistics (``WindowStatistics.push`` / ``pop_oldest``)."""
+    leaves (sign = −1) the statistics (``WindowStatistics.push`` / ``pop_oldest``); each
+    column's ``traffic`` grows by what passed through its diagonal (:func:`column_error`)."""
     for i in range(n):
         hi = sign * h[i]
         row = gram[i]
+        traffic[i] += h[i] * h[i] + abs(row[i])
         for j in range(n):
             row[j] += hi * h[j]
         cross_y[i] += hi * y
+
+
+@jit
+def column_error(gram: np.ndarray, traffic: np.ndarray, m: int) -> float:
+    """``max traffic_i/Gᵢᵢ`` over the model's columns: a bound on the relative rounding
+    error of each Gram diagonal in units of ε. Every rank-one update of ``Gᵢᵢ`` rounds it
+    by at most ε·(hᵢ² + |Gᵢᵢ|), and ``traffic_i`` sums those since the column was last
+    computed from the stored rows; dividing by today's ``Gᵢᵢ`` keeps the bound honest when
+    subtractions have made ``Gᵢᵢ`` collapse. (∞ for a non-positive diagonal that has seen
+    traffic.)"""
+    worst = 0.0
+    for i in range(m):
+        left = gram[i, i]
+        if traffic[i] == 0.0:
+            continue
+        if not left > 0.0:
+            return math.inf
+        ratio = traffic[i] / left
+        if ratio > worst:
+            worst = ratio
+    return worst
 
 
 @jit
@@ -139,7 +164,8 @@ def cancellation_ratio(gram: np.ndarray, h: np.ndarray, m: int) -> float:
 
 @jit
 def swap_columns(gram: np.ndarray, HT: np.ndarray, cross_y: np.ndarray, ids: np.ndarray,
-                 merit: np.ndarray, stamps: np.ndarray, kinds: np.ndarray,
+                 merit: np.ndarray, stamps: np.ndarray, traffic: np.ndarray,
+                 kinds: np.ndarray,
                  inv_r2: np.ndarray, features: np.ndarray, centres: np.ndarray, i: int,
                  j: int, n: int) -> None:
     """Exchange tracked columns i and j everywhere they live
@@ -152,6 +178,7 @@ def swap_columns(gram: np.ndarray, HT: np.ndarray, cross_y: np.ndarray, ids: np.
     ids[i], ids[j] = ids[j], ids[i]
     merit[i], merit[j] = merit[j], merit[i]
     stamps[i], stamps[j] = stamps[j], stamps[i]
+    traffic[i], traffic[j] = traffic[j], traffic[i]
     kinds[i], kinds[j] = kinds[j], kinds[i]
     inv_r2[i], inv_r2[j] = inv_r2[j], inv_r2[i]
     features[i], features[j] = features[j], features[i]

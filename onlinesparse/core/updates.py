@@ -51,7 +51,8 @@ def sherman_morrison(variance: np.ndarray, weights: np.ndarray, h: np.ndarray, y
 
 
 @jit
-def slide_window(gram: np.ndarray, cross_y: np.ndarray, n: int, variance: np.ndarray,
+def slide_window(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n: int,
+                 variance: np.ndarray,
                  weights: np.ndarray, m: int, h_new: np.ndarray, y_new: float,
                  h_old: np.ndarray, y_old: float, min_denominator: float,
                  work: np.ndarray, out: np.ndarray) -> bool:
@@ -121,6 +122,7 @@ def slide_window(gram: np.ndarray, cross_y: np.ndarray, n: int, variance: np.nda
         a = h_new[i]
         b = h_old[i]
         row = gram[i]
+        traffic[i] += a * a + b * b + 2.0 * abs(row[i])
         for j in range(n):
             row[j] += a * h_new[j] - b * h_old[j]
         cross_y[i] += a * y_new - b * y_old
