@@ -31,14 +31,14 @@ anything, low.
 Then it runs the stream on (samples 3000–5000, a fresh model) and times, sample by sample,
 ``predict_one``, ``learn_one`` and within it the compiled sample (``core.stream_sample``),
 by kind of sample: quiet (no candidate column, no change of the basis set, nothing handed
-back to the general path), with a candidate column, with a trade, addition or deletion made
-in the compiled call, and the rest (a move or refresh finished by the general path).
+back), with a candidate column, with a trade, addition or deletion, with a refresh of S,
+and the rest (a move the compiled call handed back to the model's own operations).
 
 Measured (2026-11-21, this machine), first part, before the fused sample: LinearRegression
 15.3 µs, target 61.2 µs; scaler 9.2 + conversions 5.0 + compiled loops 33.6 = 47.7 µs
 (3.1 ×, two evaluations), leaving 13.5 µs for all other Python of both calls — where the
 model then spent about 75 µs (a sample without a candidate column took 124 µs in all). That
-led to the fused sample (one compiled call per sample, ``SparseRBFRegressor._learn_fused``)
+led to the compiled sample (one compiled call per sample, ``core.stream_sample``)
 and to candidate columns on one sample in three. Since then (one evaluation per sample,
 10 candidates, additions and deletions compiled too, inputs stored feature by feature):
 floor 36.8 µs (2.37 ×); in the stream, samples 3000–5000, a quiet sample (57 %) 47.4 µs
@@ -216,8 +216,11 @@ def in_the_stream(data: list, lin: float) -> None:
     try:
         for x, y in data[3000:]:
             spent[:] = [0.0, -1]
-            ridge = model._model  # (not .model: reading it would write the registers back)
-            columns_before = ridge.window._next_id
+            ridge = model.model
+            added_before = model._pruner.n_added + model._pruner.n_deleted
+            refreshes_before = ridge.n_refreshes
+            candidates_before = ridge.window.n_candidates
+            evicted_before = model._buffer.n_evicted
             start = time.perf_counter()
             scaled = scaler.transform_one(x)
             after_scaler = time.perf_counter()
@@ -228,11 +231,12 @@ def in_the_stream(data: list, lin: float) -> None:
             after_learn_scaler = time.perf_counter()
             model.learn_one(scaled, y)
             end = time.perf_counter()
-            reg = model._record[0] if model._in_registers else None
-            moved = reg is not None and (reg["traded_now"] or reg["resized"])
-            column = ridge.window._next_id != columns_before
-            kind = ("column" if column else "move (compiled)" if moved
-                    else "quiet" if spent[1] == core.QUIET else "general path finished it")
+            moved = model._pruner.n_added + model._pruner.n_deleted != added_before
+            column = (ridge.window.n_candidates > candidates_before
+                      or model._buffer.n_evicted != evicted_before)
+            kind = ("refresh" if ridge.n_refreshes != refreshes_before
+                    else "column" if column else "move" if moved
+                    else "quiet" if spent[1] == core.QUIET else "handed back")
             rows.append((kind, after_scaler - start + after_learn_scaler - after_predict,
                          after_predict - after_scaler, end - after_learn_scaler, spent[0]))
     finally:
@@ -241,7 +245,7 @@ def in_the_stream(data: list, lin: float) -> None:
           f"LinearRegression {lin:.1f})")
     print(f"  {'kind of sample':28s} {'count':>6s} {'scaler':>7s} {'predict':>8s} "
           f"{'learn':>7s} {'of which compiled':>18s} {'all':>7s} {'× lin':>6s}")
-    for kind in ("quiet", "column", "move (compiled)", "general path finished it"):
+    for kind in ("quiet", "column", "move", "refresh", "handed back"):
         chosen = np.array([row[1:] for row in rows if row[0] == kind]) * 1e6
         if not len(chosen):
             continue

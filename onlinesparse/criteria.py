@@ -1,7 +1,7 @@
 """Model-selection criteria and the GCV-optimal regularisation of one basis function.
 
 Every criterion here is a function of a handful of numbers that the ridge state keeps at all
-times (Orr section 5, DESIGN.md §3): the training error ``e = yᵀP²y``, the effective number of
+times (Orr (1996) section 5): the training error ``e = yᵀP²y``, the effective number of
 parameters ``γ`` and the number of patterns ``p``. Nothing in this module forms a p × p
 matrix; leave-one-out, which needs the diagonal of P, is computed over the stored window only
 when asked for.
@@ -166,7 +166,7 @@ def basis_quantities(model: IncrementalRidge, j: int) -> dict[str, float]:
 
     ``S' = S − sⱼsⱼᵀ/sⱼⱼ`` and ``w' = w − sⱼwⱼ/sⱼⱼ`` are the variance matrix and weights
     with j removed (its λ → ∞ limit, FGCV appendix V with Kⱼ = 1/sⱼⱼ), kept at full size
-    with a zero row and column j. With ``gⱼ = G[:, j]`` (DESIGN.md §3):
+    with a zero row and column j. With ``gⱼ = G[:, j]`` (Orr (1996) A.11):
 
     * ``yᵀPⱼhⱼ = cⱼ − (Gw')ⱼ``
     * ``ψ = hⱼᵀPⱼhⱼ = Gⱼⱼ − gⱼᵀS'gⱼ``

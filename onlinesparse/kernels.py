@@ -143,6 +143,11 @@ class Basis:
             self._grow(1)
 
     # -- structure ------------------------------------------------------------------------
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(kinds, centres, 1/r², input)`` of every column: the description the compiled
+        core evaluates and swaps, in its order."""
+        return self._kind, self._centres, self._inv_r2, self._feature
+
     def __len__(self) -> int:
         return self.size
 

@@ -19,17 +19,16 @@ convergence for batch use (Orr's section 6.5 example).
 from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 
 import numpy as np
 
 from onlinesparse import core
+from onlinesparse.core.state import PRUNER, Field, adopt_fields, new_record
 from onlinesparse.ridge import IllConditionedError, IncrementalRidge
 
 __all__ = ["reestimate_basis", "local_ridge", "GCVPruner"]
 
-# A move must lower GCV by this relative amount to count: below it, rounding decides.
-_RELATIVE_GAIN = 1e-9
+_RELATIVE_GAIN = core.RELATIVE_GAIN
 
 
 def reestimate_basis(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
@@ -93,37 +92,62 @@ def local_ridge(model: IncrementalRidge, max_sweeps: int = 100, tol: float = 1e-
     return trace
 
 
-@dataclass
 class GCVPruner:
     """Spends a fixed number of GCV evaluations per sample on the model and its candidates.
 
     Each call of :meth:`step` alternates between (a) re-estimating one basis function of the
     model, round robin, deleting it when its optimal λ is ∞, and (b) scoring a few candidates
     and adding the best if it lowers GCV. With the model at ``max_basis``, a candidate is
-    added only if removing the least useful basis function and adding it lowers GCV; the
-    removal is undone otherwise.
+    added only if removing the least useful basis function and adding it lowers GCV (the
+    trade is priced exactly before it is made).
+
+    The evaluations run in one compiled call (``core.evaluate``, which carries out the
+    common moves in place); a move that needs the stored rows or a second change of the
+    model's size in one call comes back here and is made by the model's own operations.
 
     Parameters
     ----------
     max_basis
         Cap on the number of basis functions M.
     candidates_per_evaluation
-        Candidates scored together in one evaluation slot (a single vectorised O(M²k) call).
+        Candidates scored together in one evaluation slot (a single O(M²k) call).
     min_gain
         A candidate enters only if it lowers GCV by this fraction: hysteresis, so that
         basis functions are not traded back and forth for gains rounding or the next sample
         would undo.
     """
 
-    max_basis: int = 100
-    candidates_per_evaluation: int = 2
-    min_gain: float = 1e-4
-    _basis_cursor: int = 0
-    _candidate_cursor: int = 0
-    _turn: int = 0
-    n_added: int = 0
-    n_deleted: int = 0
-    n_reestimated: int = 0
+    # Scalars live in `record` (core.state.PRUNER), where the compiled pruner advances
+    # them; it also reports there how far a call got and the move it stopped at.
+    max_basis = Field()
+    candidates_per_evaluation = Field()
+    min_gain = Field()
+    _turn = Field()
+    _basis_cursor = Field()
+    _candidate_cursor = Field()
+    n_added = Field()
+    n_deleted = Field()
+    n_reestimated = Field()
+
+    def __init__(self, max_basis: int = 100, candidates_per_evaluation: int = 2,
+                 min_gain: float = 1e-4) -> None:
+        self.record = new_record(PRUNER)
+        self.max_basis = max_basis
+        self.candidates_per_evaluation = candidates_per_evaluation
+        self.min_gain = min_gain
+        self.move = np.empty(8)  # (the decision of a move handed back)
+
+    def __repr__(self) -> str:
+        return (f"GCVPruner(max_basis={self.max_basis}, "
+                f"candidates_per_evaluation={self.candidates_per_evaluation}, "
+                f"min_gain={self.min_gain})")
+
+    def __setstate__(self, state: dict) -> None:
+        if "record" not in state:  # a pickle written before the scalars had a record
+            state["record"] = new_record(PRUNER)
+            adopt_fields(state, state["record"])
+        state.setdefault("move", np.empty(8))
+        self.__dict__.update(state)
 
     def step(self, model: IncrementalRidge, evaluations: int, lambda_min: float,
              protected: AbstractSet[int] = frozenset(), first: int = core.TURN_ORDER
@@ -132,77 +156,77 @@ class GCVPruner:
         between candidate moves and basis moves: by the turn counter (``first`` =
         ``core.TURN_ORDER``), or starting with a candidate move (``CANDIDATE_FIRST``) or
         a basis move (``BASIS_FIRST``), for a caller that schedules them."""
+        ids = np.fromiter(protected, dtype=np.int64, count=len(protected))
         done = 0
-        for k in range(evaluations):
-            kind, self._turn = core.evaluation_kind(first, k, self._turn,
-                                                    model.window.n_candidates, model.size)
-            if kind == core.CANDIDATE_MOVE:
-                self._candidate_move(model, lambda_min)
-            elif kind == core.BASIS_MOVE:
-                self._basis_move(model, lambda_min, protected)
-            else:
+        while done < evaluations:
+            size = model.size + 1
+            spares = (np.empty(size * size), np.empty(size), np.empty(size))
+            stop = core.evaluate(self.record, model.record, model.window.record,
+                                 *model.window.tracked(), *model.state.arrays(), *spares,
+                                 ids, self.move, float(lambda_min), evaluations - done,
+                                 first)
+            ran = self.finish(model, spares)
+            done += ran
+            if stop == core.pruning.FINISHED:
                 break
-            done += 1
+            first = core.continued_order(first, ran - 1)
         return done
+
+    def adopt(self, model: IncrementalRidge,
+              spares: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> None:
+        """Take the state a call of ``core.evaluate`` resized into the spare arrays (an
+        addition or a deletion made in place) as the model's."""
+        record = self.record[0]
+        if not record["resized"]:
+            return
+        record["resized"] = 0
+        window = model.window
+        m = window.n_model
+        variance, weights, lambdas = spares
+        model.state.adopt(variance[: m * m].reshape(m, m), weights[:m], lambdas[:m])
+        window.basis.truncate(window.n_columns)
+
+    def finish(self, model: IncrementalRidge,
+               spares: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> int:
+        """What the caller of ``core.evaluate`` does after it: :meth:`adopt` a resized
+        state, carry out a move it handed back or the refresh it asked for. Returns the
+        evaluations done, the handed-back one included."""
+        self.adopt(model, spares)
+        record = self.record[0]
+        ran = int(record["done"])
+        stop = int(record["stop"])
+        if stop == core.pruning.HAND_BACK:
+            self._carry_out(model, int(record["move_kind"]), int(record["action"]),
+                            int(record["move_basis"]), bool(record["protected"]))
+            ran += 1
+        elif stop == core.pruning.REFRESH:
+            model.maintain()
+        return ran
+
+    def _carry_out(self, model: IncrementalRidge, kind: int, action: int, j: int,
+                   protected: bool) -> None:
+        """A move the compiled pruner handed back, made by the model's own operations."""
+        move = self.move
+        if kind == core.CANDIDATE_MOVE:
+            column_id, lam = int(model.window.ids[int(move[0])]), float(move[1])
+            if action == 1:
+                self._add(model, column_id, lam)
+            else:
+                self._trade(model, int(move[2]), column_id, lam)
+            return
+        outcome, usefulness = _apply_basis_move(model, j, action, move, protected)
+        if outcome == "deleted":
+            self.n_deleted += 1
+        else:
+            self.n_reestimated += outcome == "reestimated"
+            model.window.merit[j] = usefulness
+            self._basis_cursor = j + 1
 
     def budget(self, model: IncrementalRidge) -> int:
         """The most basis functions the model may have now: ``max_basis``, and no more than
         half as many as there are patterns (GCV on fewer patterns than parameters picks
         models that interpolate and extrapolate wildly)."""
         return core.model_budget(self.max_basis, float(model.n_patterns))
-
-    def _basis_move(self, model: IncrementalRidge, lambda_min: float,
-                    protected: AbstractSet[int]) -> None:
-        j = self._basis_cursor % model.size
-        column_id = int(model.window.ids[j])
-        action, usefulness = reestimate_basis(model, j, lambda_min, column_id in protected)
-        self._record_basis_move(model, j, action, usefulness)
-
-    def _record_basis_move(self, model: IncrementalRidge, j: int, action: str,
-                           usefulness: float) -> None:
-        if action == "deleted":
-            self.n_deleted += 1
-        else:
-            self.n_reestimated += action == "reestimated"
-            model.window.merit[j] = usefulness
-            self._basis_cursor = j + 1
-
-    def _candidate_move(self, model: IncrementalRidge, lambda_min: float) -> None:
-        """Score the next few candidates (round robin) and add the best if it lowers GCV by
-        more than ``min_gain``; at ``max_basis``, trade the least useful basis function for
-        it if the exact GCV of the trade is lower.
-
-        The least useful basis function is the one whose last re-estimation found the
-        smallest GCV increase on removal. The trade is first screened to first order
-        (usefulness − gain), then that usefulness is refreshed, then the trade is priced
-        exactly without being made; only a trade that pays is carried out.
-        """
-        window = model.window
-        n = window.n_candidates
-        k = min(self.candidates_per_evaluation, n)
-        positions = (self._candidate_cursor + np.arange(k)) % n
-        self._candidate_cursor = int(positions[-1]) + 1
-        columns = window.n_model + positions
-        # One compiled call for the scoring and the decision: at M = 100 the interpreter
-        # overhead of doing it step by step cost several times the arithmetic.
-        out = np.empty(4)
-        error, gamma = model._summary()  # shared with the basis move of the same sample
-        action = core.candidate_move(
-            model.state.variance, window._gram, window._cross_y, model.state.weights,
-            model.state.lambdas, window.merit, window.yy, window.count, error, gamma,
-            columns, float(lambda_min), self.min_gain, model.size >= self.budget(model), out)
-        self._apply_candidate_move(model, action, out)
-
-    def _apply_candidate_move(self, model: IncrementalRidge, action: int, out: np.ndarray
-                              ) -> None:
-        """Carry out the outcome of ``core.candidate_move`` (action and ``out``)."""
-        if action == 0:
-            return
-        column_id, lam = int(model.window.ids[int(out[0])]), float(out[1])
-        if action == 1:
-            self._add(model, column_id, lam)
-        else:
-            self._trade(model, int(out[2]), column_id, lam)
 
     def _add(self, model: IncrementalRidge, column_id: int, lam: float) -> None:
         try:

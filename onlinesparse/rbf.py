@@ -11,18 +11,13 @@ from river import base, proba
 
 from onlinesparse import core
 from onlinesparse._blas import single_blas_thread
+from onlinesparse._validation import check_choice, check_int, check_real
 from onlinesparse.buffer import BufferManager
+from onlinesparse.core.state import SAMPLE, Field, new_record
 from onlinesparse.features import FeatureMap, as_target
 from onlinesparse.kernels import KERNELS, BasisSpec
-from onlinesparse.pruner import _RELATIVE_GAIN, GCVPruner, _apply_basis_move
-from onlinesparse.ridge import (
-    _ACCOUNT_DRIFT,
-    _MIN_RELATIVE_DELTA,
-    _MIN_RESIDUAL_LEVERAGE,
-    _PROJECT_BELOW,
-    _REFRESH_AT,
-    IncrementalRidge,
-)
+from onlinesparse.pruner import GCVPruner
+from onlinesparse.ridge import IncrementalRidge
 
 __all__ = ["SparseRBFRegressor", "warm_up"]
 
@@ -66,11 +61,13 @@ class SparseRBFRegressor(base.Regressor):
     selection and computes no candidate column; at the budget, a sample that adds or
     trades a basis function computes no new column.
 
-    A sample runs as one compiled call (``core.stream_sample``) that takes the general
-    path's steps in its order through the same compiled loops — pattern, rounding
-    accounts, the pruner's evaluations and trades, the buffer's novelty test — and hands
-    the sample back to the general path only where something rare happens (an addition
-    or deletion of a basis function, a refresh); a test holds both to the same bits.
+    A sample is one compiled call (``core.stream_sample``: the pattern, the accounts, the
+    pruner's evaluations and their common moves, the buffer manager's test of the input),
+    made of the same compiled operations :class:`~onlinesparse.ridge.IncrementalRidge` and
+    :class:`~onlinesparse.pruner.GCVPruner` use; what it cannot do (a refresh of S, a move
+    that needs the stored rows) it hands back by a status, and the model's own operations
+    do it before the sample continues (``core.continue_sample``). ``docs/architecture.md``
+    follows a sample through the layers.
 
     Kernel width: candidates are proposed at several radii (``radii``, by default
     ``(0.5, 1, 2)·√d`` for d inputs, which suits standardised inputs) and compete in the
@@ -181,52 +178,70 @@ class SparseRBFRegressor(base.Regressor):
         self._features = FeatureMap(strict=strict)
         self._buffer: BufferManager | None = None
         self._pruner = GCVPruner(max_basis=max_basis)
-        self._noise_variance = 1.0
-        self._n_learned = 0
+        self.record = self._new_record(vars(self))
+        self._spares = None
 
     def _validate_parameters(self) -> None:
-        def positive_int(name: str, value: object, minimum: int = 1) -> None:
-            if not (isinstance(value, int | np.integer) and value >= minimum):
-                raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
-
-        positive_int("max_basis", self.max_basis)
-        positive_int("window", self.window, 2)
-        positive_int("n_candidates", self.n_candidates)
-        positive_int("evaluations_per_sample", self.evaluations_per_sample, 0)
-        positive_int("candidate_every", self.candidate_every)
-        positive_int("noise_every", self.noise_every)
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {self.kernel!r}")
-        if self.radii is not None and (
-                not len(self.radii) or not all(r > 0 and math.isfinite(r) for r in self.radii)):
-            raise ValueError(f"radii must be positive and finite, got {self.radii!r}")
-        for name in ("novelty", "error_threshold"):
-            value = getattr(self, name)
-            if not (value >= 0 and math.isfinite(value)):
-                raise ValueError(f"{name} must be ≥ 0 and finite, got {value!r}")
+        check_int("max_basis", self.max_basis)
+        check_int("window", self.window, 2)
+        check_int("n_candidates", self.n_candidates)
+        check_int("evaluations_per_sample", self.evaluations_per_sample, 0)
+        check_int("candidate_every", self.candidate_every)
+        check_int("noise_every", self.noise_every)
+        check_choice("kernel", self.kernel, KERNELS)
+        if self.radii is not None:
+            if isinstance(self.radii, str) or not len(self.radii):
+                raise ValueError(f"radii must be positive and finite, got {self.radii!r}")
+            for radius in self.radii:
+                check_real("each of radii", radius, 0.0, low_open=True)
+        check_real("novelty", self.novelty, 0.0)
+        check_real("error_threshold", self.error_threshold, 0.0)
 
     @classmethod
     def _unit_test_params(cls) -> Iterable[dict]:
         yield {}
 
+    # The estimator's scalars live in `record` (core.state.SAMPLE), where the compiled
+    # sample reads and advances them, with what a call reports (the error before learning,
+    # the verdict on the input as a centre).
+    _noise_variance = Field()
+    _n_learned = Field()
+
     @property
     def model(self) -> IncrementalRidge | None:
-        # While samples stay on the fused path a few of the model's scalars live in the
-        # registers (see _learn_fused): whoever reads the model gets it up to date.
-        if self._in_registers:
-            self._sync()
         return self._model
 
     @model.setter
     def model(self, value: IncrementalRidge | None) -> None:
-        if self._in_registers:
-            self._sync()
         self._model = value
 
     def __setstate__(self, state: dict) -> None:
+        if "record" not in state:  # a pickle written before the scalars had a record
+            state["record"] = self._new_record(state)
+            for name in ("_in_registers", "_fuse", "_arguments", "_predict_arguments"):
+                state.pop(name, None)
         if "model" in state:  # a checkpoint written before the fused path
             state["_model"] = state.pop("model")
         self.__dict__.update(state)
+        self._spares = None
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        for name in ("_spares", "_row_scratch"):  # (scratch: the next sample makes them anew)
+            state.pop(name, None)
+        return state
+
+    def _new_record(self, state: dict) -> np.ndarray:
+        record = new_record(SAMPLE)
+        reg = record[0]
+        reg["noise_variance"] = state.get("_noise_variance", 1.0)
+        reg["n_learned"] = state.get("_n_learned", 0)
+        reg["noise_every"] = state["noise_every"]
+        reg["error_threshold"] = state["error_threshold"]
+        buffer = state.get("_buffer")
+        if buffer is not None:
+            reg["novelty_sq"] = buffer.novelty_threshold
+        return record
 
     # -- learning -------------------------------------------------------------------------
     def _start(self, n_features: int) -> None:
@@ -239,6 +254,7 @@ class SparseRBFRegressor(base.Regressor):
                                      novelty=self.novelty,
                                      error_threshold=self.error_threshold,
                                      column_every=self.candidate_every)
+        self.record[0]["novelty_sq"] = self._buffer.novelty_threshold
         # Everything the model can hold is known now: allocating it before the first
         # pattern keeps array growth (a copy of the stored window) out of the stream.
         self.model.window.reserve(self.max_basis + self._buffer.capacity + 2)
@@ -260,258 +276,92 @@ class SparseRBFRegressor(base.Regressor):
         if not known:
             vector = features.transform(x, learning=True)
         target = as_target(y)
-        model = self._model
-        if known and (self._in_registers or self._fuse and self._fused_ready()):
-            stopped = self._learn_fused(vector, target)
-            if stopped is None:
-                return
-            row, error = stopped  # the slide must wait: the general path takes over
-            maintained = False
+        if self._model is None:
+            self._start(len(vector))
+        model, pruner = self._model, self._pruner
+        # Bounded work per sample: at most one heavy piece of work in a sample, so that the
+        # worst case is one of them, not their sum. A refresh of S that the last sample
+        # called for (IncrementalRidge.defer_refreshes) runs first, and then this sample
+        # does no model selection and computes no candidate column; at the budget, a
+        # sample whose pruner added or traded a basis function computes no new column.
+        maintained = model.maintain()
+        evaluations, first = (0, core.TURN_ORDER) if maintained else self._schedule()
+        at_budget = model.size >= self.max_basis
+        added = pruner.n_added
+        fast = known and features.is_fitted
+        means = features.means if fast else np.empty(len(vector))
+        status = core.stream_sample(
+            self.record, pruner.record, model.record, model.window.record, vector, target,
+            self._row_buffer(), means, features.n_committed + 1, *model.window.tracked_ring(),
+            *model.state.arrays(), *self._spare_arrays(), self._buffer.protected_ids(),
+            pruner.move, evaluations, first)
+        if status == core.SLIDE_REFUSED:  # the add-first order, by the model's operations
+            model.add_pattern(vector, target, row=self._row_buffer()[: model.window.n_columns])
+            self._n_learned += 1
+            status = core.REFRESH if model.refresh_pending else core.MOVE
+            pruner.record[0]["done"] = 0
+            pruner.record[0]["stop"] = core.pruning.FINISHED
+        if fast:
+            features.n_committed += 1
         else:
-            model = self.model  # (up to date)
-            if model is None:
-                self._start(len(vector))
-                model = self._model
-            # Bounded work per sample: at most one heavy piece of work in a sample, so
-            # that the worst case is one of them, not their sum. A refresh of S that the
-            # last sample called for (IncrementalRidge.defer_refreshes) runs first, and
-            # then that sample does no model selection and computes no candidate column;
-            # at the budget, a sample whose pruner added or traded a basis function
-            # computes no new column.
-            maintained = model.maintain()
-            row = model.window.row(vector)
-            error = target - core.inner(row, model.weights, model.size)
-        evaluations, first = self._schedule()
-        model.add_pattern(vector, target, row=row)
-        features.commit(vector, x, known)
-        self._n_learned += 1
-        self._select(model, vector, error, maintained, evaluations, first)
+            features.commit(vector, x, known)
+        while status != core.QUIET:
+            evaluations, first = self._carry_on(status, evaluations, first)
+            status = core.continue_sample(
+                self.record, pruner.record, model.record, model.window.record, vector,
+                *model.window.tracked(), *model.state.arrays(), *self._spare_arrays(),
+                self._buffer.protected_ids(), pruner.move, evaluations, first)
+        self._adopt_resized()
+        busy = maintained or (at_budget and pruner.n_added != added)
+        self._consider(vector, busy)
 
-    def _select(self, model: IncrementalRidge, vector: np.ndarray, error: float,
-                maintained: bool, evaluations: int, first: int,
-                at_budget: bool | None = None, added: int | None = None) -> None:
-        """The rest of a sample once its pattern is in: the pruner's evaluations (as many
-        as ``evaluations``, in the order ``first``, see :meth:`_schedule`), the buffer
-        manager's proposal, the periodic noise estimate. ``at_budget`` and ``added`` are
-        as they stood when model selection began (a fused sample that stopped at a move
-        began it already)."""
-        if at_budget is None:
-            at_budget = model.size >= self.max_basis
-        if added is None:
-            added = self._pruner.n_added
-        if not maintained and evaluations > 0:
-            self._pruner.step(model, evaluations, self._lambda_min, self._buffer.protected,
-                              first)
-        busy = maintained or (at_budget and self._pruner.n_added != added)
-        self._buffer.consider(model.window, vector, error, math.sqrt(self._noise_variance),
-                              column=not busy)
-        if self._n_learned % self.noise_every == 0:
-            self._update_noise()
+    def _carry_on(self, status: int, evaluations: int, first: int) -> tuple[int, int]:
+        """Do what a compiled call stopped for — a refresh of S now, or a move the pruner
+        handed back — and return the evaluations left and their order."""
+        self._adopt_resized()
+        if status == core.REFRESH and self._pruner.record[0]["stop"] != core.pruning.REFRESH:
+            self._model.maintain()  # (the pattern's verdict: no evaluation ran yet)
+            return evaluations, first
+        ran = self._pruner.finish(self._model, None)
+        return evaluations - ran, core.continued_order(first, ran - 1)
 
-    # -- the fused sample ---------------------------------------------------------------
-    # A sample of a model with basis functions and no refresh waiting runs as one compiled
-    # call, core.stream_sample, which follows the general path above step for step
-    # through the same compiled loops as long as nothing unusual happens, and stops where
-    # something does; the general path's own methods then finish the sample. A test holds
-    # both paths to the same bits. At M = 100 the interpreter overhead of the general
-    # path's dozen calls cost more than their arithmetic.
-    #
-    # The scalars the call advances (window position, rounding accounts, pruner cursors…)
-    # stay in two register arrays while samples stay on the fused path, and go back to
-    # their objects (_sync) when one leaves it or anything reads the model (the `model`
-    # property): packing and unpacking them every sample cost more than the rest of a
-    # quiet sample's Python.
+    def _adopt_resized(self) -> None:
+        """Take the state a compiled call resized into the spare arrays."""
+        if self._pruner.record[0]["resized"]:
+            self._pruner.adopt(self._model, self._spares)
+            self._spares = None
 
-    _in_registers = False  # (class default: checkpoints from before the fused path)
-    _fuse = True  # False: every sample takes the general path (tests, warm_up)
+    def _row_buffer(self) -> np.ndarray:
+        row = getattr(self, "_row_scratch", None)
+        capacity = self._model.window.gram_buffer.shape[0]
+        if row is None or row.shape[0] < capacity:
+            row = self._row_scratch = np.empty(capacity)
+        return row
 
-    def _fused_ready(self) -> bool:
-        """Whether this sample can start as one compiled call: a reserved window holding
-        patterns, a model with basis functions and no refresh waiting. (Nothing but the
-        general path changes that, so it holds as long as the registers do.)"""
-        model = self._model
-        if model is None:
-            return False
-        window = model.window
-        return bool(model._pending is None and model.state.weights.shape[0]
-                    and window.n_stored and window.store_capacity == len(window._y)
-                    and window.basis.size == window.n_columns)
+    def _spare_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Arrays for the first addition or deletion of a compiled call to write the
+        resized state into (returning new arrays from every call cost more)."""
+        if getattr(self, "_spares", None) is None:
+            size = max(self.max_basis, self._model.size) + 1
+            self._spares = (np.empty(size * size), np.empty(size), np.empty(size))
+        return self._spares
 
-    def _pack(self) -> None:
-        """Load the registers from the objects (they are then the authoritative copy), and
-        gather the compiled call's arguments: between two packs only the registers and
-        the arrays' contents change, so the call reuses them; and the arrays other than
-        the ridge state's (which a move of the general path replaces) stay put from one
-        pack to the next, as long as nothing grows past what the model reserved."""
-        model, pruner, features = self._model, self._pruner, self._features
-        window = model.window
-        basis = window.basis
-        stable = getattr(self, "_stable_arguments", None)
-        if stable is None or stable[0] is not basis._kind or stable[4] is not window._gram:
-            buffer = self._buffer
-            self._record = core.new_record()
-            self._row_buffer = np.empty(window._gram.shape[0])
-            self._move_buffer = np.empty(8)
-            stable = self._stable_arguments = (
-                basis._kind, basis._centres, basis._inv_r2, basis._feature, window._gram,
-                window._cross_y, window._HT, window._XT, window._y, window.stamps, window.traffic,
-                window.merit, window.ids, window.store_capacity, self._record,
-                self._row_buffer, self._move_buffer, model.refresh_every, model.check_every,
-                _REFRESH_AT, _MIN_RESIDUAL_LEVERAGE, pruner.candidates_per_evaluation,
-                pruner.min_gain, _RELATIVE_GAIN,
-                buffer.protected_ids(), features.means, buffer.novelty_threshold,
-                buffer.error_threshold, self.noise_every, _MIN_RELATIVE_DELTA,
-                _PROJECT_BELOW, _ACCOUNT_DRIFT, model.drift_tolerance, self.max_basis)
-        record = self._record
-        record[0] = 0
-        reg = record[0]  # (a view: writes reach the record)
-        for name, value in (
-                ("n_seen", window.n_seen), ("head", window._head),
-                ("since_refresh", model._since_refresh), ("since_check", model._since_check),
-                ("round_start", model._round_start), ("exact_since", window._exact_since),
-                ("turn", pruner._turn), ("basis_cursor", pruner._basis_cursor),
-                ("candidate_cursor", pruner._candidate_cursor),
-                ("committed", features.n_committed), ("n_columns", window.n_columns),
-                ("n_stored", window.n_stored), ("n_learned", self._n_learned),
-                ("yy", window.yy), ("error_estimate", model._error_estimate),
-                ("statistics_error", model._statistics_error),
-                ("round_error", model._round_error), ("credit", window._refresh_credit),
-                ("count", window.count), ("noise_variance", self._noise_variance)):
-            reg[name] = value
-        self._adopt_state()
-        self._in_registers = True
-
-    def _adopt_state(self) -> None:
-        """The compiled call's arguments for the ridge state's current arrays, with spare
-        arrays for the first addition or deletion it makes (``core.stream_sample``
-        writes the new state there; returning new arrays would cost every call)."""
-        state, basis = self._model.state, self._model.window.basis
-        size = max(self.max_basis, state.weights.shape[0]) + 1
-        self._arguments = self._stable_arguments + (
-            state.variance, state.weights, state.lambdas, np.empty(size * size),
-            np.empty(size), np.empty(size))
-        self._predict_arguments = (basis._kind, basis._centres, basis._inv_r2,
-                                   basis._feature, state.weights)
-
-    def _sync(self) -> None:
-        """Write the registers back to the objects (once: they are then authoritative)."""
-        if not self._in_registers:
+    def _consider(self, vector: np.ndarray, busy: bool) -> None:
+        """The buffer manager's share of the sample, the compiled call having judged the
+        input (``record.propose``): queue it as a centre, and on a sample due for one
+        compute a new candidate column (or trim a pool that :meth:`refine` overfilled)."""
+        buffer, window = self._buffer, self._model.window
+        proposal = bool(self.record[0]["propose"])
+        column = not busy
+        if ((column and buffer.column_due() and (proposal or buffer.queue))
+                or window.n_candidates > buffer.capacity):
+            # (with the verdict given, consider reads no noise level: 0.0)
+            buffer.consider(window, vector, float(self.record[0]["error"]), 0.0,
+                            column=column, proposal=proposal)
             return
-        model, pruner = self._model, self._pruner
-        window = model.window
-        reg = self._record[0]
-        (window.n_seen, window._head, model._since_refresh, model._since_check,
-         model._round_start, window._exact_since, pruner._turn, pruner._basis_cursor,
-         pruner._candidate_cursor, reestimated, updates) = (int(reg[name]) for name in (
-             "n_seen", "head", "since_refresh", "since_check", "round_start", "exact_since",
-             "turn", "basis_cursor", "candidate_cursor", "n_reestimated", "updates"))
-        self._features.n_committed = int(reg["committed"])
-        self._n_learned = int(reg["n_learned"])
-        window.n_stored = int(reg["n_stored"])
-        (window.yy, model._error_estimate, model._statistics_error, model._round_error,
-         window._refresh_credit, training, gamma, window.count, self._noise_variance) = (
-            float(reg[name]) for name in (
-                "yy", "error_estimate", "statistics_error", "round_error", "credit",
-                "training_error", "gamma", "count", "noise_variance"))
-        model._version += updates
-        pruner.n_reestimated += reestimated
-        pruner.n_added += int(reg["n_traded"] + reg["n_added"])
-        pruner.n_deleted += int(reg["n_traded"] + reg["n_deleted"])
-        if reg["summary_valid"]:
-            # The criteria of the current state: what model._summary() would compute next.
-            model._summary_cache = (model._version, training, gamma)
-        self._in_registers = False
-        del self._arguments, self._predict_arguments  # (they hold arrays: a pickle must not)
-
-    def __getstate__(self) -> dict:
-        self._sync()
-        state = self.__dict__.copy()
-        for name in ("_record", "_row_buffer", "_move_buffer",
-                     "_stable_arguments"):  # (the next pack makes them anew)
-            state.pop(name, None)
-        return state
-
-    def _learn_fused(self, vector: np.ndarray, target: float
-                     ) -> tuple[np.ndarray, float] | None:
-        """:meth:`learn_one` from a known, validated input, starting as one compiled call.
-        Returns None, or ``(row, error)`` when the slide must take the general path."""
-        if not self._in_registers:
-            self._pack()
-        reg = self._record[0]
-        evaluations, first = self._schedule()
-        reg["evaluations"], reg["first"] = evaluations, first
-        code = core.stream_sample(vector, target, *self._arguments)
-        if reg["resized"]:
-            # The pruner added or deleted a basis function: the state is now in the spare
-            # arrays (and a deletion may have dropped the column from the pool too).
-            model = self._model
-            spare_variance, spare_weights, spare_lambdas = self._arguments[-3:]
-            m = int(reg["n_model"])
-            model.state.variance, model.state.weights, model.state.lambdas = (
-                spare_variance[: m * m].reshape(m, m), spare_weights[:m], spare_lambdas[:m])
-            window = model.window
-            window.n_model = m
-            window.n_columns = int(reg["n_columns"])
-            window.basis.truncate(window.n_columns)
-            self._adopt_state()
-        if code == core.QUIET:
-            # The general path's _select with nothing left to select and the noise estimate
-            # made: only the buffer manager may have work, a proposal to queue or a column
-            # to compute.
-            buffer, window = self._buffer, self._model.window
-            # (at the budget, a sample that added or traded a basis function computes no
-            # column: _select's `busy`)
-            column = not (reg["at_budget"]
-                          and (reg["traded_now"] or reg["added_now"]))
-            if ((column and buffer.column_due() and (reg["propose"] or buffer.queue))
-                    or window.n_candidates > buffer.capacity):
-                # A new column (or the trim of a pool that refine() overfilled) reads the
-                # window's position and changes the number of columns; the registers stay
-                # (the arrays are reserved and stay put).
-                window.n_seen, window._head, window.n_stored = (
-                    int(reg["n_seen"]), int(reg["head"]),
-                    int(reg["n_stored"]))
-                # (with the verdict given, consider reads no noise level: 0.0)
-                buffer.consider(window, vector, float(self._record[0]["error"]), 0.0,
-                                column=column, proposal=bool(reg["propose"]))
-                reg["n_columns"] = window.n_columns
-                if (window.basis._kind is not self._arguments[0]
-                        or window._gram is not self._arguments[4]):
-                    self._sync()  # (grown past what was reserved after all: pack anew)
-            else:
-                if reg["propose"]:
-                    buffer.propose(vector)
-                buffer.n_considered += 1
-            return None
-        error = float(self._record[0]["error"])
-        self._sync()
-        model, pruner = self._model, self._pruner
-        if code == core.SLIDE_REFUSED:
-            return self._row_buffer[: model.window.n_columns], error
-        if code == core.DECIDE:
-            model._decide(True, model.window._exact_since if reg["full"] else None,
-                          bool(reg["healthy"]))
-            self._select(model, vector, error, False, evaluations, first)
-            return None
-        done, move_kind, action, j, protected = (
-            int(reg[name]) for name in ("done", "move_kind", "action", "move_basis", "protected"))
-        # (n_added as it stood before this sample's moves, for _select's `busy`)
-        move = self._move_buffer
-        added = pruner.n_added - int(reg["traded_now"] + reg["added_now"])
-        if move_kind == 1:
-            pruner._apply_candidate_move(model, action, move)
-        elif move_kind >= 3:  # a trade, addition or deletion made: its accounts remain
-            model._after_update((float(move[4]), float(move[4])))
-            pruner.n_added += move_kind != 5
-            pruner.n_deleted += move_kind != 4
-        else:
-            outcome, usefulness = _apply_basis_move(model, j, action, move, bool(protected))
-            pruner._record_basis_move(model, j, outcome, usefulness)
-        # The rest of the sample's evaluations, in the order they would have come.
-        first = core.continued_order(first, done)
-        self._select(model, vector, error, False, evaluations - done - 1, first,
-                     bool(reg["at_budget"]), added)
-        return None
+        if proposal:
+            buffer.propose(vector)
+        buffer.n_considered += 1
 
     def _schedule(self) -> tuple[int, int]:
         """The pruner's evaluations for this sample and their order (``core.TURN_ORDER``,
@@ -531,7 +381,7 @@ class SparseRBFRegressor(base.Regressor):
         turn counter.
         """
         evaluations = self.evaluations_per_sample
-        size = self._model.state.weights.shape[0]
+        size = self._model.size
         if size < self.max_basis:
             scale = (self.max_basis / max(size, 1)) ** 2
             evaluations = int(evaluations * min(scale, _GROWTH_EVALUATIONS))
@@ -605,8 +455,6 @@ class SparseRBFRegressor(base.Regressor):
         return model
 
     # -- prediction -----------------------------------------------------------------------
-    # Prediction reads only what the fused path keeps in the objects (basis, weights, S),
-    # so it uses _model directly rather than the synchronising `model` property.
     def _row(self, x: dict) -> np.ndarray | None:
         vector = self._features.transform(x)
         model = self._model
@@ -617,19 +465,14 @@ class SparseRBFRegressor(base.Regressor):
     def predict_one(self, x: dict, with_dist: bool = False) -> float | proba.Gaussian:
         if not with_dist:
             vector = self._features.transform(x)
-            if self._in_registers:  # (the arrays stay put while the registers hold)
-                return core.predict_mean(vector, *self._predict_arguments)
             model = self._model
             if model is None or not model.size:
                 return 0.0
-            basis = model.window.basis
-            return core.predict_mean(vector, basis._kind, basis._centres, basis._inv_r2,
-                                       basis._feature, model.weights)
+            return core.predict_mean(vector, *model.window.basis.arrays(), model.weights)
         h = self._row(x)
         model = self._model
         mean = 0.0 if h is None else core.inner(h, model.weights, model.size)
-        noise = (float(self._record[0]["noise_variance"]) if self._in_registers
-                 else self._noise_variance)
+        noise = self._noise_variance
         variance = noise if h is None else model.predictive_variance(h, noise)
         return proba.Gaussian._from_state(n=1, m=mean, var=variance, ddof=0)
 
@@ -710,14 +553,12 @@ def warm_up(seed: int = 0) -> None:
     of any model. Takes well under a second once the cache exists.
     """
     rng = np.random.default_rng(seed)
-    for fuse in (True, False):  # the fused sample, and the general path samples leave it for
-        model = SparseRBFRegressor(max_basis=6, window=40, n_candidates=6)
-        model._fuse = fuse
-        for k in range(400):
-            x = rng.uniform(-1.0, 1.0, 2)
-            y = float(np.sin(3.0 * x[0]) + x[1] ** 2 + 0.05 * rng.standard_normal())
-            model.learn_one({"a": float(x[0]), "b": float(x[1])}, y)
-            model.predict_one({"a": float(x[0]), "b": float(x[1])}, with_dist=k % 2 == 0)
+    model = SparseRBFRegressor(max_basis=6, window=40, n_candidates=6)
+    for k in range(400):
+        x = rng.uniform(-1.0, 1.0, 2)
+        y = float(np.sin(3.0 * x[0]) + x[1] ** 2 + 0.05 * rng.standard_normal())
+        model.learn_one({"a": float(x[0]), "b": float(x[1])}, y)
+        model.predict_one({"a": float(x[0]), "b": float(x[1])}, with_dist=k % 2 == 0)
     model.refine(20)
     # Rarely reached in a short run: the measurement of the rounding in S, and a refresh.
     model.model.check_health()

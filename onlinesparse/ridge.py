@@ -1,23 +1,14 @@
-"""Orr's incremental ridge regression: ``A⁻¹ = (G + Λ)⁻¹`` and ``w`` kept exact in O(M²).
+"""Orr's incremental ridge regression over a window of patterns, kept exact in O(M²).
 
-:class:`RidgeState` holds the variance matrix ``S = A⁻¹``, the weights ``w = S c`` and one
-regularisation parameter λⱼ per basis function, and implements the incremental operations
-of Orr appendix A.7 and FGCV appendices V–VI on them:
-
-========================  =====================================  ==========================
-operation                 formula                                reference
-========================  =====================================  ==========================
-add a pattern             ``S ← S − uuᵀ/(1 + hᵀu)``, ``u = Sh``  Orr eq. (A.8)
-remove a pattern          ``S ← S + uuᵀ/(1 − hᵀu)``              Orr eq. (A.11)
-add a basis function      partitioned inverse                    Orr eq. (A.4), FGCV (48)
-remove a basis function   ``S ← S − sⱼsⱼᵀ/sⱼⱼ`` (λⱼ → ∞)         FGCV App. V, Kⱼ = 1/sⱼⱼ
-change one λⱼ             rank one, ``Kⱼ = (sⱼⱼ + 1/δ)⁻¹``        FGCV App. V
-========================  =====================================  ==========================
-
-:class:`IncrementalRidge` composes a :class:`~onlinesparse.window.WindowStatistics` with a
-:class:`RidgeState`, keeps them consistent, validates input at the boundary, watches the
-numerical health of ``S`` (DESIGN.md §4) and exposes the model-selection criteria. No
-operation forms a p × p matrix.
+:class:`IncrementalRidge` composes a :class:`~onlinesparse.window.WindowStatistics` (the
+patterns, as ``G = HᵀH``, ``c = Hᵀy``, ``yᵀy``, ``p``) with a
+:class:`~onlinesparse.ridge_state.RidgeState` (``S = (G + Λ)⁻¹``, ``w``, ``λ``), validates
+input at the boundary, keeps the two consistent through the five operations (add / remove
+a pattern, add / remove a basis function, set one λⱼ), watches the numerical health of
+``S`` and exposes the model-selection criteria (Orr section 5). Every formula and every
+decision lives in :mod:`onlinesparse.core`; the scalars live in a named record
+(:mod:`onlinesparse.core.state`) that the compiled code advances directly. No operation
+forms a p × p matrix.
 """
 
 from __future__ import annotations
@@ -25,249 +16,31 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.linalg import lapack
 
 from onlinesparse import core, criteria
+from onlinesparse.core.state import (
+    NO_REFRESH,
+    REFRESH_STATE,
+    REFRESH_STATISTICS,
+    RIDGE,
+    Field,
+    adopt_fields,
+    new_record,
+)
 from onlinesparse.features import as_target as _as_target
 from onlinesparse.kernels import BasisSpec
+from onlinesparse.ridge_state import IllConditionedError, RidgeState
 from onlinesparse.window import WindowStatistics
 
 __all__ = ["IllConditionedError", "RidgeState", "IncrementalRidge"]
 
 
-class IllConditionedError(np.linalg.LinAlgError):
-    """``HᵀH + Λ`` is (numerically) singular, so the requested model does not exist.
-
-    A subclass of :class:`numpy.linalg.LinAlgError` and hence of :class:`ValueError`.
-    """
-
-
-# Refresh once the estimated relative rounding error reaches this many machine epsilons
-# (≈ 2e-9): far below anything a prediction or a GCV comparison can see, and rare enough
-# that the O(M³) refresh stays off the typical sample's path.
-_REFRESH_AT = 1e7
-_EPS = core.EPS
-# Past that estimate, the measured residual ‖S(G + Λ)v − v‖/‖v‖ decides: below this S is
-# kept (and the estimate restarts from the measurement). It bounds the relative error of
-# w = Sc, so half the level the estimate tolerates is kept (1.1e-9, an order below the
-# 1e-8 to which a window model's weights are held to the batch solution); the estimate
-# then has to double before the next measurement. (Stricter bars refreshed S for
-# residuals no prediction can see: keeping S only where a new factorisation could not do
-# better, ~1e-11, refreshed every 27 samples of a streaming model at M = 100, each an
-# O(M³) sample; a quarter of the level, 5.6e-10, 14 times in 5000 samples, for measured
-# residuals of 5.6e-10 to 9.1e-10.)
-_ACCOUNT_DRIFT = 0.5 * _REFRESH_AT * _EPS
-# A pattern whose leverage hᵀSh is this close to 1 carries a direction no other pattern
-# supports; removing it would leave HᵀH + Λ singular.
-_MIN_RESIDUAL_LEVERAGE = 1e-10
-# A new column whose Δ = λ + hᵀPh is this small relative to hᵀh + λ is a combination of the
-# model's columns (to rounding) and cannot be added without regularisation.
-_MIN_RELATIVE_DELTA = 1e-12
-# Below this hᵀPh/hᵀh the Gram formula for hᵀPh has lost four digits to cancellation, and
-# a window model recomputes it from the stored rows (IncrementalRidge._projection).
-_PROJECT_BELOW = 1e-4
-
-
-class RidgeState:
-    """Variance matrix, weights and regularisation parameters of a linear model.
-
-    The state knows nothing about the data: every operation receives the numbers it needs
-    (a row ``h``, a Gram column ``g``…), which :class:`IncrementalRidge` reads from the window
-    statistics. Operations either complete or raise before changing anything.
-    """
-
-    def __init__(self) -> None:
-        self.variance = np.zeros((0, 0))
-        self.weights = np.zeros(0)
-        self.lambdas = np.zeros(0)
-
-    @property
-    def size(self) -> int:
-        return len(self.weights)
-
-    # -- patterns (Orr A.7.3, A.7.4) -------------------------------------------------------
-    def add_pattern(self, h: np.ndarray, y: float) -> tuple[float, float]:
-        """Orr eq. (A.8): ``S ← S − uuᵀ/(1 + hᵀu)`` with ``u = Sh``;
-        ``w ← w + u(y − hᵀw)/(1 + hᵀu)``.
-
-        Every operation returns a first-order rounding-error account ``(propagation, fresh)``:
-        the factor by which it multiplies the relative error already in ``S``, and the new
-        relative error it creates, in units of machine ε. Adding a pattern contracts the old
-        error by ``1/(1 + hᵀSh)`` but computes a result ``1 + hᵀSh`` times smaller than the
-        terms it subtracts, so the fresh error is ``1 + hᵀSh``.
-        """
-        if self.size == 0:
-            return 1.0, 0.0
-        denom = core.sherman_morrison(self.variance, self.weights, h, y, 1.0, -math.inf,
-                                        np.empty(self.size))
-        return 1.0 / denom, denom
-
-    def remove_pattern(self, h: np.ndarray, y: float) -> tuple[float, float]:
-        """Orr eq. (A.11): ``S ← S + uuᵀ/(1 − hᵀu)``; ``w ← w − u(y − hᵀw)/(1 − hᵀu)``.
-
-        Raises :class:`IllConditionedError` (state unchanged) when the pattern's leverage is 1
-        to rounding: without it ``HᵀH + Λ`` would be singular. Both error factors are
-        ``1/(1 − hᵀSh)``: the denominator is a difference.
-        """
-        if self.size == 0:
-            return 1.0, 0.0
-        # The compiled loop changes nothing when the denominator fails the test.
-        denom = core.sherman_morrison(self.variance, self.weights, h, y, -1.0,
-                                        _MIN_RESIDUAL_LEVERAGE, np.empty(self.size))
-        if not denom > _MIN_RESIDUAL_LEVERAGE:
-            raise IllConditionedError(
-                "removing this pattern leaves HᵀH + Λ singular (its leverage is "
-                f"{1 - denom:.12g}); give the basis functions λ > 0 or keep more patterns "
-                "than basis functions"
-            )
-        return 1.0 / denom, 1.0 / denom
-
-    def scale(self, factor: float) -> None:
-        """Forgetting: ``A ← factor·A`` (data and regularisation fade together), ``w`` unchanged."""
-        self.variance /= factor
-        self.lambdas *= factor
-
-    # -- basis functions (Orr A.7.1, A.7.2; FGCV appendices V and VI) ----------------------
-    def add_basis(self, g: np.ndarray, g_jj: float, c_j: float, lam: float,
-                  projection: tuple[float, float] | None = None, project_below: float = 0.0
-                  ) -> tuple[float, float] | None:
-        """Orr eq. (A.4): append a column with ``g = Hᵀh``, ``g_jj = hᵀh``, ``c_j = hᵀy`` and λ.
-
-        With ``l = Sg`` and ``Δ = λ + hᵀPh = λ + g_jj − gᵀl`` the new variance matrix is
-        ``[[S + llᵀ/Δ, −l/Δ], [−lᵀ/Δ, 1/Δ]]``; the new weight is ``yᵀPh/Δ`` with
-        ``yᵀPh = c_j − gᵀw`` and the old weights move by ``−l·wⱼ``. The error account is
-        ``(g_jj + λ)/Δ`` for both factors: the cancellation in ``Δ``.
-
-        ``projection = (hᵀPh, yᵀPh)`` computed without that cancellation (from the stored
-        rows, :meth:`IncrementalRidge._projection`) replaces the two differences; the
-        cancellation left is then the square root of the Gram formula's. Without it, when
-        the Gram formula's ``hᵀPh`` falls below ``project_below·g_jj`` nothing changes and
-        None is returned, for the caller to compute the projection.
-        """
-        if not (lam >= 0.0 and math.isfinite(lam)):
-            raise ValueError(f"λ must be finite and ≥ 0, got {lam}")
-        m = self.size
-        variance, weights = np.empty((m + 1, m + 1)), np.empty(m + 1)
-        hph, yph = projection if projection is not None else (math.nan, math.nan)
-        delta, status = core.add_basis(self.variance, self.weights, g, g_jj, c_j, lam,
-                                         hph, yph, _MIN_RELATIVE_DELTA, project_below,
-                                         variance, weights)
-        if status < 0:
-            return None
-        if not status:
-            raise IllConditionedError(
-                "this basis function is (numerically) a linear combination of the model's "
-                f"columns over the window (hᵀPh + λ = {delta:.3g}); add it with λ > 0"
-            )
-        self.variance, self.weights = variance, weights
-        self.lambdas = np.append(self.lambdas, lam)
-        amplification = (g_jj + lam) / delta
-        if projection is not None:
-            amplification = math.sqrt(amplification)
-        return amplification, amplification
-
-    def remove_basis(self, j: int) -> tuple[float, float]:
-        """λⱼ → ∞ then drop j: ``S ← S − sⱼsⱼᵀ/sⱼⱼ``, ``w ← w − sⱼwⱼ/sⱼⱼ`` (FGCV App. V)."""
-        self._check_index(j)
-        m = self.size
-        variance, weights = np.empty((m - 1, m - 1)), np.empty(m - 1)
-        core.remove_basis(self.variance, self.weights, j, variance, weights)
-        self.variance, self.weights = variance, weights
-        self.lambdas = np.delete(self.lambdas, j)
-        return 1.0, 1.0
-
-    def set_lambda(self, j: int, lam: float, g: np.ndarray, g_jj: float, c_j: float
-                   ) -> tuple[float, float]:
-        """Change λⱼ, FGCV App. V re-estimation: with ``δ = λ_new − λ_old`` and
-        ``Kⱼ = δ/(1 + δsⱼⱼ)``, ``S ← S − Kⱼsⱼsⱼᵀ`` and ``w ← w − Kⱼwⱼsⱼ``.
-
-        When λ falls by a lot (``−δ·sⱼⱼ > ½``) the denominator ``1 + δsⱼⱼ`` is a difference
-        of nearly equal numbers, so the column is instead removed and added back in place
-        (Orr eq. (A.4) on ``S' = S − sⱼsⱼᵀ/sⱼⱼ``), which is exact whatever the change. ``g``,
-        ``g_jj`` and ``c_j`` are the column's Gram column, squared norm and ``hⱼᵀy``.
-        """
-        self._check_index(j)
-        if not (lam >= 0.0 and math.isfinite(lam)):
-            raise ValueError(
-                f"λ must be finite and ≥ 0 (remove the basis function for ∞), got {lam}")
-        delta_lam = lam - self.lambdas[j]
-        if delta_lam == 0.0:
-            return 1.0, 0.0
-        # Raising λ shrinks Sⱼⱼ and wⱼ by 1 + δsⱼⱼ through a subtraction, lowering it
-        # divides by that: either way the error factor is the larger of the two.
-        factor = core.lambda_rank_one(self.variance, self.weights, self.lambdas, j, lam)
-        if factor > 0.0:
-            return factor, factor
-        # Remove j (λⱼ → ∞), then add it back in its slot with the new λ.
-        amplification = core.replace_basis(self.variance, self.weights, self.lambdas, j, g,
-                                             g_jj, c_j, lam, _MIN_RELATIVE_DELTA, 0.0,
-                                             np.empty(self.size))
-        if amplification == 0.0:
-            raise IllConditionedError(
-                f"with λ = {lam:g} basis function {j} is a combination of the others")
-        return amplification, amplification
-
-    def replace_basis(self, j: int, g: np.ndarray, g_kk: float, c_k: float, lam: float
-                      ) -> tuple[float, float] | None:
-        """Exchange basis function j for a new column in its slot, FGCV's trade: remove j
-        (appendix V with λⱼ → ∞) and add the column (Orr eq. (A.4)) in one O(M²) pass
-        (``core.replace_basis`` has the formulas). ``g``, ``g_kk``, ``c_k`` are the new
-        column's Gram row over the model (entry j ignored), squared norm and ``hᵀy``.
-
-        Raises :class:`IllConditionedError` (state unchanged) when the column is in the span
-        of the others to rounding; returns None (state unchanged) when the Gram formula for
-        its ``hᵀPh`` would lose more than four digits and the caller should take the exact
-        path. The error account is the addition's, ``(g_kk + λ)/Δ``.
-        """
-        self._check_index(j)
-        if not (lam >= 0.0 and math.isfinite(lam)):
-            raise ValueError(f"λ must be finite and ≥ 0, got {lam}")
-        amplification = core.replace_basis(self.variance, self.weights, self.lambdas, j, g,
-                                             g_kk, c_k, lam, _MIN_RELATIVE_DELTA,
-                                             _PROJECT_BELOW, np.empty(self.size))
-        if amplification == 0.0:
-            raise IllConditionedError(
-                "this basis function is (numerically) a linear combination of the model's "
-                "other columns over the window; add it with λ > 0")
-        if amplification < 0.0:
-            return None
-        return amplification, amplification
-
-    def swap(self, i: int, j: int) -> None:
-        """Exchange basis functions ``i`` and ``j`` (S is permutation-equivariant)."""
-        if i == j:
-            return
-        core.swap_symmetric(self.variance, i, j, self.size)
-        weights, lambdas = self.weights, self.lambdas
-        weights[i], weights[j] = weights[j], weights[i]
-        lambdas[i], lambdas[j] = lambdas[j], lambdas[i]
-
-    def refresh(self, gram: np.ndarray, cross_y: np.ndarray) -> None:
-        """Recompute ``S`` and ``w`` from the statistics by a Cholesky factorisation."""
-        m = self.size
-        if m == 0:
-            return
-        A = gram + np.diag(self.lambdas)
-        if not np.all(np.isfinite(A)):
-            raise IllConditionedError("HᵀH + Λ has non-finite entries")
-        # LAPACK: Cholesky A = LLᵀ (potrf), then A⁻¹ from L (potri: half the work of
-        # solving against the identity), then w = A⁻¹c.
-        chol, info = lapack.dpotrf(A, lower=True)
-        if info != 0:
-            raise IllConditionedError(
-                "HᵀH + Λ is not positive definite: some basis functions are linear "
-                "combinations of others with λ = 0; raise their λ or remove them")
-        inverse, info = lapack.dpotri(chol, lower=True)
-        if info != 0:
-            raise IllConditionedError("HᵀH + Λ could not be inverted")
-        core.mirror_lower(inverse)
-        # A symmetric Fortran-ordered matrix is its own C-ordered transpose: no copy.
-        self.variance = inverse.T if inverse.flags.f_contiguous else inverse
-        self.weights = self.variance @ cross_y
-
-    def _check_index(self, j: int) -> None:
-        if not (isinstance(j, int | np.integer) and 0 <= j < self.size):
-            raise ValueError(f"basis index {j!r} is not in the model (it has {self.size})")
+# The thresholds of the numerical core, under the names this module has always used.
+_REFRESH_AT = core.REFRESH_AT
+_ACCOUNT_DRIFT = core.ACCOUNT_DRIFT
+_MIN_RESIDUAL_LEVERAGE = core.MIN_RESIDUAL_LEVERAGE
+_MIN_RELATIVE_DELTA = core.MIN_RELATIVE_DELTA
+_PROJECT_BELOW = core.PROJECT_BELOW
 
 
 def _as_input(x: np.ndarray | list[float], n_features: int) -> np.ndarray:
@@ -316,7 +89,7 @@ class IncrementalRidge:
         alone.
     check_every
         Probe ``‖S(G + Λ)v − v‖`` every this many operations; a drift above
-        ``drift_tolerance`` triggers a refresh (DESIGN.md §4).
+        ``drift_tolerance`` triggers a refresh (FGCV section 3.2, point 5).
     defer_refreshes
         For real-time callers: a refresh that rounding calls for (not one that a broken
         state needs) is not done inside the operation that called for it but marked
@@ -338,16 +111,28 @@ class IncrementalRidge:
     ([0.0, 1.0], 0.06)
     """
 
-    # Class-level defaults, so that checkpoints written before deferral existed load.
-    defer_refreshes = False
-    _pending: bool | None = None
-    _round_error = 0.0
-    _round_start = 0
+    # Scalars live in `record` (core.state.RIDGE), where the compiled core reads and
+    # advances them: the refresh and check counters, the rounding accounts, the model's
+    # version and the criteria computed for it, and the settings the verdict on S reads.
+    _since_refresh = Field()
+    _since_check = Field()
+    _round_start = Field()
+    _version = Field()
+    refresh_every = Field()
+    check_every = Field()
+    defer_refreshes = Field()
+    _error_estimate = Field()
+    _statistics_error = Field()
+    _round_error = Field()
+    drift_tolerance = Field()
 
     def __init__(self, n_features: int, memory: str = "window", size: int = 1000,
                  factor: float = 1.0, refresh_every: int | None = None,
                  check_every: int = 64, drift_tolerance: float = 1e-7,
                  defer_refreshes: bool = False) -> None:
+        self.record = new_record(RIDGE)
+        self.record[0]["pending"] = NO_REFRESH
+        self.record[0]["summary_version"] = -1
         self.window = WindowStatistics(n_features, memory=memory, size=size, factor=factor)
         self.state = RidgeState()
         self.refresh_every = (
@@ -358,12 +143,8 @@ class IncrementalRidge:
         self.drift_tolerance = float(drift_tolerance)
         self.n_refreshes = 0
         self.defer_refreshes = bool(defer_refreshes)
-        # (statistics too?) of a refresh called for but deferred; None when none is.
-        self._pending: bool | None = None
         self.ill_conditioned = False
         self._version = 0
-        # (version, training error, γ): see _summary.
-        self._summary_cache: tuple[int, float, float] = (-1, 0.0, 0.0)
         self._error_estimate = 1.0
         self._statistics_error = 0.0
         # The rolling refresh of a full window (WindowStatistics.refresh_step): the
@@ -373,6 +154,29 @@ class IncrementalRidge:
         self._round_start = 0
         self._since_refresh = 0
         self._since_check = 0
+
+    @property
+    def _pending(self) -> bool | None:
+        """A refresh called for but deferred: None when none is, else whether it must
+        recompute the statistics too."""
+        pending = int(self.record[0]["pending"])
+        return None if pending == NO_REFRESH else pending == REFRESH_STATISTICS
+
+    @_pending.setter
+    def _pending(self, value: bool | None) -> None:
+        self.record[0]["pending"] = (NO_REFRESH if value is None
+                                     else REFRESH_STATISTICS if value else REFRESH_STATE)
+
+    def __setstate__(self, state: dict) -> None:
+        if "record" not in state:  # a pickle written before the scalars had a record
+            record = state["record"] = new_record(RIDGE)
+            pending = state.pop("_pending", None)
+            record[0]["pending"] = (NO_REFRESH if pending is None
+                                    else REFRESH_STATISTICS if pending else REFRESH_STATE)
+            record[0]["summary_version"] = -1
+            state.pop("_summary_cache", None)
+            adopt_fields(state, record)
+        self.__dict__.update(state)
 
     # -- read-only views ------------------------------------------------------------------
     @property
@@ -421,61 +225,40 @@ class IncrementalRidge:
         """
         x = _as_input(x, self.n_features)
         y = _as_target(y)
-        h = self.window.row(x) if row is None else row
-        m = self.size
-        if m and self.window.is_full and self._slide(x, y, h):
+        window = self.window
+        h = window.row(x) if row is None else row
+        if window.memory == "window":
+            window.make_room()
+            status = core.learn_pattern(window.record, self.record, x, y, h,
+                                        *window.pattern_arrays(), *self.state.arrays())
+            if status == core.SLIDE_REFUSED:
+                self._add_first(x, y, h)
+            elif status == core.REFRESH:
+                self._safe_refresh(bool(self._pending))
             return h
-        if self.window.is_full:
-            h_old, y_old = self.window.oldest()
-            try:
-                removal = self.state.remove_pattern(h_old[:m], y_old)
-            except IllConditionedError:
-                # The oldest pattern is the only support of some direction; with the new
-                # pattern in, it may not be. Add first, then remove; restore if not.
-                snapshot = (self.state.variance.copy(), self.state.weights.copy())
-                addition = self.state.add_pattern(h[:m], y)
-                try:
-                    removal = self.state.remove_pattern(h_old[:m], y_old)
-                except IllConditionedError:
-                    self.state.variance, self.state.weights = snapshot
-                    raise
-                self.window.pop_oldest()
-                self.window.push(x, y, h)
-                self._after_update(addition, removal, self._statistics_cancellation(h_old[:m]),
-                                   pattern=True)
-                return h
-            self.window.pop_oldest()
-            self._account(removal)
-            self._account(self._statistics_cancellation(h_old[:m]))
-        if self.window.factor != 1.0:
-            self.state.scale(self.window.factor)
-        self.window.push(x, y, h)
-        self._after_update(self.state.add_pattern(h[:m], y), pattern=True)
+        if window.factor != 1.0:
+            self.state.scale(window.factor)
+        window.push(x, y, h)
+        self._after_update(self.state.add_pattern(h[: self.size], y), pattern=True)
         return h
 
-    def _slide(self, x: np.ndarray, y: float, h: np.ndarray) -> bool:
-        """The steady state of a full window in one compiled call: the operations of the
-        general path of :meth:`add_pattern` (remove the oldest pattern from S and the
-        statistics, add the new one), with the two rank-one changes of S fused into one
-        rank-two pass and those of G into one pass (``core.slide_window``), and without
-        the interpreter overhead of a dozen calls. Returns False, with nothing changed,
-        when the removal must wait for the addition (the general path's ill-conditioned
-        case)."""
-        window, state = self.window, self.state
-        h_old, y_old = window.oldest()
-        out = np.empty(4)
-        if not core.slide_window(window._gram, window._cross_y, window.traffic,
-                                 window.n_columns, state.variance, state.weights, state.size,
-                                 h, y, h_old, y_old, _MIN_RESIDUAL_LEVERAGE,
-                                 np.empty(state.size), out):
-            return False
-        window.replace_oldest(x, y, h, y_old)
-        removal, addition, cancellation, healthy = out.tolist()
-        self._account((1.0 / removal, 1.0 / removal))
-        self._add_statistics_error(cancellation)
-        self._account((1.0, cancellation))
-        self._after_update((1.0 / addition, addition), pattern=True, healthy=healthy > 0.0)
-        return True
+    def _add_first(self, x: np.ndarray, y: float, h: np.ndarray) -> None:
+        """A full window whose oldest pattern is the only support of some direction: with
+        the new pattern in, it may not be, so add first, then remove (Orr A.8, then A.11);
+        restore and raise :class:`IllConditionedError` if the removal still fails."""
+        m = self.size
+        h_old, y_old = self.window.oldest()
+        snapshot = (self.state.variance.copy(), self.state.weights.copy())
+        addition = self.state.add_pattern(h[:m], y)
+        try:
+            removal = self.state.remove_pattern(h_old[:m], y_old)
+        except IllConditionedError:
+            self.state.variance, self.state.weights = snapshot
+            raise
+        self.window.pop_oldest()
+        self.window.push(x, y, h)
+        self._after_update(addition, removal, self._statistics_cancellation(h_old[:m]),
+                           pattern=True)
 
     def remove_oldest(self) -> None:
         """Remove the oldest pattern of a window (Orr eq. (A.11)). State unchanged on error."""
@@ -664,7 +447,7 @@ class IncrementalRidge:
             self.state.lambdas = before
             raise
 
-    # -- numerical health (DESIGN.md §4) --------------------------------------------------
+    # -- numerical health (FGCV 3.2 point 5) ------------------------------------------------
     def condition_bound(self) -> float:
         """A cheap O(M) lower bound on cond(G + Λ): ``max(diag A)·max(diag S)``.
 
@@ -696,24 +479,17 @@ class IncrementalRidge:
 
     def _after_update(self, *accounts: tuple[float, float], pattern: bool = False,
                       healthy: bool | None = None) -> None:
-        """Decide whether the incremental result can be trusted, else refresh.
+        """Add an operation's rounding accounts, a pattern's share of the rolling refresh,
+        and decide whether the incremental result can still be trusted, else refresh
+        (``core.decide``, whose docstring gives the rules).
 
-        * A first-order estimate of the relative error in S, in units of machine ε, is
-          carried from operation to operation (each reports how it propagates the old error
-          and how much it adds, see :meth:`RidgeState.add_pattern`). Past ``1e7`` ε
-          (about 2e-9) the residual of S is measured (O(M²)) and S is refreshed from the
-          statistics only if the residual exceeds both half of that (1.1e-9) and
-          10·ε·cond(A) (about what a fresh factorisation leaves); the statistics themselves are
-          recomputed from the stored rows when their own cancellation estimate passes the
-          same bound, and every ``refresh_every`` patterns — for a full window a column at
-          a time instead (:meth:`~onlinesparse.window.WindowStatistics.refresh_step`), so
-          that no sample pays for the whole O(W·n²) recomputation; once every column has
-          been recomputed since a round began, only that round's rounding can remain.
-        * Cheap O(M) checks every time: positive diagonal of S, finite weights.
-        * The O(M²) drift probe every ``check_every`` operations, a backstop for what the
-          first-order account misses.
-        * A full refresh every ``refresh_every`` patterns (of S alone while the rolling
-          refresh keeps the statistics).
+        A first-order estimate of the relative error in S, in units of machine ε, is
+        carried from operation to operation (each reports how it propagates the old error
+        and how much it adds, see :meth:`RidgeState.add_pattern`); past ``1e7`` ε (about
+        2e-9) the residual of S is measured and S refreshed only if it exceeds half of
+        that; the statistics are recomputed from the stored rows when their own accounts
+        pass the same bound, and every ``refresh_every`` patterns (a full window's a column
+        at a time instead, :meth:`~onlinesparse.window.WindowStatistics.refresh_step`).
         """
         self._version += 1
         for account in accounts:
@@ -722,61 +498,23 @@ class IncrementalRidge:
         self._decide(pattern, exact_since, healthy)
 
     def _rolling_refresh(self) -> int | None:
-        """A pattern's share of the window's rolling refresh; once every column has been
-        recomputed since the current round began, the statistics' account drops to that
-        round's sum. Returns what :meth:`WindowStatistics.refresh_step
+        """A pattern's share of the window's rolling refresh (``core.close_round`` keeps
+        the statistics' account). Returns what :meth:`WindowStatistics.refresh_step
         <onlinesparse.window.WindowStatistics.refresh_step>` returns."""
         exact_since = self.window.refresh_step(self.refresh_every)
-        if exact_since is not None and exact_since >= self._round_start:
-            self._statistics_error, self._round_error = self._round_error, 0.0
-            self._round_start = self.window.n_seen
+        if exact_since is not None:
+            core.close_round(self.record, exact_since, self.window.n_seen)
         return exact_since
 
     def _decide(self, pattern: bool, exact_since: int | None, healthy: bool | None) -> None:
-        """The decisions of :meth:`_after_update` once the accounts are up to date.
-
-        ``SparseRBFRegressor``'s fused sample (``core.stream_sample``) takes the quiet
-        outcome itself — every test below passes without action, so only the counters
-        move — and calls this whenever one would not."""
-        if pattern:
-            self._since_refresh += 1
-            if (self._statistics_error > _REFRESH_AT
-                    or self.window.column_error() > _REFRESH_AT):
-                self._refresh_or_defer(statistics=True)
-                return
-            if self._since_refresh >= self.refresh_every:
-                if exact_since is not None:
-                    self._since_refresh = 0  # the statistics are kept by the rolling refresh
-                self._refresh_or_defer(statistics=exact_since is None)
-                return
-        if self.window.n_stored == 0 and self.window.memory == "window":
-            # An empty window has exactly zero statistics and the weights exactly zero.
-            self._safe_refresh()
-            return
-        self._since_check += 1
-        if healthy is None:  # (a fused update may have checked already)
-            healthy = core.is_healthy(self.state.variance, self.state.weights)
-        if healthy and self._error_estimate > _REFRESH_AT:
-            # The first-order estimate is pessimistic for near-collinear additions; measure
-            # before paying O(M³). A residual well inside what the estimate tolerates, or
-            # within what a fresh factorisation would leave (≈ cond(A)·ε), keeps S.
-            restarted = core.measured_estimate(self.window._gram, self.state.variance,
-                                                 self.state.lambdas, _ACCOUNT_DRIFT)
-            healthy = restarted >= 0.0
-            if healthy:
-                self._error_estimate = restarted
-        if healthy and self._since_check >= self.check_every:
-            self._since_check = 0
-            healthy = self.drift() <= self.drift_tolerance
-        if not healthy:
-            self._refresh_or_defer(statistics=False, broken=not core.is_healthy(
-                self.state.variance, self.state.weights))
-
-    def _refresh_or_defer(self, statistics: bool, broken: bool = False) -> None:
-        if broken or not self.defer_refreshes:
-            self._safe_refresh(statistics or bool(self._pending))
-            return
-        self._pending = statistics or bool(self._pending)
+        """The verdict of ``core.decide`` on the current state, and the refresh it asks
+        for now (a deferred one waits in ``_pending`` for :meth:`maintain`)."""
+        window = self.window
+        if core.decide(self.record, pattern, -1 if exact_since is None else exact_since,
+                       -1 if healthy is None else int(healthy),
+                       window.n_stored == 0 and window.memory == "window",
+                       *window.health_arrays(), *self.state.arrays()) == core.REFRESH_NOW:
+            self._safe_refresh(bool(self._pending))
 
     @property
     def refresh_pending(self) -> bool:
@@ -831,23 +569,18 @@ class IncrementalRidge:
         self._error_estimate = 1.0 + self._statistics_error
         self._since_check = 0
 
-    # -- criteria (Orr section 5; DESIGN.md §3) -------------------------------------------
+    # -- criteria (Orr (1996) section 5) -----------------------------------------------
     def _summary(self) -> tuple[float, float]:
         """``(yᵀP²y, γ)``, from which every criterion follows.
 
         Criteria are read many times between two changes of the model (the pruner compares
-        against the current GCV at every move), and every change goes through
-        ``_after_update`` or ``refresh``, which bump the version; so both numbers are
-        computed once per version, in one compiled call.
+        against the current GCV at every move), and every change bumps the version; so both
+        numbers are computed once per version, in one compiled call, and kept in the
+        record (``core.criteria_now``, which the compiled pruner shares).
         """
-        version, error, gamma = self._summary_cache
-        if version != self._version:
-            window, state = self.window, self.state
-            error, gamma = core.error_and_gamma(window._gram, window._cross_y,
-                                                  state.weights, state.lambdas,
-                                                  state.variance, window.yy)
-            self._summary_cache = (self._version, error, gamma)
-        return error, gamma
+        window = self.window
+        return core.criteria_now(self.record, window.record, window.gram_buffer,
+                                 window.cross_y_buffer, *self.state.arrays())
 
     @property
     def training_error(self) -> float:

@@ -1,11 +1,12 @@
 """Sufficient statistics of the patterns in memory, for the model and a pool of candidates.
 
 Every model in the library is a linear combination of basis functions, so everything it
-needs from the data is (DESIGN.md §2): ``G = HᵀH``, ``c = Hᵀy``, ``yᵀy`` and ``p``. This
-module keeps those numbers for a set of *tracked columns*: the basis functions of the model
-followed by a pool of candidate basis functions. Keeping the candidates' cross statistics
-(``Hᵀφ``, ``φᵀφ``, ``φᵀy``) in the same Gram matrix means a candidate can join the model
-without looking at the data again, and a model column can step back into the pool.
+needs from the data is (Orr (1996) 4.1, the normal equations): ``G = HᵀH``, ``c = Hᵀy``,
+``yᵀy`` and ``p``. This module keeps those numbers for a set of *tracked columns*: the
+basis functions of the model followed by a pool of candidate basis functions. Keeping the
+candidates' cross statistics (``Hᵀφ``, ``φᵀφ``, ``φᵀy``) in the same Gram matrix means a
+candidate can join the model without looking at the data again, and a model column can
+step back into the pool.
 
 Layout: positions ``0 … M−1`` are the model (``n_model``), ``M … n−1`` the candidates. The
 blocks the ridge state and the criteria read are views, so reading them costs nothing.
@@ -35,6 +36,7 @@ import math
 import numpy as np
 
 from onlinesparse import core
+from onlinesparse.core.state import WINDOW, Field, adopt_fields, new_record
 from onlinesparse.kernels import Basis, BasisSpec
 
 __all__ = ["WindowStatistics", "MEMORY_POLICIES"]
@@ -71,8 +73,25 @@ class WindowStatistics:
     (2.0, 20.0, [6.0])
     """
 
+    # Scalars live in `record` (core.state.WINDOW), where the compiled core reads and
+    # advances them: patterns seen, the ring's oldest slot and fill, the columns tracked
+    # and in the model, the pattern count since which every column is exact, the rolling
+    # refresh's credit, p, yᵀy and the forgetting factor.
+    n_seen = Field()
+    _head = Field()
+    n_stored = Field()
+    n_columns = Field()
+    n_model = Field()
+    _exact_since = Field()
+    store_capacity = Field()
+    count = Field()
+    yy = Field()
+    _refresh_credit = Field()
+    factor = Field()
+
     def __init__(self, n_features: int, memory: str = "window", size: int = 1000,
                  factor: float = 1.0, tolerance: float = 1e-12) -> None:
+        self.record = new_record(WINDOW)
         if memory not in MEMORY_POLICIES:
             raise ValueError(f"memory must be one of {MEMORY_POLICIES}, got {memory!r}")
         if memory == "window" and not (isinstance(size, int | np.integer) and size >= 1):
@@ -137,6 +156,7 @@ class WindowStatistics:
     # -- pickling: only what is in use, so a checkpoint does not carry spare capacity ------
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
+        state["record"] = self.record.copy()
         n = self.n_columns
         state["_gram"] = self._gram[:n, :n].copy()
         state["_cross_y"] = self._cross_y[:n].copy()
@@ -148,6 +168,9 @@ class WindowStatistics:
         return state
 
     def __setstate__(self, state: dict) -> None:
+        if "record" not in state:  # a pickle written before the scalars had a record
+            state["record"] = new_record(WINDOW)
+            adopt_fields(state, state["record"])
         if "_X" in state:  # a checkpoint that stored the inputs pattern by pattern
             state["_XT"] = np.ascontiguousarray(state.pop("_X").T)
         self.__dict__.update(state)
@@ -216,6 +239,47 @@ class WindowStatistics:
     def cross_y_candidates(self) -> np.ndarray:
         """``φᵀy`` of every candidate."""
         return self._cross_y[self.n_model : self.n_columns]
+
+    @property
+    def gram_buffer(self) -> np.ndarray:
+        """The whole allocated Gram array (the tracked block is its leading n × n): the
+        compiled core works in place on it."""
+        return self._gram
+
+    @property
+    def cross_y_buffer(self) -> np.ndarray:
+        """The whole allocated ``Hᵀy`` array (see :attr:`gram_buffer`)."""
+        return self._cross_y
+
+    def pattern_arrays(self) -> tuple[np.ndarray, ...]:
+        """``(G, c, traffic, Hᵀ, Xᵀ, y, stamps)``: what ``core.learn_pattern`` changes when
+        a pattern enters, in its order."""
+        return (self._gram, self._cross_y, self.traffic, self._HT, self._XT, self._y,
+                self.stamps)
+
+    def health_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(G, traffic)``: what ``core.decide`` reads of the statistics."""
+        return self._gram, self.traffic
+
+    def tracked(self) -> core.Tracked:
+        """Every array that travels with a tracked column, the basis description included
+        (``core.Tracked``): what the compiled pruner moves when it swaps two columns."""
+        basis = self.basis
+        return core.Tracked(self._gram, self._cross_y, self.traffic, self._HT, self.ids,
+                            self.merit, self.stamps, *basis.arrays())
+
+    def tracked_ring(self) -> tuple[np.ndarray, ...]:
+        """:meth:`tracked` with the ring's inputs and targets after the stored rows, in the
+        order ``core.stream_sample`` takes them."""
+        basis = self.basis
+        return (self._gram, self._cross_y, self.traffic, self._HT, self._XT, self._y,
+                self.ids, self.merit, self.stamps, *basis.arrays())
+
+    def make_room(self) -> None:
+        """Grow a ring that is still filling up to its capacity when the next pattern
+        would not fit (``reserve`` does it in advance)."""
+        if self.n_stored == len(self._y) < self.store_capacity:
+            self._grow_store(min(2 * len(self._y), self.store_capacity))
 
     def position_of(self, column_id: int) -> int:
         """Current position of the column with a given id (ids survive swaps)."""

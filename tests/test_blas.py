@@ -48,15 +48,17 @@ def test_a_user_choice_in_the_environment_is_left_alone(monkeypatch):
 def test_the_estimator_learns_with_one_thread(unpinned, monkeypatch):
     if not _blas_threads():
         pytest.skip("no BLAS library that threadpoolctl can control")
+    from onlinesparse.ridge import IncrementalRidge
+
     model = SparseRBFRegressor(max_basis=5, window=20)
     seen = []
-    original = type(model.__dict__.get("_pruner")).step
+    original = IncrementalRidge.maintain  # (every learn_one runs it first)
 
     def spy(self, *args, **kwargs):
         seen.extend(_blas_threads())
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(type(model._pruner), "step", spy)
+    monkeypatch.setattr(IncrementalRidge, "maintain", spy)
     rng = np.random.default_rng(0)
     with threadpool_limits(2, user_api="blas"):
         for _ in range(5):

@@ -422,29 +422,37 @@ def _single_run(X: np.ndarray, C: np.ndarray, built: _Built, variance: float,
     """Section 3.1, steps 1–11, from one first basis vector (``first``, an index into the
     candidates; ``None``: the minimum-GCV candidate of appendix II), on ``built`` (the empty
     model of :func:`_build_model`, which the run changes). See :func:`fast_gcv`."""
-    model, column_ids = built
-    candidate_of = {column: index for index, column in enumerate(column_ids)}
-    n_patterns, n_features = X.shape
+    run = _Run(built, variance, alpha_min, zeros_only, tol)
+    run.loop(noise_every, max_iterations, first)
+    return run.result(X, C)
 
-    gcv_trace = [model.gcv]
-    noise_trace = [variance]
-    size_trace = [0]
-    moves: list[tuple[str, int, float]] = []
-    joined: dict[int, int] = {}  # column id → iteration at which it (last) joined
-    excluded: set[int] = set()
-    drift_refreshes = 0
-    converged = False
-    stop_reason = "max_iterations"
-    since_noise = 0
 
-    def reestimate_noise(stop_below: float = -1.0) -> float:
+class _Run:
+    """The state of one run of section 3.1: the model, σ², the traces and the moves."""
+
+    def __init__(self, built: _Built, variance: float, alpha_min: float, zeros_only: bool,
+                 tol: float) -> None:
+        self.model, self.column_ids = built
+        self.candidate_of = {column: index for index, column in enumerate(self.column_ids)}
+        self.variance, self.alpha_min, self.zeros_only, self.tol = (
+            variance, alpha_min, zeros_only, tol)
+        self.gcv_trace = [self.model.gcv]
+        self.noise_trace = [variance]
+        self.size_trace = [0]
+        self.moves: list[tuple[str, int, float]] = []
+        self.joined: dict[int, int] = {}  # column id → iteration at which it (last) joined
+        self.excluded: set[int] = set()
+        self.drift_refreshes = 0
+        self.converged = False
+        self.stop_reason = "max_iterations"
+        self.iteration = 0
+
+    def reestimate_noise(self, stop_below: float = -1.0) -> float:
         """Eq. 8 and 3.2 point 6; returns the relative change of σ² (NaN, with nothing
         changed, if the λ's at the new σ² make HᵀH + Λ singular). A change of at most
         ``stop_below`` ends the run (step 11) and is not applied, so that the model returned
         is the one the last GCV of the trace describes."""
-        nonlocal variance, since_noise
-        since_noise = 0
-        new = model.noise_variance
+        new, variance = self.model.noise_variance, self.variance
         if not (math.isfinite(new) and new > 0.0):
             return 0.0  # no degrees of freedom left or a perfect fit: keep the old value
         change = abs(new - variance) / variance if variance > 0.0 else math.inf
@@ -454,125 +462,144 @@ def _single_run(X: np.ndarray, C: np.ndarray, built: _Built, variance: float,
             # The paper's variables are αⱼ = λⱼ/σ², held while σ² changes: every λⱼ moves
             # with σ² and P is computed afresh (point 6).
             try:
-                model.scale_lambdas(new / variance)
+                self.model.scale_lambdas(new / variance)
             except IllConditionedError:
                 # HᵀH + Λ is singular at the new λ's: keep σ² and the model, and say so.
                 return math.nan
-        variance = new
+        self.variance = new
         return change
 
-    def record() -> None:
+    def record(self) -> None:
         """One entry of each trace for the model as it is now."""
-        gcv_trace.append(model.gcv)
-        noise_trace.append(variance)
-        size_trace.append(model.size)
+        self.gcv_trace.append(self.model.gcv)
+        self.noise_trace.append(self.variance)
+        self.size_trace.append(self.model.size)
 
-    iteration = 0
-    while iteration < max_iterations:
-        lambda_min = alpha_min * variance
-        scores, quantities = _scores(model, lambda_min, zeros_only)
-        if not _healthy(model, quantities):
-            # 3.2 point 5: recompute from the statistics; if that does not cure it, P is
-            # too ill-conditioned to go on.
-            model.refresh()
-            drift_refreshes += 1
-            scores, quantities = _scores(model, lambda_min, zeros_only)
-            if not _healthy(model, quantities):
-                stop_reason = "ill_conditioned"
-                break
-        current = model.gcv
-        reduction = scores.reductions(current, excluded)
+    def _scores(self):
+        """The scores of every move, after a refresh if the quantities look unhealthy
+        (3.2 point 5); None when even a refresh does not cure them."""
+        lambda_min = self.alpha_min * self.variance
+        scores, quantities = _scores(self.model, lambda_min, self.zeros_only)
+        if _healthy(self.model, quantities):
+            return scores
+        self.model.refresh()
+        self.drift_refreshes += 1
+        scores, quantities = _scores(self.model, lambda_min, self.zeros_only)
+        return scores if _healthy(self.model, quantities) else None
+
+    def _best(self, scores, first: int | None):
+        """Step 9: the move that lowers GCV most (a prescribed first basis vector on the
+        first iteration, see ``n_starts``), or None when none is left."""
+        current = self.model.gcv
+        reduction = scores.reductions(current, self.excluded)
         best = None
         if len(reduction) and reduction.max() > -math.inf:
             # The first of the largest reductions (basis functions before candidates).
             best = scores.move(int(np.argmax(reduction)), current)
-        if first is not None and iteration == 0 and model.size == 0:
-            # A prescribed first basis vector (step 2 with another start, see n_starts).
-            forced = np.flatnonzero(scores.columns == column_ids[first])
+        if first is not None and self.iteration == 0 and self.model.size == 0:
+            forced = np.flatnonzero(scores.columns == self.column_ids[first])
             if len(forced) and reduction[forced[0]] > -math.inf:
                 best = scores.move(int(forced[0]), current)
-        settled = (
-            best is None
-            or best.reduction <= _MIN_RELATIVE_REDUCTION * current
-            or (best.kind == "reestimate"
-                and abs(best.lam - model.lambdas[best.position]) <= tol * best.lam)
-        )
-        if settled:
-            # α has settled for this σ²; σ² must settle too (step 11).
-            change = reestimate_noise(stop_below=tol)
-            if math.isnan(change):  # 3.2 point 5: P too ill-conditioned to go on
-                stop_reason = "ill_conditioned"
-                break
-            if change <= tol:
-                converged = True
-                stop_reason = "converged"
-                break
-            record()  # the new σ² moved every λ: the traces record that state too
-            continue
+        return best
+
+    def _settled(self, best) -> bool:
+        return (best is None
+                or best.reduction <= _MIN_RELATIVE_REDUCTION * self.model.gcv
+                or (best.kind == "reestimate"
+                    and abs(best.lam - self.model.lambdas[best.position])
+                    <= self.tol * best.lam))
+
+    def _apply(self, best) -> bool:
+        """Make the move; False when it is refused (numerically in the model's span at
+        that λ: passed over until the model changes, the state unchanged)."""
+        model = self.model
         try:
             if best.kind == "add":
                 model.add_basis(best.candidate, best.lam)
-                joined[best.candidate] = iteration
+                self.joined[best.candidate] = self.iteration
             elif best.kind == "delete":
                 model.remove_basis(best.position, keep_as_candidate=True)
-                del joined[best.candidate]
+                del self.joined[best.candidate]
             else:
                 model.set_lambda(best.position, best.lam)
         except IllConditionedError:
-            # Numerically in the span of the model at this λ: pass it over until the model
-            # changes (the state is unchanged on error).
-            excluded.add(best.candidate)
-            if len(excluded) > len(column_ids):  # pragma: no cover - defensive
-                stop_reason = "ill_conditioned"
-                break
-            continue
-        excluded.clear()
-        moves.append((best.kind, candidate_of[best.candidate], float(best.lam)))
-        iteration += 1
-        since_noise += 1
-        if since_noise >= noise_every:
-            reestimate_noise()
-        record()
+            self.excluded.add(best.candidate)
+            return False
+        self.excluded.clear()
+        self.moves.append((best.kind, self.candidate_of[best.candidate], float(best.lam)))
+        return True
 
-    refreshes = model.n_refreshes
-    # Report the weights of a fresh Cholesky solve on the final model rather than the
-    # incremental ones (identical up to the drift the health checks allow).
-    if model.size:
-        model.refresh()
-    window = model.window
-    model_ids = [int(c) for c in window.ids[: model.size]]
-    order = sorted(range(model.size), key=lambda position: joined[model_ids[position]])
-    selected = np.array([candidate_of[model_ids[position]] for position in order],
-                        dtype=np.int64)
-    lambdas = np.asarray(model.lambdas)[order]
-    weights = np.asarray(model.weights)[order]
-    gram = window.gram_model[np.ix_(order, order)]
-    cross_y = window.cross_y_model[order]
-    sse, gcv_prefix = _prefix_traces(gram, cross_y, window.yy, lambdas, n_patterns)
-    chosen_centres = np.full((len(selected), n_features), np.nan)
-    is_kernel = selected < len(C)
-    chosen_centres[is_kernel] = C[selected[is_kernel]]
-    return SelectionResult(
-        method="fast_gcv",
-        selected=selected,
-        lambdas=lambdas,
-        weights=weights,
-        path=selected,
-        sse=sse,
-        gcv=gcv_prefix,
-        centres=chosen_centres,
-        details={
-            "gcv_trace": np.array(gcv_trace),
-            "noise_variance_trace": np.array(noise_trace),
-            "n_basis_trace": np.array(size_trace, dtype=float),
-            "moves": tuple(moves),
-            "iterations": iteration,
-            "converged": converged,
-            "stop_reason": stop_reason,
-            "noise_variance": variance,
-            "alphas": lambdas / variance if variance > 0.0 else np.full(len(lambdas), np.inf),
-            "lambda_min": alpha_min * variance,
-            "refreshes": refreshes,
-            "drift_refreshes": drift_refreshes,
-        },
-    )
+    def loop(self, noise_every: int, max_iterations: int, first: int | None) -> None:
+        """Steps 5–11 until α and σ² settle, ``max_iterations`` moves, or ill-conditioning."""
+        since_noise = 0
+        while self.iteration < max_iterations:
+            scores = self._scores()
+            if scores is None:  # 3.2 point 5: P too ill-conditioned to go on
+                self.stop_reason = "ill_conditioned"
+                return
+            best = self._best(scores, first)
+            if self._settled(best):
+                # α has settled for this σ²; σ² must settle too (step 11).
+                change = self.reestimate_noise(stop_below=self.tol)
+                if math.isnan(change):
+                    self.stop_reason = "ill_conditioned"
+                    return
+                if change <= self.tol:
+                    self.converged, self.stop_reason = True, "converged"
+                    return
+                since_noise = 0
+                self.record()  # the new σ² moved every λ: the traces record that state too
+                continue
+            if not self._apply(best):
+                if len(self.excluded) > len(self.column_ids):  # pragma: no cover - defensive
+                    self.stop_reason = "ill_conditioned"
+                    return
+                continue
+            self.iteration += 1
+            since_noise += 1
+            if since_noise >= noise_every:
+                self.reestimate_noise()
+                since_noise = 0
+            self.record()
+
+    def result(self, X: np.ndarray, C: np.ndarray) -> SelectionResult:
+        """The selection in the order the basis functions (last) joined, with weights from
+        a fresh Cholesky solve on the final model (identical to the incremental ones up to
+        the drift the health checks allow)."""
+        model, n_patterns, n_features = self.model, X.shape[0], X.shape[1]
+        refreshes = model.n_refreshes
+        if model.size:
+            model.refresh()
+        window = model.window
+        model_ids = [int(c) for c in window.ids[: model.size]]
+        order = sorted(range(model.size), key=lambda position: self.joined[model_ids[position]])
+        selected = np.array([self.candidate_of[model_ids[position]] for position in order],
+                            dtype=np.int64)
+        lambdas = np.asarray(model.lambdas)[order]
+        sse, gcv_prefix = _prefix_traces(window.gram_model[np.ix_(order, order)],
+                                         window.cross_y_model[order], window.yy, lambdas,
+                                         n_patterns)
+        chosen_centres = np.full((len(selected), n_features), np.nan)
+        is_kernel = selected < len(C)
+        chosen_centres[is_kernel] = C[selected[is_kernel]]
+        variance = self.variance
+        return SelectionResult(
+            method="fast_gcv", selected=selected, lambdas=lambdas,
+            weights=np.asarray(model.weights)[order], path=selected, sse=sse,
+            gcv=gcv_prefix, centres=chosen_centres,
+            details={
+                "gcv_trace": np.array(self.gcv_trace),
+                "noise_variance_trace": np.array(self.noise_trace),
+                "n_basis_trace": np.array(self.size_trace, dtype=float),
+                "moves": tuple(self.moves),
+                "iterations": self.iteration,
+                "converged": self.converged,
+                "stop_reason": self.stop_reason,
+                "noise_variance": variance,
+                "alphas": (lambdas / variance if variance > 0.0
+                           else np.full(len(lambdas), np.inf)),
+                "lambda_min": self.alpha_min * variance,
+                "refreshes": refreshes,
+                "drift_refreshes": self.drift_refreshes,
+            },
+        )

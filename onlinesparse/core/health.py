@@ -12,6 +12,26 @@ import numpy as np
 
 from onlinesparse.core._jit import EPS, jit
 from onlinesparse.core.linalg import symmetric_matvec
+from onlinesparse.core.state import REFRESH_STATE, REFRESH_STATISTICS
+from onlinesparse.core.statistics import column_error
+
+# Refresh once the estimated relative rounding error reaches this many machine epsilons
+# (≈ 2e-9): far below anything a prediction or a GCV comparison can see, and rare enough
+# that the O(M³) refresh stays off the typical sample's path.
+REFRESH_AT = 1e7
+# Past that estimate, the measured residual ‖S(G + Λ)v − v‖/‖v‖ decides: below this S is
+# kept (and the estimate restarts from the measurement). It bounds the relative error of
+# w = Sc, so half the level the estimate tolerates is kept (1.1e-9, an order below the
+# 1e-8 to which a window model's weights are held to the batch solution); the estimate
+# then has to double before the next measurement. (Stricter bars refreshed S for
+# residuals no prediction can see: keeping S only where a new factorisation could not do
+# better, ~1e-11, refreshed every 27 samples of a streaming model at M = 100, each an
+# O(M³) sample; a quarter of the level, 5.6e-10, 14 times in 5000 samples, for measured
+# residuals of 5.6e-10 to 9.1e-10.)
+ACCOUNT_DRIFT = 0.5 * REFRESH_AT * EPS
+# What decide asks of its caller: nothing (S is kept, or its refresh is deferred and
+# recorded as pending), or the refresh recorded as pending, now.
+KEEP, REFRESH_NOW = 0, 1
 
 
 @jit
@@ -81,19 +101,76 @@ def is_healthy(variance: np.ndarray, weights: np.ndarray) -> bool:
 
 
 @jit
-def settle(estimate: float, factor: float, gram: np.ndarray, variance: np.ndarray,
-           weights: np.ndarray, lambdas: np.ndarray, refresh_at: float,
-           account_drift: float) -> float:
-    """``IncrementalRidge._after_update((factor, factor))`` after a move of the pruner,
-    when the periodic drift probe is not due: the account ``E·f + f``, the O(M) health
-    check and, past ``refresh_at``, the measurement of S (:func:`measured_estimate`).
-    Returns the account to carry on with, or −1 when S is to be refreshed (the caller's
-    ``_decide``)."""
-    after = account(estimate, factor, factor)
-    if not is_healthy(variance, weights):
-        return -1.0
-    if after > refresh_at:
-        return measured_estimate(gram, variance, lambdas, account_drift)
-    return after
+def close_round(ridge_record: np.ndarray, exact_since: int, n_seen: int) -> None:
+    """The statistics' account under the window's rolling refresh: once every column has
+    been recomputed from the stored rows since the current round began (``exact_since``,
+    ``WindowStatistics.refresh_step``), only that round's rounding can remain in them, and
+    a new round begins."""
+    r = ridge_record[0]
+    if exact_since >= r.round_start:
+        r.statistics_error = r.round_error
+        r.round_error = 0.0
+        r.round_start = n_seen
 
 
+@jit
+def _call_for_refresh(ridge_record: np.ndarray, kind: int, broken: bool) -> int:
+    """Record a refresh of ``kind`` (merged with one already pending); it runs now when
+    the state is broken or the owner does not defer refreshes."""
+    r = ridge_record[0]
+    if kind > r.pending:
+        r.pending = kind
+    if broken or not r.defer_refreshes:
+        return REFRESH_NOW
+    return KEEP
+
+
+@jit
+def decide(ridge_record: np.ndarray, pattern: bool, exact_since: int, healthy: int,
+           empty_window: bool, gram: np.ndarray, traffic: np.ndarray, variance: np.ndarray,
+           weights: np.ndarray, lambdas: np.ndarray) -> int:
+    """Whether the incremental S can still be trusted after an operation whose rounding
+    accounts are already added (``IncrementalRidge._after_update``). Returns ``KEEP`` or
+    ``REFRESH_NOW`` (``ridge_record.pending`` says what to refresh; a deferred refresh is
+    recorded there and ``KEEP`` returned).
+
+    * After a pattern (``pattern``): the statistics are recomputed when their own account
+      or a column's bound (:func:`~onlinesparse.core.statistics.column_error`) passes
+      ``REFRESH_AT``, and every ``refresh_every`` patterns (S alone while the window's
+      rolling refresh keeps the statistics exact: ``exact_since`` ≥ 0).
+    * An emptied window has exactly zero statistics: refresh now.
+    * The O(M) check every time (``healthy`` −1 when the caller has not made it): positive
+      diagonal of S, finite weights. Past ``REFRESH_AT`` the account is replaced by a
+      measurement (:func:`measured_estimate`), and every ``check_every`` operations the
+      drift probe runs (a backstop for what the first-order account misses).
+    """
+    r = ridge_record[0]
+    m = weights.shape[0]
+    if pattern:
+        r.since_refresh += 1
+        if r.statistics_error > REFRESH_AT or column_error(gram, traffic, m) > REFRESH_AT:
+            return _call_for_refresh(ridge_record, REFRESH_STATISTICS, False)
+        if r.since_refresh >= r.refresh_every:
+            if exact_since >= 0:
+                r.since_refresh = 0  # the statistics are kept by the rolling refresh
+                return _call_for_refresh(ridge_record, REFRESH_STATE, False)
+            return _call_for_refresh(ridge_record, REFRESH_STATISTICS, False)
+    if empty_window:
+        r.pending = REFRESH_STATISTICS
+        return REFRESH_NOW
+    r.since_check += 1
+    ok = is_healthy(variance, weights) if healthy < 0 else healthy > 0
+    if ok and r.error_estimate > REFRESH_AT:
+        # The first-order estimate is pessimistic for near-collinear additions: measure
+        # before paying O(M³).
+        restarted = measured_estimate(gram, variance, lambdas, ACCOUNT_DRIFT)
+        ok = restarted >= 0.0
+        if ok:
+            r.error_estimate = restarted
+    if ok and r.since_check >= r.check_every:
+        r.since_check = 0
+        ok = m == 0 or drift(gram, variance, lambdas) <= r.drift_tolerance
+    if not ok:
+        return _call_for_refresh(ridge_record, REFRESH_STATE,
+                                 not is_healthy(variance, weights))
+    return KEEP

@@ -22,6 +22,15 @@ from onlinesparse.core._jit import jit
 from onlinesparse.core.health import is_healthy
 from onlinesparse.core.linalg import rank_one_update, symmetric_matvec, symmetric_matvec_pair
 
+# A pattern whose leverage hᵀSh is this close to 1 carries a direction no other pattern
+# supports; removing it would leave HᵀH + Λ singular.
+MIN_RESIDUAL_LEVERAGE = 1e-10
+# A new column whose Δ = λ + hᵀPh is this small relative to hᵀh + λ is a combination of the
+# model's columns (to rounding) and cannot be added without regularisation.
+MIN_RELATIVE_DELTA = 1e-12
+# Below this hᵀPh/hᵀh the Gram formula for hᵀPh has lost four digits to cancellation, and
+# a window model recomputes it from the stored rows (IncrementalRidge._projection).
+PROJECT_BELOW = 1e-4
 
 @jit
 def sherman_morrison(variance: np.ndarray, weights: np.ndarray, h: np.ndarray, y: float,

@@ -1,0 +1,46 @@
+"""Validation of constructor parameters, shared by every estimator and the replay's model
+registry, so that a parameter means the same and is refused the same way everywhere.
+
+Each check raises ``ValueError`` naming the parameter, what it must be, and what it got.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Collection
+
+__all__ = ["check_int", "check_real", "check_choice"]
+
+
+def check_int(name: str, value: object, minimum: int = 1,
+              maximum: int | None = None) -> int:
+    """An integer (not a bool) in ``[minimum, maximum]``."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+            or value < minimum or (maximum is not None and value > maximum)):
+        bound = f"≥ {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
+    return int(value)
+
+
+def check_real(name: str, value: object, low: float = -math.inf, high: float = math.inf,
+               low_open: bool = False, high_open: bool = False) -> float:
+    """A finite real number in the interval from ``low`` to ``high`` (each end closed
+    unless ``low_open`` / ``high_open``)."""
+    ok = (isinstance(value, numbers.Real) and not isinstance(value, bool)
+          and math.isfinite(value)
+          and (value > low if low_open else value >= low)
+          and (value < high if high_open else value <= high))
+    if not ok:
+        left = "(" if low_open else "["
+        right = ")" if high_open else "]"
+        raise ValueError(f"{name} must be a finite number in {left}{low}, {high}{right}, "
+                         f"got {value!r}")
+    return float(value)
+
+
+def check_choice(name: str, value: object, choices: Collection[object]) -> object:
+    """One of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(map(repr, choices))}, got {value!r}")
+    return value

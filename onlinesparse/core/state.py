@@ -1,0 +1,87 @@
+"""Named records of the scalars the compiled core reads and advances.
+
+Each object of the Orr family keeps its scalars (counts, positions, rounding accounts,
+cursors) in a one-element NumPy structured array rather than in Python attributes. The
+compiled functions take the record and read and write its fields by name
+(``r = record[0]; r.n_seen += 1``); the Python object reads the same fields through
+:class:`Field` descriptors. There is one copy of every scalar, so nothing is packed before
+a compiled call or written back after it, and nothing is indexed by position.
+
+=================  ===============================  ===================================
+record             owner                            what it holds
+=================  ===============================  ===================================
+``WINDOW``         ``WindowStatistics``             positions and counts of the stored
+                                                    ring, ``yᵀy``, the rolling refresh
+``RIDGE``          ``IncrementalRidge``             rounding accounts, refresh and check
+                                                    counters, the model's version
+``PRUNER``         ``GCVPruner``                    turn counter, cursors, move counts
+``SAMPLE``         ``SparseRBFRegressor``           the noise level, the sample count and
+                                                    what one compiled call reports
+=================  ===============================  ===================================
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["WINDOW", "RIDGE", "PRUNER", "SAMPLE", "NO_REFRESH", "REFRESH_STATE",
+           "REFRESH_STATISTICS", "Field", "new_record", "adopt_fields"]
+
+
+def _dtype(ints: tuple[str, ...], floats: tuple[str, ...]) -> np.dtype:
+    return np.dtype([(name, np.int64) for name in ints]
+                    + [(name, np.float64) for name in floats])
+
+
+WINDOW = _dtype(
+    ("n_seen", "head", "n_stored", "n_columns", "n_model", "exact_since", "store_capacity"),
+    ("count", "yy", "refresh_credit", "factor"))
+RIDGE = _dtype(
+    ("since_refresh", "since_check", "round_start", "version", "refresh_every",
+     "check_every", "defer_refreshes", "pending", "summary_version"),
+    # (training_error, gamma: the criteria's two numbers as of version summary_version)
+    ("error_estimate", "statistics_error", "round_error", "drift_tolerance",
+     "training_error", "gamma"))
+PRUNER = _dtype(
+    ("turn", "basis_cursor", "candidate_cursor", "n_added", "n_deleted", "n_reestimated",
+     "max_basis", "candidates_per_evaluation",
+     # what a call of core.selection.evaluate reports: how far it got, and the move it
+     # stopped at for the caller to carry out
+     "stop", "done", "move_kind", "action", "move_basis", "protected", "traded_now",
+     "added_now", "at_budget", "resized"),
+    ("min_gain",))
+SAMPLE = _dtype(
+    ("n_learned", "noise_every", "propose"),
+    ("noise_variance", "novelty_sq", "error_threshold", "error", "nearest"))
+# RIDGE.pending: no refresh waits, one of S alone, one of the statistics and S.
+NO_REFRESH, REFRESH_STATE, REFRESH_STATISTICS = -1, 0, 1
+
+
+def new_record(dtype: np.dtype) -> np.ndarray:
+    """A zeroed record (an array of one element, the form the compiled calls take)."""
+    return np.zeros(1, dtype=dtype)
+
+
+class Field:
+    """An attribute stored in its owner's ``record`` under the field of the same name
+    (without a leading underscore), read back as a Python ``int`` or ``float``."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.field = name.lstrip("_")
+
+    def __get__(self, obj: object, objtype: type | None = None) -> object:
+        if obj is None:
+            return self
+        return obj.record[0][self.field].item()
+
+    def __set__(self, obj: object, value: object) -> None:
+        obj.record[0][self.field] = value
+
+
+def adopt_fields(state: dict, record: np.ndarray) -> None:
+    """Move the scalars of a pickle written before records existed (plain attributes,
+    possibly with a leading underscore) into ``record``; unknown keys stay in ``state``."""
+    for name in record.dtype.names:
+        for key in (name, "_" + name):
+            if key in state:
+                record[0][name] = state.pop(key)
