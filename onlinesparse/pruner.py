@@ -23,7 +23,7 @@ from collections.abc import Set as AbstractSet
 import numpy as np
 
 from onlinesparse import core
-from onlinesparse.core.state import PRUNER, Field, adopt_fields, new_record
+from onlinesparse.core.state import PRUNER, Field, RecordOwner, adopt_fields, new_record
 from onlinesparse.ridge import IllConditionedError, IncrementalRidge
 
 __all__ = ["reestimate_basis", "local_ridge", "GCVPruner"]
@@ -92,7 +92,7 @@ def local_ridge(model: IncrementalRidge, max_sweeps: int = 100, tol: float = 1e-
     return trace
 
 
-class GCVPruner:
+class GCVPruner(RecordOwner):
     """Spends a fixed number of GCV evaluations per sample on the model and its candidates.
 
     Each call of :meth:`step` alternates between (a) re-estimating one basis function of the
@@ -128,6 +128,7 @@ class GCVPruner:
     n_added = Field()
     n_deleted = Field()
     n_reestimated = Field()
+    resized = Field()  # (what the last call of core.evaluate reported)
 
     def __init__(self, max_basis: int = 100, candidates_per_evaluation: int = 2,
                  min_gain: float = 1e-4) -> None:
@@ -176,10 +177,9 @@ class GCVPruner:
               spares: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> None:
         """Take the state a call of ``core.evaluate`` resized into the spare arrays (an
         addition or a deletion made in place) as the model's."""
-        record = self.record[0]
-        if not record["resized"]:
+        if not self.resized:
             return
-        record["resized"] = 0
+        self.resized = 0
         window = model.window
         m = window.n_model
         variance, weights, lambdas = spares

@@ -24,6 +24,7 @@ from onlinesparse.core.state import (
     REFRESH_STATISTICS,
     RIDGE,
     Field,
+    RecordOwner,
     adopt_fields,
     new_record,
 )
@@ -62,7 +63,7 @@ def _as_lambda(lam: float) -> float:
     return lam
 
 
-class IncrementalRidge:
+class IncrementalRidge(RecordOwner):
     """A ridge-regression model whose patterns and basis functions change one at a time.
 
     The five operations (add / remove a pattern, add / remove a basis function, set one λⱼ)
@@ -125,6 +126,7 @@ class IncrementalRidge:
     _statistics_error = Field()
     _round_error = Field()
     drift_tolerance = Field()
+    _pending_code = Field("pending")
 
     def __init__(self, n_features: int, memory: str = "window", size: int = 1000,
                  factor: float = 1.0, refresh_every: int | None = None,
@@ -159,13 +161,13 @@ class IncrementalRidge:
     def _pending(self) -> bool | None:
         """A refresh called for but deferred: None when none is, else whether it must
         recompute the statistics too."""
-        pending = int(self.record[0]["pending"])
+        pending = self._pending_code
         return None if pending == NO_REFRESH else pending == REFRESH_STATISTICS
 
     @_pending.setter
     def _pending(self, value: bool | None) -> None:
-        self.record[0]["pending"] = (NO_REFRESH if value is None
-                                     else REFRESH_STATISTICS if value else REFRESH_STATE)
+        self._pending_code = (NO_REFRESH if value is None
+                              else REFRESH_STATISTICS if value else REFRESH_STATE)
 
     def __setstate__(self, state: dict) -> None:
         if "record" not in state:  # a pickle written before the scalars had a record
@@ -523,7 +525,7 @@ class IncrementalRidge:
 
     def maintain(self) -> bool:
         """Run the refresh deferred by ``defer_refreshes``, if any; returns whether it did."""
-        if self._pending is None:
+        if self._pending_code == NO_REFRESH:
             return False
         self._safe_refresh(self._pending)
         return True

@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from onlinesparse import core
-from onlinesparse.core.state import WINDOW, Field, adopt_fields, new_record
+from onlinesparse.core.state import WINDOW, Field, RecordOwner, adopt_fields, new_record
 from onlinesparse.kernels import Basis, BasisSpec
 
 __all__ = ["WindowStatistics", "MEMORY_POLICIES"]
@@ -44,7 +44,7 @@ __all__ = ["WindowStatistics", "MEMORY_POLICIES"]
 MEMORY_POLICIES = ("window", "unbounded", "forgetting")
 
 
-class WindowStatistics:
+class WindowStatistics(RecordOwner):
     """``HᵀH``, ``Hᵀy``, ``yᵀy`` and ``p`` over the patterns in memory.
 
     Parameters
@@ -92,6 +92,9 @@ class WindowStatistics:
     def __init__(self, n_features: int, memory: str = "window", size: int = 1000,
                  factor: float = 1.0, tolerance: float = 1e-12) -> None:
         self.record = new_record(WINDOW)
+        # Bumped whenever an array is replaced by a larger one (the column arrays, the
+        # basis description or the ring): an owner caching the arrays checks it.
+        self.layout = 0
         if memory not in MEMORY_POLICIES:
             raise ValueError(f"memory must be one of {MEMORY_POLICIES}, got {memory!r}")
         if memory == "window" and not (isinstance(size, int | np.integer) and size >= 1):
@@ -155,7 +158,7 @@ class WindowStatistics:
 
     # -- pickling: only what is in use, so a checkpoint does not carry spare capacity ------
     def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
+        state = super().__getstate__()
         state["record"] = self.record.copy()
         n = self.n_columns
         state["_gram"] = self._gram[:n, :n].copy()
@@ -329,6 +332,8 @@ class WindowStatistics:
         HT = np.zeros((new_cap, self._HT.shape[1]))
         HT[:cap] = self._HT
         self._HT = HT
+        self.basis.reserve(new_cap)
+        self.layout += 1
 
     def reserve(self, columns: int) -> None:
         """Allocate room for ``columns`` tracked columns and for every pattern the memory
@@ -500,6 +505,7 @@ class WindowStatistics:
         y[: self.n_stored] = self._y[order]
         HT[:, : self.n_stored] = self._HT[:, order]
         self._XT, self._y, self._HT, self._head = XT, y, HT, 0
+        self.layout += 1
 
     def oldest(self) -> tuple[np.ndarray, float]:
         """Row (every tracked column) and target of the oldest stored pattern."""

@@ -335,17 +335,18 @@ def test_a_slide_the_compiled_sample_refuses_takes_the_add_first_order(monkeypat
     compiled = core.stream_sample
     calls = {"k": 0, "refused": 0}
 
-    def refusing(sample, pruner, ridge_record, window_record, x, y, row, *rest):
+    def refusing(x, y, means, committed, evaluations, first, *arrays):
         calls["k"] += 1
+        window_record, row = arrays[3], arrays[4]
         full = window_record[0]["n_stored"] >= window_record[0]["store_capacity"]
         if full and calls["k"] % 5 == 0:
             calls["refused"] += 1
             n = int(window_record[0]["n_columns"])
-            kinds, centres, inv_r2, features = rest[11:15]
+            kinds, centres, inv_r2, features = arrays[14:18]
             core.evaluate_rows(kinds, centres, inv_r2, features, x.reshape(1, -1), 0, n,
                                row[:n].reshape(1, n))
             return core.SLIDE_REFUSED
-        return compiled(sample, pruner, ridge_record, window_record, x, y, row, *rest)
+        return compiled(x, y, means, committed, evaluations, first, *arrays)
 
     monkeypatch.setattr(core, "stream_sample", refusing)
     model = SparseRBFRegressor(max_basis=10, window=40)

@@ -175,17 +175,18 @@ def continue_sample(sample_record: np.ndarray, pruner_record: np.ndarray,
 
 
 @jit
-def stream_sample(sample_record: np.ndarray, pruner_record: np.ndarray,
-                  ridge_record: np.ndarray, window_record: np.ndarray, x: np.ndarray,
-                  y: float, row: np.ndarray, means: np.ndarray, committed: int,
-                  gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray,
+def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
+                  evaluations: int, first: int, sample_record: np.ndarray,
+                  pruner_record: np.ndarray, ridge_record: np.ndarray,
+                  window_record: np.ndarray, row: np.ndarray, gram: np.ndarray,
+                  cross_y: np.ndarray, traffic: np.ndarray,
                   HT: np.ndarray, XT: np.ndarray, targets: np.ndarray, ids: np.ndarray,
                   merit: np.ndarray, stamps: np.ndarray, kinds: np.ndarray,
                   centres: np.ndarray, inv_r2: np.ndarray, features: np.ndarray,
                   variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray,
                   spare_variance: np.ndarray, spare_weights: np.ndarray,
-                  spare_lambdas: np.ndarray, protected: np.ndarray, move: np.ndarray,
-                  evaluations: int, first: int) -> int:
+                  spare_lambdas: np.ndarray, protected: np.ndarray, move: np.ndarray
+                  ) -> int:
     """``SparseRBFRegressor.learn_one`` from a validated input, in one call: the row and
     the error before learning (``sample_record.error``, ``row[:n]``), :func:`learn_pattern`,
     the inputs' running means (``means``, the ``committed``-th learned input), then

@@ -25,7 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["WINDOW", "RIDGE", "PRUNER", "SAMPLE", "NO_REFRESH", "REFRESH_STATE",
-           "REFRESH_STATISTICS", "Field", "new_record", "adopt_fields"]
+           "REFRESH_STATISTICS", "Field", "RecordOwner", "new_record",
+           "adopt_fields"]
 
 
 def _dtype(ints: tuple[str, ...], floats: tuple[str, ...]) -> np.dtype:
@@ -62,20 +63,50 @@ def new_record(dtype: np.dtype) -> np.ndarray:
     return np.zeros(1, dtype=dtype)
 
 
+class RecordOwner:
+    """An object whose scalars live in ``self.record``. Python reads and writes them
+    through :class:`Field` descriptors, by way of one memoryview per field kept in the
+    instance (about 80 ns a read, against 800 ns for ``record[0][name]``). The views are
+    made on first use and never pickled; ``record`` is set once, by ``__init__`` or
+    ``__setstate__``."""
+
+    record: np.ndarray
+
+    def _bind(self, field: str, key: str) -> memoryview:
+        view = self.__dict__[key] = memoryview(self.record[field])
+        return view
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_mv_")}
+
+
 class Field:
-    """An attribute stored in its owner's ``record`` under the field of the same name
-    (without a leading underscore), read back as a Python ``int`` or ``float``."""
+    """An attribute of a :class:`RecordOwner` stored in its ``record`` under the field of
+    the same name (without a leading underscore) or ``field``, read back as a Python
+    ``int`` or ``float``."""
+
+    def __init__(self, field: str | None = None) -> None:
+        self.field = field
 
     def __set_name__(self, owner: type, name: str) -> None:
-        self.field = name.lstrip("_")
+        if self.field is None:
+            self.field = name.lstrip("_")
+        self.key = "_mv_" + self.field
 
-    def __get__(self, obj: object, objtype: type | None = None) -> object:
+    def __get__(self, obj: RecordOwner | None, objtype: type | None = None) -> object:
         if obj is None:
             return self
-        return obj.record[0][self.field].item()
+        try:
+            return obj.__dict__[self.key][0]
+        except KeyError:
+            return obj._bind(self.field, self.key)[0]
 
-    def __set__(self, obj: object, value: object) -> None:
-        obj.record[0][self.field] = value
+    def __set__(self, obj: RecordOwner, value: object) -> None:
+        try:
+            view = obj.__dict__[self.key]
+        except KeyError:
+            view = obj._bind(self.field, self.key)
+        view[0] = float(value) if view.format == "d" else int(value)
 
 
 def adopt_fields(state: dict, record: np.ndarray) -> None:
