@@ -26,7 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from onlinesparse.replay import models as registry
-from onlinesparse.replay.checkpoint import load_checkpoint, save_checkpoint
+from onlinesparse.replay.checkpoint import (
+    load_checkpoint,
+    recording_fingerprint,
+    save_checkpoint,
+)
 from onlinesparse.replay.config import (
     EXIT_INTERRUPTED,
     MAX_CORRUPT_EXAMPLES,
@@ -204,7 +208,9 @@ class _TargetRun:
             checkpoint_file(Path(cfg.checkpoint), target, cfg.targets) if cfg.checkpoint else None
         )
         self.fp = fingerprint(cfg, columns, target)
-        state = load_checkpoint(self.explicit, self.fp) if cfg.resume else _fresh_state(cfg, target)
+        self.recording_fp = recording_fingerprint(cfg.recording)
+        state = (load_checkpoint(self.explicit, self.fp, self.recording_fp) if cfg.resume
+                 else _fresh_state(cfg, target))
         self.state: _TargetState = state
         self.spool = self._open_spool()
         self.has_dist = registry.supports_with_dist(state.model)
@@ -239,7 +245,7 @@ class _TargetRun:
             self.spool.flush()
             state.n_predictions = self.spool.count()
         state.elapsed = self.elapsed_before + time.perf_counter() - self.started
-        save_checkpoint(path, self.fp, state)
+        save_checkpoint(path, self.fp, state, self.recording_fp)
         self.checkpoint_path = str(path)
 
     def run(self) -> TargetResult:
@@ -506,10 +512,12 @@ def run_replay(
     # before any worker starts.
     registry.build_model(cfg.model, cfg.model_params, cfg.standardize)
     if cfg.resume:
+        recording_fp = recording_fingerprint(cfg.recording)
         for target in cfg.targets:
             load_checkpoint(
                 checkpoint_file(Path(cfg.checkpoint), target, cfg.targets),
                 fingerprint(cfg, columns, target),
+                recording_fp,
             )
     if cfg.out is not None:
         Path(cfg.out).mkdir(parents=True, exist_ok=True)
