@@ -50,7 +50,7 @@ from onlinesparse.replay.outputs import (
     format_summary,
     write_outputs,
 )
-from onlinesparse.replay.reader import Columns, Recording, open_recording
+from onlinesparse.replay.reader import VALUE_BOUND, Columns, Recording, open_recording
 
 if TYPE_CHECKING:
     from onlinesparse.replay.pool import WorkerPool
@@ -350,7 +350,7 @@ class _TargetRun:
                 else:
                     mu, sigma = float(out) if out is not None else math.nan, math.nan
                 scored = state.n_samples >= warmup
-                if not math.isfinite(mu):
+                if not abs(mu) <= VALUE_BOUND:  # NaN, ±inf, or a square that would overflow
                     state.n_nonfinite += 1
                     scored = False
                 elif scored:
