@@ -49,6 +49,7 @@ __all__ = [
     "recording_fingerprint",
     "key_path",
     "remove_stale_temporaries",
+    "check_key",
 ]
 
 CHECKPOINT_FORMAT = "onlinesparse-replay-checkpoint"
@@ -63,6 +64,11 @@ def key_path() -> Path:
     (``~/.config/onlinesparse/key`` when the variable is unset)."""
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "onlinesparse" / "key"
+
+
+def check_key() -> None:
+    """Make sure the user's key exists and is usable (before a replay that will save)."""
+    _key(create=True)
 
 
 def _key(create: bool) -> bytes | None:
@@ -158,17 +164,22 @@ def save_checkpoint(
     key = _key(create=True)
     header = json.dumps({**json.loads(body), "hmac": _tag(key, body, payload)},
                         sort_keys=True).encode()
+    _write_file(path, _MAGIC + header + b"\n" + payload)
+    return path
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, fsync it, rename it over ``path``."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(_MAGIC + header + b"\n" + payload)
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return path
 
 
 def _read_verified(path: Path) -> tuple[dict[str, Any], bytes]:
