@@ -118,3 +118,39 @@ def test_disk_full_while_spooling_predictions_ends_with_an_error(rec, tmp_path, 
     assert "onlinesparse: error: y:" in err and "ENOSPC" in err and "Traceback" not in err
     summary = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert summary["status"] == "write_error"
+
+
+def test_dollar_signs_in_column_names_are_text_and_every_output_is_written(tmp_path, capsys):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(200, 2))
+    frame = pd.DataFrame({r"$\foo$": x[:, 0], "b $x^2$": x[:, 1],
+                          r"emg $\frac{$": x @ [1.0, 2.0]})
+    rec = tmp_path / "rec.csv"
+    frame.to_csv(rec, index=False)
+    out = tmp_path / "out"
+    rc = main(["replay", str(rec), "--target", r"emg $\frac{$", "--model", "linear",
+               "--workers", "1", "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    assert (out / "metrics.json").exists() and (out / "predictions.parquet").exists()
+    page = (out / "report.html").read_text()
+    assert r"emg $\frac{$" in page
+    assert len(list((out / "plots").glob("*.png"))) >= 3
+
+
+def test_a_report_that_fails_is_reported_and_loses_nothing_else(rec, tmp_path, capsys,
+                                                                monkeypatch):
+    import onlinesparse.report as report
+
+    def broken(*args, **kwargs):
+        raise ValueError("mathtext says no")
+
+    monkeypatch.setattr(report, "render_target", broken)
+    monkeypatch.setattr(report, "write_report", broken)
+    out = tmp_path / "out"
+    rc = _replay(rec, "--out", str(out))
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "onlinesparse: error: drawing the report of 'y' failed: ValueError" in err
+    assert "onlinesparse: error: writing the report failed: ValueError" in err
+    assert len(pd.read_parquet(out / "predictions.parquet")) == 300
+    assert json.loads((out / "metrics.json").read_text())["targets"]["y"]["samples"] == 300
