@@ -143,3 +143,26 @@ def test_a_killed_worker_is_an_error_message_and_the_outputs_are_written(setup, 
     assert (out / "metrics.json").exists()
     predictions = pd.read_csv(out / "predictions.csv")
     assert len(predictions) > 0  # what the workers had spooled before the pool broke
+
+
+def test_a_dask_worker_killed_past_allowed_failures_is_an_error_message(setup, tmp_path):
+    """KilledWorker (the task's worker died more often than ``allowed-failures``) becomes the
+    target's error; the other target finishes and the outputs are written."""
+    d, env = setup
+    out = tmp_path / "out"
+    env = {**env, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
+    proc = _start(d, env, out, "--scheduler", "local", "--workers", "2",
+                  "--predictions-format", "csv")
+    try:
+        workers = _wait_until_replaying(proc, out)
+        os.kill(workers[0], signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, stderr
+    assert "Traceback" not in stderr
+    assert "the Dask task replaying it failed (KilledWorker" in stderr
+    summary = (out / "metrics.json").read_text()
+    assert '"worker_died"' in summary and '"completed"' in summary
