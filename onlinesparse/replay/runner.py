@@ -43,7 +43,7 @@ from onlinesparse.replay.config import (
     StopFlag,
     TargetResult,
 )
-from onlinesparse.replay.errors import ReplayError, ReplayFailure, UsageError
+from onlinesparse.replay.errors import ReplayError, UsageError
 from onlinesparse.replay.metrics import LatencyHistogram, RegressionAccumulator, Trace, interval_z
 from onlinesparse.replay.outputs import (
     _json_safe,
@@ -343,11 +343,13 @@ class _TargetRun:
             except ReplayError:
                 raise
             except Exception as exc:  # e.g. a Parquet page that fails to decode mid-file
-                raise ReplayFailure(
+                self.status = "read_error"
+                self.message = (
                     f"reading {self.recording.path.name} failed after "
                     f"{self.recording.describe_row(self.state.position)}: "
                     f"{type(exc).__name__}: {exc}"
-                ) from exc
+                )
+                return
             if chunk is None:
                 break
             self._replay_chunk(chunk)
