@@ -216,7 +216,8 @@ class _TargetRun:
             checkpoint_file(Path(cfg.checkpoint), target, cfg.targets) if cfg.checkpoint else None
         )
         self.fp = fingerprint(cfg, columns, target)
-        self.recording_fp = recording_fingerprint(cfg.recording)
+        # Read (2 MiB) when a checkpoint is loaded or first saved, not for every replay.
+        self._recording_fp: dict[str, Any] | None = None
         state = (load_checkpoint(self.explicit, self.fp, self.recording_fp) if cfg.resume
                  else _fresh_state(cfg, target))
         self.state: _TargetState = state
@@ -230,6 +231,12 @@ class _TargetRun:
         )
         self.started = self.last_note = time.perf_counter()
         self.elapsed_before = state.elapsed
+
+    @property
+    def recording_fp(self) -> dict[str, Any]:
+        if self._recording_fp is None:
+            self._recording_fp = recording_fingerprint(self.cfg.recording)
+        return self._recording_fp
 
     def _open_spool(self) -> _Spool | None:
         cfg, state = self.cfg, self.state
@@ -255,6 +262,8 @@ class _TargetRun:
             save_checkpoint(path, self.fp, state, self.recording_fp)
         except OSError as exc:
             raise _WriteFailed(f"saving the checkpoint {path} failed: {_os_reason(exc)}") from exc
+        except UsageError as exc:  # e.g. a key others can read: the run goes on unsaved
+            raise _WriteFailed(f"saving the checkpoint {path} failed: {exc}") from exc
         self.checkpoint_path = str(path)
 
     def flush(self) -> None:
