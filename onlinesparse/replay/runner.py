@@ -9,6 +9,14 @@ there are several), shows the progress bar, handles Ctrl-C and writes the output
 Stopping is cooperative: Ctrl-C only sets a flag that the replay loop reads between two
 samples, so a model is never interrupted half-way through ``learn_one`` and the checkpoint
 saved on the way out is consistent.
+
+A fault costs as little as it can (``docs/replay_failures.md`` has the whole policy): a
+corrupt row is skipped and counted, ``--out`` and ``--checkpoint`` are checked before the
+first row, and a failed write, a failed read or a model that raises ends only its target,
+with a status and a message, while every output produced so far is still written. The
+configuration and result records live in :mod:`~onlinesparse.replay.config`, the writing of
+outputs in :mod:`~onlinesparse.replay.outputs` and the worker processes in
+:mod:`~onlinesparse.replay.pool`.
 """
 
 from __future__ import annotations
