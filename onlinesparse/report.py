@@ -177,7 +177,7 @@ def _plot_prediction(t: TargetReport, path: Path, z: float, warmup: int, time_la
     fig, axes = _grid(11, 2.3 * (1 + len(windows)) + 0.5, 1 + len(windows), top=0.85)
     fig.suptitle(f"{t.name}: prediction against truth over the whole replay; windows A–C "
                  "are zoomed below", x=0.8 / 11, y=1 - 0.12 / fig.get_figheight(), ha="left",
-                 va="top", fontsize=10)
+                 va="top", fontsize=10, parse_math=False)  # names are text, never mathtext
     ax = axes[0]
     times = pred[:, TIME]
     if n > MAX_OVERVIEW_POINTS:
@@ -253,7 +253,7 @@ def _plot_diagnostics(t: TargetReport, path: Path, time_label: str) -> list[str]
                 label="model's noise estimate σ")
         shown.append("noise_std")
     ax.set_ylabel("error")
-    ax.set_title(f"{t.name}: error and model state over time", fontsize=10)
+    ax.set_title(f"{t.name}: error and model state over time", fontsize=10, parse_math=False)
     ax.legend(loc="upper right", fontsize=8)
     for ax, (key, x, v, label) in zip(axes[1:], panels, strict=True):
         ax.plot(x, v, color=MEAN_COLOR, lw=1.0, drawstyle="steps-post" if key == "n_basis" else
@@ -304,14 +304,14 @@ def _plot_relevance(t: TargetReport, path: Path) -> bool:
     colors = [HIT_COLOR if f in truth else MEAN_COLOR for f in names]
     fig, (ax,) = _grid(max(6.0, min(16.0, 0.2 * len(names) + 1.2)), 3.6, bottom=0.9)
     ax.bar(range(len(names)), scores, color=colors)
-    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7, parse_math=False)
     ax.set_ylabel("relevance")
     title = f"{t.name}: input relevance"
     if t.relevant:
         rec = relevance_recovery(t.relevance, t.relevant)
         title += (f" — orange: truly relevant ({rec['hits']}/{rec['k']} in the top {rec['k']}, "
                   f"AUC {rec['auc']:.2f})")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=10, parse_math=False)
     ax.margins(x=0.01)
     fig.savefig(path)
     return True
@@ -338,7 +338,7 @@ def _plot_latency(t: TargetReport, path: Path) -> bool:
     ax.axvline(p99, color=HIT_COLOR, lw=1.2, ls="--", label=f"99th percentile {_us(p99)} µs")
     ax.set_xlabel("µs per predict_one + learn_one")
     ax.set_ylabel("samples")
-    ax.set_title(f"{t.name}: latency of {h.n} scored samples", fontsize=10)
+    ax.set_title(f"{t.name}: latency of {h.n} scored samples", fontsize=10, parse_math=False)
     ax.legend(fontsize=8)
     fig.savefig(path)
     return True
@@ -637,6 +637,6 @@ def plot_model_comparison(
     axes[1].axhline(0.5, color="#999999", lw=0.8, ls=":")
     axes[1].set_title("recovery of the truly relevant neurons (0.5 = chance)", fontsize=10)
     labels = [f"{t}{' *' if nonlinear and nonlinear.get(t) else ''}" for t in targets]
-    axes[1].set_xticks(x, labels, rotation=20, fontsize=8)
+    axes[1].set_xticks(x, labels, rotation=20, fontsize=8, parse_math=False)
     fig.savefig(path)
     return Path(path)
