@@ -42,7 +42,7 @@ import numpy as np
 from river import base, proba
 
 from onlinesparse._blas import single_blas_thread
-from onlinesparse.features import FeatureMap
+from onlinesparse.features import FeatureMap, as_target
 
 __all__ = ["Lin1Regressor", "Lin1MultiTargetRegressor"]
 
@@ -51,18 +51,6 @@ def _order_key(name: Hashable) -> tuple[str, str]:
     # Target names may be of mixed types; a key on (type, repr) orders any hashable names
     # deterministically, so the order of the keys of y never matters.
     return type(name).__name__, repr(name)
-
-
-def _as_number(value: Any, what: str) -> float:
-    """A target as a finite float, or a ``ValueError`` naming ``what`` (features go through
-    :class:`~onlinesparse.features.FeatureMap`)."""
-    if isinstance(value, bool | np.bool_) or isinstance(value, numbers.Real):
-        number = float(value)
-    else:
-        raise ValueError(f"{what} has a non-numeric value {value!r} ({type(value).__name__})")
-    if not math.isfinite(number):
-        raise ValueError(f"{what} is not finite ({number})")
-    return number
 
 
 class _Lin1Base(base.Estimator):
@@ -297,7 +285,7 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
             On bad input (see the class notes); the model is then left unchanged.
         """
         row = self._parse_inputs(x, learning=True)
-        target = _as_number(y, "target y")
+        target = as_target(y, "target y")
         self._learn(x, row, np.array([target]))
 
     def predict_one(self, x: dict, with_dist: bool = False) -> float | proba.Gaussian:
@@ -379,7 +367,7 @@ class Lin1MultiTargetRegressor(_Lin1Base, base.MultiTargetRegressor):
     def _parse_targets(self, y: Any) -> tuple[np.ndarray, list[Hashable]]:
         if not isinstance(y, Mapping):
             raise ValueError(f"y must be a dict of targets, got {type(y).__name__}")
-        values = {name: _as_number(value, f"target {name!r}") for name, value in y.items()}
+        values = {name: as_target(value, f"target {name!r}") for name, value in y.items()}
         if self._count == 0:
             names = sorted(values, key=_order_key)
             if not names:
