@@ -26,7 +26,8 @@ data.
 Inputs
 ------
 Feature dicts go through :class:`~onlinesparse.features.FeatureMap`, the library-wide input
-boundary: non-numeric, NaN or infinite values raise ``ValueError`` naming the feature; the
+boundary: non-numeric, NaN or infinite values, and values outside the numeric domain
+``|value| ≤ 1e50`` (``features.MAX_MAGNITUDE``), raise ``ValueError`` naming the feature; the
 first sample learned fixes the inputs; by default a missing feature takes its running mean and
 a feature first seen later is ignored, and ``strict=True`` rejects both instead.
 """
@@ -241,9 +242,10 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
       so the predictive standard deviation is ``inf`` (the mean is still ``wᵀx*``) and
       ``diagnostics()["noise_std"]`` is ``inf``. Before any data the prediction is 0 (river's
       convention) with infinite variance.
-    * **Bad input** — a non-dict ``x``, a non-numeric, NaN or infinite feature or target, and
-      (with ``strict``) a missing or new feature — raises ``ValueError`` naming the feature and
-      leaves the model exactly as it was. A first sample without features fixes an empty
+    * **Bad input** — a non-dict ``x``, a non-numeric, NaN or infinite feature or target, one
+      outside the numeric domain ``|value| ≤ 1e50``, and (with ``strict``) a missing or new
+      feature — raises ``ValueError`` naming the feature or the target and leaves the model
+      exactly as it was (``docs/input_policy.md``). A first sample without features fixes an empty
       input space: the model is then the constant ``ȳ`` (with its predictive spread).
     * ``input_relevance()`` is ``|wᵢ|`` times the running (population) standard deviation of
       input ``i``: the typical change in prediction that input causes.

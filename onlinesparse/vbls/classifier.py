@@ -74,10 +74,12 @@ class VBLSClassifier(base.Classifier):
     pseudo-regression change too, so a sweep reads the stored rows: O(window_size · M) per
     sweep, bounded by the window whatever the length of the stream.
 
-    Labels may be bool, int or str (two of them). The *negative* class (sign −1) is the
-    smaller of the two labels when they can be ordered (False, 0, "a"…), otherwise the first
-    seen. Before two labels are seen the model predicts {False: ½, True: ½} (river's binary
-    convention) or, after one non-boolean label, that label with probability 1.
+    Labels may be any hashable values, ``None`` included (two of them); a NaN label of any
+    float type is refused, as it could never be recognised again. The *negative* class
+    (sign −1) is the smaller of the two labels when they can be ordered (False, 0, "a"…),
+    otherwise the first seen. Before two labels are seen the model predicts
+    {False: ½, True: ½} (river's binary convention) or, after one non-boolean label, that
+    label with probability 1.
 
     Parameters
     ----------
