@@ -105,6 +105,13 @@ _NOISE_FLOOR = 1e-12
 _TINY = np.finfo(float).tiny
 
 
+def _noise_floor(scale: float) -> float:
+    """The floor of a noise variance: ``_NOISE_FLOOR`` times the targets' second moment, and
+    never below the smallest normal float, so that ``1/s`` stays finite when the targets' squares
+    underflow (targets of order 1e-160)."""
+    return max(_NOISE_FLOOR * scale, _TINY)
+
+
 @dataclass
 class VBLSState:
     """Posterior and noise parameters of M backfitting units.
@@ -235,7 +242,7 @@ def initial_state(n_units: int, target_second_moment: float, prior: str = "ard",
     if prior not in PRIORS:
         raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
     v = float(target_second_moment)
-    if not (v > 0.0 and math.isfinite(v)):
+    if not (v >= _TINY and math.isfinite(v)):  # (1/v must be finite)
         v = 1.0
     split = v / (n_units + 1)
     shape, rate = _prior_posterior(prior, n_units)
@@ -353,7 +360,7 @@ def update_posteriors(state: VBLSState, gram_diag: np.ndarray, terms: ResidualTe
     psi_new = (delta * delta * gram_diag + 2.0 * delta * psi * terms.correlation
                + psi * psi * terms.sq_sum + count * psi - psi * psi * terms.curvature
                + new_var * gram_diag) / count
-    psi_new = np.maximum(psi_new, _NOISE_FLOOR * state.scale)
+    psi_new = np.maximum(psi_new, _noise_floor(state.scale))
     if prior == "none":
         rate = state.precision_rate
     # A sweep the floats cannot hold (data of magnitudes far apart, e.g. features of 1e-160
@@ -391,7 +398,7 @@ def sweep_regression(state: VBLSState, gram: np.ndarray, cross_y: np.ndarray, yy
     second_moment = yy / count
     if second_moment > 0.0:
         state.scale = second_moment
-        floor = _NOISE_FLOOR * second_moment
+        floor = _noise_floor(second_moment)
         state.branch_noise = np.maximum(state.branch_noise, floor)
         state.output_noise = max(state.output_noise, floor)
     terms = regression_terms(state, gram, cross_y, yy, count)
@@ -401,7 +408,7 @@ def sweep_regression(state: VBLSState, gram: np.ndarray, cross_y: np.ndarray, yy
     change = update_posteriors(state, np.diagonal(gram), terms, prior, precision_cap)
     psi_y_new = (psi_y / s) ** 2 * terms.rss / count + psi_y * (s - psi_y) / s
     if state.n_sweeps > n_sweeps and math.isfinite(psi_y_new):  # (the sweep was kept)
-        state.output_noise = max(psi_y_new, _NOISE_FLOOR * state.scale)
+        state.output_noise = max(psi_y_new, _noise_floor(state.scale))
     return change
 
 
