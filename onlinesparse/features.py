@@ -232,6 +232,20 @@ class FeatureMap:
             vectors.append(vector)
         return trial, vectors
 
+    def overflow(self, vector: np.ndarray) -> ValueError:
+        """The error for a prediction at ``vector`` that the floats cannot hold.
+
+        Inside the domain a prediction can still overflow when an input lies hundreds of
+        orders of magnitude outside the data learned (a feature of 1e50 after features of
+        1e-117: its weight's variance times its square). The model then refuses the input
+        rather than return ∞ or NaN, naming the feature of largest magnitude.
+        """
+        if not len(vector):
+            return ValueError("the prediction overflows the floats")
+        i = int(np.argmax(np.abs(vector)))
+        return ValueError(f"feature {self.names[i]!r} = {float(vector[i]):.6g} is too far "
+                          "outside the data learned so far: the prediction overflows")
+
     def to_dict(self, vector: np.ndarray) -> dict[Hashable, float]:
         """Inverse mapping, for reports (e.g. relevance per input)."""
         return {name: float(v) for name, v in zip(self.names, vector, strict=True)}

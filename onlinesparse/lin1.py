@@ -183,8 +183,13 @@ class _Lin1Base(base.Estimator):
         augmented = np.concatenate([[1.0], row])
         means = augmented @ fit["weights"]
         leverage = max(float(augmented @ fit["pinv"] @ augmented), 0.0)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
             variances = fit["noise_var"] * (1.0 + leverage)
+        # σ̂² = ∞ (n ≤ k) is the honest answer; anything else not finite is an input too far
+        # outside the data (the floats overflow), refused by name.
+        unknown = np.isinf(fit["noise_var"])
+        if not (np.isfinite(means).all() and (np.isfinite(variances) | unknown).all()):
+            raise self._feature_map.overflow(row)
         return means, variances
 
     # -- reporting --------------------------------------------------------------------------

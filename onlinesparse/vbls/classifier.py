@@ -329,6 +329,8 @@ class VBLSClassifier(base.Classifier):
             return {False: 0.5, True: 0.5}
         row = self._stats.basis.evaluate(vector, 0, self._stats.n_model)
         p = engine.predictive_probability(self._state, row)
+        if not math.isfinite(p):
+            raise self._features.overflow(vector)
         if negative is not _UNSEEN and positive is not _UNSEEN:
             return {negative: 1.0 - p, positive: p}
         only = negative if negative is not _UNSEEN else positive

@@ -1066,6 +1066,8 @@ class VBLSKernelRegressor(base.Regressor):
             return proba.Gaussian._from_state(n=1, m=0.0, var=1.0, ddof=0) if with_dist else 0.0
         row = self._stats.basis.evaluate(self._scaled(vector), 0, self._stats.n_model)
         mean, var = self._predictive(row)
+        if not (math.isfinite(mean) and (math.isfinite(var) or not with_dist)):
+            raise self._features.overflow(vector)
         if with_dist:
             return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
         return mean
