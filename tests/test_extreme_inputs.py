@@ -349,3 +349,45 @@ def test_the_boundary_names_what_was_wrong() -> None:
     assert fm.transform({"x": 1e50, "y": 1e50}).tolist() == [1e50, 1e50]
     assert fm.transform_known({"x": 1.0, "y": -2.0}).tolist() == [1.0, -2.0]
     assert fm.transform_known(None) is None
+
+
+# -- found by the property test: inside the domain, values far apart -------------------------
+
+def test_a_tiny_first_target_does_not_poison_vbls() -> None:
+    # The first target (3e-125) fixed VBLS's noise floor and s near 1e-250; the next ordinary
+    # target overflowed the E-step and σ was NaN for good.
+    model = VBLSRegressor()
+    model.learn_one({"a": 0.0, "b": 0.0}, 3.323818982058834e-125)
+    model.learn_one({"a": 0.0, "b": 0.0}, 0.125)
+    _assert_finite_after_clean("VBLSRegressor", model)
+
+
+@pytest.mark.parametrize("name", ["VBLSRegressor", "VBLSKernelRegressor"])
+def test_targets_whose_squares_underflow_are_learned(name: str) -> None:
+    # Targets of order 1e-160 (their squares are subnormal): VBLSKernelRegressor failed every
+    # learn_one from the third on ("array must not contain infs or NaNs", naming nothing),
+    # each failure changing the model; VBLSRegressor divided by zero at 1e-100.
+    model = FACTORIES[name]()
+    rng = np.random.default_rng(0)
+    for a, b in rng.uniform(-2, 2, (60, 2)):
+        model.learn_one({"a": float(a), "b": float(b)}, (2.0 * a - b) * 1e-160)
+    for scale in (1e-100, 1e-150):
+        other = FACTORIES[name]()
+        for a, b in rng.uniform(-2, 2, (10, 2)):
+            other.learn_one({"a": float(a), "b": float(b)}, (2.0 * a - b) * scale)
+        dist = other.predict_one(NORMAL_INPUTS[0], with_dist=True)
+        assert math.isfinite(dist.mu) and math.isfinite(dist.sigma)
+    dist = model.predict_one(NORMAL_INPUTS[0], with_dist=True)
+    assert math.isfinite(dist.mu) and math.isfinite(dist.sigma) and dist.sigma > 0.0
+    assert abs(dist.mu) < 1e-150  # the fit is of the data's size, not of the floor's
+
+
+def test_a_prediction_that_overflows_is_refused_by_name() -> None:
+    # A feature of 1e50 is in the domain, but after features of 1e-117 its weight's variance
+    # times its square overflows: σ was ∞. The call is refused naming the feature instead.
+    model = VBLSRegressor()
+    for a in (0.0, 8.296533294646413e-117, 0.0):
+        model.learn_one({"a": a, "b": 0.0}, 0.0)
+    _refused(model, "feature 'a' = 1e\\+50 is too far outside the data",
+             lambda: model.predict_one({"a": 1e50, "b": 0.0}, with_dist=True))
+    assert math.isfinite(model.predict_one({"a": 1e50, "b": 0.0}))  # the mean is finite
