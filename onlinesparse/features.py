@@ -53,6 +53,8 @@ def _refuse(what: str, value: object) -> ValueError:
             number = float(value)
         except OverflowError:  # an integer (or fraction) beyond the largest float
             return ValueError(f"{what} is too large for a float (|value| > 1.8e308)")
+        except (TypeError, ValueError):  # a Real whose __float__ fails
+            return ValueError(f"{what} is not a number: {value!r}")
         if not math.isfinite(number):
             return ValueError(f"{what} is not finite: {number}")
         return ValueError(f"{what} = {number:.6g} is outside the numeric domain "
@@ -69,7 +71,7 @@ def _real(value: object) -> float | None:
             return None
         try:
             value = float(value)
-        except OverflowError:
+        except (OverflowError, TypeError, ValueError):
             return None
     # (a NaN fails both comparisons)
     return value if -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE else None
@@ -85,6 +87,8 @@ def _number(name: Hashable, value: object) -> float:
 def as_target(y: object, what: str = "the target") -> float:
     """Validate a regression target: a real number in the domain (booleans count as 0/1);
     ``what`` names it in the error."""
+    if type(y) is float and -MAX_MAGNITUDE <= y <= MAX_MAGNITUDE:  # (once per sample: inline)
+        return y
     out = _real(y)
     if out is None:
         raise _refuse(what, y)
