@@ -361,12 +361,17 @@ def update_posteriors(state: VBLSState, gram_diag: np.ndarray, terms: ResidualTe
                + psi * psi * terms.sq_sum + count * psi - psi * psi * terms.curvature
                + new_var * gram_diag) / count
     psi_new = np.maximum(psi_new, _noise_floor(state.scale))
-    if prior == "none":
-        rate = state.precision_rate
     # A sweep the floats cannot hold (data of magnitudes far apart, e.g. features of 1e-160
     # whose squares underflow) leaves the posterior as it was instead of turning it NaN for
-    # good; the sum overflows only if an entry is near the largest float, also refused.
-    if not math.isfinite(float(new_mu.sum() + new_var.sum() + rate.sum() + psi_new.sum())):
+    # good. One product checks it: every rate (≥ b₀, it holds ⟨b_m²⟩ = μ² + σ²) and every ψ
+    # (≥ the floor) is positive, and np.maximum passes a NaN on, so rateᵀψ is finite exactly
+    # when all of them are (or, refused too, when it overflows near the largest float).
+    if prior == "none":
+        rate = state.precision_rate
+        finite = math.isfinite(float(new_mu @ new_mu + psi_new.sum()))
+    else:
+        finite = math.isfinite(float(rate @ psi_new))
+    if not finite:
         return 0.0
     state.precision_rate = rate
     state.branch_noise = psi_new
@@ -399,7 +404,7 @@ def sweep_regression(state: VBLSState, gram: np.ndarray, cross_y: np.ndarray, yy
     if second_moment > 0.0:
         state.scale = second_moment
         floor = _noise_floor(second_moment)
-        state.branch_noise = np.maximum(state.branch_noise, floor)
+        np.maximum(state.branch_noise, floor, out=state.branch_noise)
         state.output_noise = max(state.output_noise, floor)
     terms = regression_terms(state, gram, cross_y, yy, count)
     s = state.total_noise
