@@ -179,6 +179,7 @@ class _Lin1Base(base.Estimator):
         if self._count == 0:
             # River convention: predict 0 before any data; nothing is known about the noise.
             return np.zeros(n_targets), np.full(n_targets, math.inf)
+        fresh = self._fit is None
         fit = self._ensure_fit()
         augmented = np.concatenate([[1.0], row])
         means = augmented @ fit["weights"]
@@ -189,6 +190,8 @@ class _Lin1Base(base.Estimator):
         # outside the data (the floats overflow), refused by name.
         unknown = np.isinf(fit["noise_var"])
         if not (np.isfinite(means).all() and (np.isfinite(variances) | unknown).all()):
+            if fresh:
+                self._fit = None  # (a refused call leaves even the lazy fit as it was)
             raise self._feature_map.overflow(row)
         return means, variances
 
