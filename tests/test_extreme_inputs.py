@@ -395,3 +395,29 @@ def test_a_prediction_that_overflows_is_refused_by_name() -> None:
     _refused(model, "feature 'a' = 1e\\+50 is too far outside the data",
              lambda: model.predict_one({"a": 1e50, "b": 0.0}, with_dist=True))
     assert math.isfinite(model.predict_one({"a": 1e50, "b": 0.0}))  # the mean is finite
+
+
+def test_the_kernel_batch_fit_on_targets_whose_squares_underflow() -> None:
+    # learn_many's batch fit started every ⟨α⟩ at 1/variance: with targets of order 1e-155
+    # the variance is subnormal, 1/variance overflowed, and the fit raised LinAlgError ("the
+    # posterior precision has non-finite entries") after the patterns were already added.
+    rng = np.random.default_rng(0)
+    X = [{"a": float(a), "b": float(b)} for a, b in rng.uniform(-2, 2, (80, 2))]
+    model = VBLSKernelRegressor(max_basis=10, window_size=100)
+    model.learn_many(X, [(2.0 * x["a"] - x["b"]) * 1e-160 for x in X])
+    for x in X[:20]:
+        model.learn_one(x, (2.0 * x["a"] - x["b"]) * 1e-160)
+    dist = model.predict_one(NORMAL_INPUTS[0], with_dist=True)
+    assert math.isfinite(dist.mu) and math.isfinite(dist.sigma) and dist.sigma > 0.0
+
+
+@pytest.mark.parametrize("name", ["VBLSRegressor", "VBLSKernelRegressor", "VBLSClassifier"])
+def test_learn_many_refuses_the_whole_batch_by_name(name: str) -> None:
+    model = _trained(name, n=10)
+    rows = [{"a": 0.1, "b": 0.2}, {"a": 1e60, "b": 0.2}]
+    labels = [True, False] if name == "VBLSClassifier" else [0.1, 0.2]
+    _refused(model, "feature 'a'.*outside the numeric domain",
+             lambda: model.learn_many(rows, labels))
+    if name != "VBLSClassifier":
+        _refused(model, "the target is too large for a float",
+                 lambda: model.learn_many(rows[:1], [10**400]))

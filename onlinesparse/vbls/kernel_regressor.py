@@ -839,7 +839,9 @@ class VBLSKernelRegressor(base.Regressor):
         centred_y = targets - targets.mean()
         variance = float(centred_y @ centred_y) / count
         scale = max(stats.yy / count, _TINY)
-        if not variance > 1e-12 * scale or budget == 0:
+        # (a variance below the smallest normal float: targets whose squares underflow, of
+        # order 1e-155, cannot be fitted in these units; 1/variance would overflow)
+        if not (variance > 1e-12 * scale and variance >= _TINY) or budget == 0:
             return 0  # nothing to explain (or no time): keep the model as it is
         design -= design.mean(axis=0)  # the centred parametrisation: the bias decouples
         gram = design.T @ design
@@ -852,7 +854,7 @@ class VBLSKernelRegressor(base.Regressor):
         # variance: the kernels are expected to explain most of it.
         precisions = np.full(len(specs), 1.0 / variance)
         noise = 0.1 * variance
-        floor = 1e-12 * variance
+        floor = max(1e-12 * variance, _TINY)
         done, change = 0, math.inf
         while done < budget and len(active):
             sub_gram = gram[np.ix_(active, active)]
