@@ -5,6 +5,14 @@ Every estimator turns ``x`` (a dict) into a fixed-order float vector through a
 
 * A value that is not a finite real number (NaN, ±inf, a string, ``None``…) raises
   ``ValueError`` naming the feature. Booleans count as 0/1.
+* The numeric domain: a feature or target must satisfy ``|value| ≤ MAX_MAGNITUDE`` (10⁵⁰);
+  a larger one, or an integer too large for a float at all (``10**400``), raises
+  ``ValueError`` naming it. Why 10⁵⁰: the statistics hold squares and sums of products
+  (``HᵀH``, ``yᵀy``), and the VBLS E-step divides by the square of a noise variance of the
+  order of y², so fourth powers of the data must stay finite with a wide margin:
+  (10⁵⁰)⁴ = 10²⁰⁰ leaves a factor 10¹⁰⁸ for sums over patterns and products of a few such
+  terms before the largest float (1.8·10³⁰⁸). Small magnitudes, subnormals included, are
+  accepted. The policy table per estimator is ``docs/input_policy.md``.
 * The input space is fixed by the first sample learned. Feature order is by name, so the
   order of keys in the dict never matters.
 * ``strict=True``: a feature the model has seen that is missing from ``x``, or a feature it
@@ -31,36 +39,60 @@ import numpy as np
 
 from onlinesparse import core
 
-__all__ = ["FeatureMap", "as_target", "as_rows"]
+__all__ = ["FeatureMap", "MAX_MAGNITUDE", "as_target", "as_rows"]
+
+
+#: Largest magnitude of a feature or a target (module docstring: fourth powers stay finite).
+MAX_MAGNITUDE = 1e50
+
+
+def _refuse(what: str, value: object) -> ValueError:
+    """The error for a value that is not a real number in the domain (``what`` names it)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer (or fraction) beyond the largest float
+            return ValueError(f"{what} is too large for a float (|value| > 1.8e308)")
+        except (TypeError, ValueError):  # a Real whose __float__ fails
+            return ValueError(f"{what} is not a number: {value!r}")
+        if not math.isfinite(number):
+            return ValueError(f"{what} is not finite: {number}")
+        return ValueError(f"{what} = {number:.6g} is outside the numeric domain "
+                          f"|value| ≤ {MAX_MAGNITUDE:g}")
+    return ValueError(f"{what} is not a number: {value!r}")
+
+
+def _real(value: object) -> float | None:
+    """``value`` as a float in the domain, or None (the caller names what was wrong)."""
+    if type(value) is not float:  # (the common case skips the slow abstract-class checks)
+        if isinstance(value, bool | np.bool_):
+            return float(value)
+        if not isinstance(value, numbers.Real):
+            return None
+        try:
+            value = float(value)
+        except (OverflowError, TypeError, ValueError):
+            return None
+    # (a NaN fails both comparisons)
+    return value if -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE else None
 
 
 def _number(name: Hashable, value: object) -> float:
-    if type(value) is float:  # the common case, without the slow abstract-class checks
-        if math.isfinite(value):
-            return value
-        raise ValueError(f"feature {name!r} is not finite: {value}")
-    if isinstance(value, bool | np.bool_):
-        return float(value)
-    if not isinstance(value, numbers.Real):
-        raise ValueError(f"feature {name!r} is not a number: {value!r}")
-    out = float(value)
-    if not math.isfinite(out):
-        raise ValueError(f"feature {name!r} is not finite: {out}")
+    out = _real(value)
+    if out is None:
+        raise _refuse(f"feature {name!r}", value)
     return out
 
 
-def as_target(y: object) -> float:
-    """Validate a regression target: a finite real number (booleans count as 0/1)."""
-    if type(y) is float and math.isfinite(y):
+def as_target(y: object, what: str = "the target") -> float:
+    """Validate a regression target: a real number in the domain (booleans count as 0/1);
+    ``what`` names it in the error."""
+    if type(y) is float and -MAX_MAGNITUDE <= y <= MAX_MAGNITUDE:  # (once per sample: inline)
         return y
-    if isinstance(y, bool | np.bool_):
-        return float(y)
-    if not isinstance(y, numbers.Real):
-        raise ValueError(f"the target must be a number, got {y!r}")
-    value = float(y)
-    if not math.isfinite(value):
-        raise ValueError(f"the target is not finite ({value})")
-    return value
+    out = _real(y)
+    if out is None:
+        raise _refuse(what, y)
+    return out
 
 
 def as_rows(X: object) -> list[Mapping[Hashable, object]]:
@@ -149,6 +181,8 @@ class FeatureMap:
         all Python floats (as river's scalers emit them) and finite. Returns None for
         anything else, which :meth:`transform` then examines."""
         names = self.names
+        if type(x) is not dict and not isinstance(x, Mapping):
+            return None  # (transform names the problem)
         if not (self.n_committed and len(x) == len(names)):
             return None
         try:
@@ -162,11 +196,13 @@ class FeatureMap:
             vector = np.array(ordered)
         except (ValueError, TypeError):  # e.g. sequences of different lengths
             return None
-        # Real numbers only make a float array (a string, None or a complex number does
-        # not; booleans and integers become the floats _number makes of them), and a
-        # finite sum means no NaN or ±∞ among them (one overflowing to ∞ only sends the
-        # sample down the general path, which then accepts it).
-        if vector.dtype == np.float64 and vector.ndim == 1 and math.isfinite(sum(ordered)):
+        # Real numbers only make a float array (a string, None, a complex number or an
+        # integer beyond the floats does not; booleans and integers become the floats
+        # _number makes of them), and a Euclidean norm within the domain means every value
+        # is (hypot neither overflows nor lets a NaN through; a norm above the bound with
+        # every value within it only sends the sample down the general path).
+        if (vector.dtype == np.float64 and vector.ndim == 1
+                and math.hypot(*ordered) <= MAX_MAGNITUDE):
             return vector
         return None
 
@@ -199,6 +235,20 @@ class FeatureMap:
             trial.commit(vector, row)
             vectors.append(vector)
         return trial, vectors
+
+    def overflow(self, vector: np.ndarray) -> ValueError:
+        """The error for a prediction at ``vector`` that the floats cannot hold.
+
+        Inside the domain a prediction can still overflow when an input lies hundreds of
+        orders of magnitude outside the data learned (a feature of 1e50 after features of
+        1e-117: its weight's variance times its square). The model then refuses the input
+        rather than return ∞ or NaN, naming the feature of largest magnitude.
+        """
+        if not len(vector):
+            return ValueError("the prediction overflows the floats")
+        i = int(np.argmax(np.abs(vector)))
+        return ValueError(f"feature {self.names[i]!r} = {float(vector[i]):.6g} is too far "
+                          "outside the data learned so far: the prediction overflows")
 
     def to_dict(self, vector: np.ndarray) -> dict[Hashable, float]:
         """Inverse mapping, for reports (e.g. relevance per input)."""

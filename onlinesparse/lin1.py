@@ -26,7 +26,8 @@ data.
 Inputs
 ------
 Feature dicts go through :class:`~onlinesparse.features.FeatureMap`, the library-wide input
-boundary: non-numeric, NaN or infinite values raise ``ValueError`` naming the feature; the
+boundary: non-numeric, NaN or infinite values, and values outside the numeric domain
+``|value| ≤ 1e50`` (``features.MAX_MAGNITUDE``), raise ``ValueError`` naming the feature; the
 first sample learned fixes the inputs; by default a missing feature takes its running mean and
 a feature first seen later is ignored, and ``strict=True`` rejects both instead.
 """
@@ -42,7 +43,7 @@ import numpy as np
 from river import base, proba
 
 from onlinesparse._blas import single_blas_thread
-from onlinesparse.features import FeatureMap
+from onlinesparse.features import FeatureMap, as_target
 
 __all__ = ["Lin1Regressor", "Lin1MultiTargetRegressor"]
 
@@ -51,18 +52,6 @@ def _order_key(name: Hashable) -> tuple[str, str]:
     # Target names may be of mixed types; a key on (type, repr) orders any hashable names
     # deterministically, so the order of the keys of y never matters.
     return type(name).__name__, repr(name)
-
-
-def _as_number(value: Any, what: str) -> float:
-    """A target as a finite float, or a ``ValueError`` naming ``what`` (features go through
-    :class:`~onlinesparse.features.FeatureMap`)."""
-    if isinstance(value, bool | np.bool_) or isinstance(value, numbers.Real):
-        number = float(value)
-    else:
-        raise ValueError(f"{what} has a non-numeric value {value!r} ({type(value).__name__})")
-    if not math.isfinite(number):
-        raise ValueError(f"{what} is not finite ({number})")
-    return number
 
 
 class _Lin1Base(base.Estimator):
@@ -190,12 +179,20 @@ class _Lin1Base(base.Estimator):
         if self._count == 0:
             # River convention: predict 0 before any data; nothing is known about the noise.
             return np.zeros(n_targets), np.full(n_targets, math.inf)
+        fresh = self._fit is None
         fit = self._ensure_fit()
         augmented = np.concatenate([[1.0], row])
         means = augmented @ fit["weights"]
         leverage = max(float(augmented @ fit["pinv"] @ augmented), 0.0)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
             variances = fit["noise_var"] * (1.0 + leverage)
+        # σ̂² = ∞ (n ≤ k) is the honest answer; anything else not finite is an input too far
+        # outside the data (the floats overflow), refused by name.
+        unknown = np.isinf(fit["noise_var"])
+        if not (np.isfinite(means).all() and (np.isfinite(variances) | unknown).all()):
+            if fresh:
+                self._fit = None  # (a refused call leaves even the lazy fit as it was)
+            raise self._feature_map.overflow(row)
         return means, variances
 
     # -- reporting --------------------------------------------------------------------------
@@ -253,9 +250,10 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
       so the predictive standard deviation is ``inf`` (the mean is still ``wᵀx*``) and
       ``diagnostics()["noise_std"]`` is ``inf``. Before any data the prediction is 0 (river's
       convention) with infinite variance.
-    * **Bad input** — a non-dict ``x``, a non-numeric, NaN or infinite feature or target, and
-      (with ``strict``) a missing or new feature — raises ``ValueError`` naming the feature and
-      leaves the model exactly as it was. A first sample without features fixes an empty
+    * **Bad input** — a non-dict ``x``, a non-numeric, NaN or infinite feature or target, one
+      outside the numeric domain ``|value| ≤ 1e50``, and (with ``strict``) a missing or new
+      feature — raises ``ValueError`` naming the feature or the target and leaves the model
+      exactly as it was (``docs/input_policy.md``). A first sample without features fixes an empty
       input space: the model is then the constant ``ȳ`` (with its predictive spread).
     * ``input_relevance()`` is ``|wᵢ|`` times the running (population) standard deviation of
       input ``i``: the typical change in prediction that input causes.
@@ -297,7 +295,7 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
             On bad input (see the class notes); the model is then left unchanged.
         """
         row = self._parse_inputs(x, learning=True)
-        target = _as_number(y, "target y")
+        target = as_target(y, "target y")
         self._learn(x, row, np.array([target]))
 
     def predict_one(self, x: dict, with_dist: bool = False) -> float | proba.Gaussian:
@@ -379,7 +377,7 @@ class Lin1MultiTargetRegressor(_Lin1Base, base.MultiTargetRegressor):
     def _parse_targets(self, y: Any) -> tuple[np.ndarray, list[Hashable]]:
         if not isinstance(y, Mapping):
             raise ValueError(f"y must be a dict of targets, got {type(y).__name__}")
-        values = {name: _as_number(value, f"target {name!r}") for name, value in y.items()}
+        values = {name: as_target(value, f"target {name!r}") for name, value in y.items()}
         if self._count == 0:
             names = sorted(values, key=_order_key)
             if not names:

@@ -20,15 +20,40 @@ __all__ = ["VBLSClassifier"]
 _JJ_NOISE_AT_ZERO = 4.0
 
 
+class _Unseen:
+    """The marker of a class not seen yet, distinct from every label (``None`` included).
+    It pickles by reference to the module's one instance, so a copied or unpickled model
+    still recognises it by identity."""
+
+    def __reduce__(self) -> str:
+        return "_UNSEEN"
+
+    def __repr__(self) -> str:
+        return "<unseen class>"
+
+
+_UNSEEN = _Unseen()
+
+
 def _label(y: object) -> Hashable:
+    """A label as stored: NumPy scalars as Python values; unhashable labels and labels that
+    are not equal to themselves (a NaN of any float type, which could never be recognised
+    again) or infinite raise ``ValueError`` naming the label."""
     if isinstance(y, np.bool_):
         return bool(y)
     if isinstance(y, np.generic):
-        return y.item()
+        y = y.item()
     try:
         hash(y)
     except TypeError as exc:
         raise ValueError(f"a label must be hashable, got {y!r}") from exc
+    try:
+        itself = bool(y == y)
+    except Exception:  # (an == that raises or returns something without a truth value)
+        itself = False
+    if not itself:
+        raise ValueError(f"the label {y!r} is not equal to itself (NaN?): it could never be "
+                         "recognised again")
     if isinstance(y, float) and not math.isfinite(y):
         raise ValueError(f"a label must not be {y!r}")
     return y  # type: ignore[return-value]
@@ -49,10 +74,12 @@ class VBLSClassifier(base.Classifier):
     pseudo-regression change too, so a sweep reads the stored rows: O(window_size · M) per
     sweep, bounded by the window whatever the length of the stream.
 
-    Labels may be bool, int or str (two of them). The *negative* class (sign −1) is the
-    smaller of the two labels when they can be ordered (False, 0, "a"…), otherwise the first
-    seen. Before two labels are seen the model predicts {False: ½, True: ½} (river's binary
-    convention) or, after one non-boolean label, that label with probability 1.
+    Labels may be any hashable values, ``None`` included (two of them); a NaN label of any
+    float type is refused, as it could never be recognised again. The *negative* class
+    (sign −1) is the smaller of the two labels when they can be ordered (False, 0, "a"…),
+    otherwise the first seen. Before two labels are seen the model predicts
+    {False: ½, True: ½} (river's binary convention) or, after one non-boolean label, that
+    label with probability 1.
 
     Parameters
     ----------
@@ -127,8 +154,8 @@ class VBLSClassifier(base.Classifier):
         # Oldest first, aligned with the window's stored patterns.
         self._signs = np.zeros(0)
         self._xi = np.zeros(0)
-        # [negative label, positive label]; None until seen.
-        self._classes: list[Hashable | None] = [None, None]
+        # [negative label, positive label]; _UNSEEN until seen (a label may be None).
+        self._classes: list[Hashable] = [_UNSEEN, _UNSEEN]
 
     @property
     def _multiclass(self) -> bool:
@@ -156,15 +183,15 @@ class VBLSClassifier(base.Classifier):
             stats.promote(position)
         return stats
 
-    def _encode(self, label: Hashable) -> tuple[list[Hashable | None], float, bool]:
+    def _encode(self, label: Hashable) -> tuple[list[Hashable], float, bool]:
         """Classes after seeing ``label``, its sign, and whether the old signs flip."""
         classes = list(self._classes)
         if label in classes:
             return classes, (-1.0 if classes[0] == label else 1.0), False
-        seen = [c for c in classes if c is not None]
+        seen = [c for c in classes if c is not _UNSEEN]
         if not seen:
             positive = label is True
-            classes = [None, label] if positive else [label, None]
+            classes = [_UNSEEN, label] if positive else [label, _UNSEEN]
             return classes, (1.0 if positive else -1.0), False
         if len(seen) == 2:
             raise ValueError(
@@ -175,7 +202,7 @@ class VBLSClassifier(base.Classifier):
             new_is_negative = bool(label < old)  # type: ignore[operator]
         except TypeError:
             new_is_negative = False
-        old_was_negative = classes[0] is not None
+        old_was_negative = classes[0] is not _UNSEEN
         if new_is_negative:
             classes = [label, old]
         else:
@@ -268,7 +295,7 @@ class VBLSClassifier(base.Classifier):
             raise ValueError(f"{len(rows)} rows of features but {len(labels)} labels")
         if not rows:
             return
-        distinct = set(self._classes) - {None}
+        distinct = {c for c in self._classes if c is not _UNSEEN}
         for label in labels:
             distinct.add(label)
             if len(distinct) > 2:
@@ -302,9 +329,11 @@ class VBLSClassifier(base.Classifier):
             return {False: 0.5, True: 0.5}
         row = self._stats.basis.evaluate(vector, 0, self._stats.n_model)
         p = engine.predictive_probability(self._state, row)
-        if negative is not None and positive is not None:
+        if not math.isfinite(p):
+            raise self._features.overflow(vector)
+        if negative is not _UNSEEN and positive is not _UNSEEN:
             return {negative: 1.0 - p, positive: p}
-        only = negative if negative is not None else positive
+        only = negative if negative is not _UNSEEN else positive
         if isinstance(only, bool):
             return {False: 1.0 - p, True: p}
         return {only: 1.0}

@@ -49,8 +49,11 @@ Two guard rails the paper does not need in batch but a stream does
   precision the data give the weight, ``G_mm Σκ/p`` (``G_mm/s`` in regression), by a floor
   on ``b̂`` (so ``Q(α)`` stays a Gamma). At the cap the weight is shrunk to at most
   ``1/(1 + precision_cap)`` of its unregularised value.
-* **Noise floor.** Every ψ is kept above ``1e-12`` times the scale of the targets so that a
-  perfect fit cannot divide by zero.
+* **Noise floor.** Every ψ is kept above ``1e-12`` times the targets' current second moment
+  so that a perfect fit cannot divide by zero, nor a tiny first target leave ``s`` too small
+  for the targets that follow.
+* **Finite or unchanged.** A sweep whose result the floats cannot hold (data whose
+  magnitudes lie hundreds of orders apart) leaves the posterior as it was.
 
 Relevance rule
 --------------
@@ -102,6 +105,13 @@ _NOISE_FLOOR = 1e-12
 _TINY = np.finfo(float).tiny
 
 
+def _noise_floor(scale: float) -> float:
+    """The floor of a noise variance: ``_NOISE_FLOOR`` times the targets' second moment, and
+    never below the smallest normal float, so that ``1/s`` stays finite when the targets' squares
+    underflow (targets of order 1e-160)."""
+    return max(_NOISE_FLOOR * scale, _TINY)
+
+
 @dataclass
 class VBLSState:
     """Posterior and noise parameters of M backfitting units.
@@ -122,7 +132,8 @@ class VBLSState:
         ``Σκ_i / p`` of the last sweep: ``1/s`` in regression; the data precision of weight m
         is ``G_mm · noise_precision``.
     scale
-        Second moment of the targets when the state was initialised: the unit of the floors.
+        Second moment of the targets (at the start, then at the last regression sweep):
+        the unit of the floors.
     """
 
     weights: np.ndarray
@@ -231,7 +242,7 @@ def initial_state(n_units: int, target_second_moment: float, prior: str = "ard",
     if prior not in PRIORS:
         raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
     v = float(target_second_moment)
-    if not (v > 0.0 and math.isfinite(v)):
+    if not (v >= _TINY and math.isfinite(v)):  # (1/v must be finite)
         v = 1.0
     split = v / (n_units + 1)
     shape, rate = _prior_posterior(prior, n_units)
@@ -260,7 +271,8 @@ def regression_terms(state: VBLSState, gram: np.ndarray, cross_y: np.ndarray, yy
     g_b = gram @ state.weights
     residual_corr = cross_y - g_b
     rss = max(float(yy - state.weights @ (cross_y + residual_corr)), 0.0)
-    return ResidualTerms(residual_corr / s, rss / (s * s), count / s, float(count), rss)
+    # (rss/s/s rather than rss/(s·s): s² underflows to 0 for targets of order 1e-80)
+    return ResidualTerms(residual_corr / s, rss / s / s, count / s, float(count), rss)
 
 
 def jaakkola_jordan_phi(xi: np.ndarray) -> np.ndarray:
@@ -344,12 +356,25 @@ def update_posteriors(state: VBLSState, gram_diag: np.ndarray, terms: ResidualTe
             floor = np.divide(state.precision_shape, cap, out=np.zeros_like(mu),
                               where=cap > 0.0)
             rate = np.maximum(rate, floor)
-        state.precision_rate = rate
     delta = mu - new_mu
     psi_new = (delta * delta * gram_diag + 2.0 * delta * psi * terms.correlation
                + psi * psi * terms.sq_sum + count * psi - psi * psi * terms.curvature
                + new_var * gram_diag) / count
-    state.branch_noise = np.maximum(psi_new, _NOISE_FLOOR * state.scale)
+    psi_new = np.maximum(psi_new, _noise_floor(state.scale))
+    # A sweep the floats cannot hold (data of magnitudes far apart, e.g. features of 1e-160
+    # whose squares underflow) leaves the posterior as it was instead of turning it NaN for
+    # good. One product checks it: every rate (≥ b₀, it holds ⟨b_m²⟩ = μ² + σ²) and every ψ
+    # (≥ the floor) is positive, and np.maximum passes a NaN on, so rateᵀψ is finite exactly
+    # when all of them are (or, refused too, when it overflows near the largest float).
+    if prior == "none":
+        rate = state.precision_rate
+        finite = math.isfinite(float(new_mu @ new_mu + psi_new.sum()))
+    else:
+        finite = math.isfinite(float(rate @ psi_new))
+    if not finite:
+        return 0.0
+    state.precision_rate = rate
+    state.branch_noise = psi_new
     state.weights = new_mu
     state.weight_variances = new_var
     state.noise_precision = terms.curvature / count
@@ -372,12 +397,23 @@ def sweep_regression(state: VBLSState, gram: np.ndarray, cross_y: np.ndarray, yy
     """
     if count <= 0.0:
         return 0.0
+    # The floor on every ψ follows the targets' current second moment, not only the first
+    # one's: after a tiny first target (1e-125) s would stay so small that the next ordinary
+    # target overflows the E-step (ρ = (c − G⟨b⟩)/s, RSS/s²).
+    second_moment = yy / count
+    if second_moment > 0.0:
+        state.scale = second_moment
+        floor = _noise_floor(second_moment)
+        np.maximum(state.branch_noise, floor, out=state.branch_noise)
+        state.output_noise = max(state.output_noise, floor)
     terms = regression_terms(state, gram, cross_y, yy, count)
     s = state.total_noise
     psi_y = state.output_noise
+    n_sweeps = state.n_sweeps
     change = update_posteriors(state, np.diagonal(gram), terms, prior, precision_cap)
     psi_y_new = (psi_y / s) ** 2 * terms.rss / count + psi_y * (s - psi_y) / s
-    state.output_noise = max(psi_y_new, _NOISE_FLOOR * state.scale)
+    if state.n_sweeps > n_sweeps and math.isfinite(psi_y_new):  # (the sweep was kept)
+        state.output_noise = max(psi_y_new, _noise_floor(state.scale))
     return change
 
 

@@ -839,7 +839,9 @@ class VBLSKernelRegressor(base.Regressor):
         centred_y = targets - targets.mean()
         variance = float(centred_y @ centred_y) / count
         scale = max(stats.yy / count, _TINY)
-        if not variance > 1e-12 * scale or budget == 0:
+        # (a variance below the smallest normal float: targets whose squares underflow, of
+        # order 1e-155, cannot be fitted in these units; 1/variance would overflow)
+        if not (variance > 1e-12 * scale and variance >= _TINY) or budget == 0:
             return 0  # nothing to explain (or no time): keep the model as it is
         design -= design.mean(axis=0)  # the centred parametrisation: the bias decouples
         gram = design.T @ design
@@ -852,7 +854,7 @@ class VBLSKernelRegressor(base.Regressor):
         # variance: the kernels are expected to explain most of it.
         precisions = np.full(len(specs), 1.0 / variance)
         noise = 0.1 * variance
-        floor = 1e-12 * variance
+        floor = max(1e-12 * variance, _TINY)
         done, change = 0, math.inf
         while done < budget and len(active):
             sub_gram = gram[np.ix_(active, active)]
@@ -1066,6 +1068,8 @@ class VBLSKernelRegressor(base.Regressor):
             return proba.Gaussian._from_state(n=1, m=0.0, var=1.0, ddof=0) if with_dist else 0.0
         row = self._stats.basis.evaluate(self._scaled(vector), 0, self._stats.n_model)
         mean, var = self._predictive(row)
+        if not (math.isfinite(mean) and (math.isfinite(var) or not with_dist)):
+            raise self._features.overflow(vector)
         if with_dist:
             return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
         return mean

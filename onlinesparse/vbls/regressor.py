@@ -210,6 +210,8 @@ class VBLSRegressor(base.Regressor):
             return proba.Gaussian._from_state(n=1, m=0.0, var=1.0, ddof=0) if with_dist else 0.0
         row = np.concatenate(([1.0], vector))
         mean, var = engine.predictive_regression(self._state, row)
+        if not (math.isfinite(mean) and (math.isfinite(var) or not with_dist)):
+            raise self._features.overflow(vector)
         if with_dist:
             return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
         return mean
