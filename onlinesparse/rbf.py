@@ -17,7 +17,7 @@ from onlinesparse.core.state import SAMPLE, Field, RecordOwner, new_record
 from onlinesparse.features import FeatureMap, as_target
 from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.pruner import GCVPruner
-from onlinesparse.ridge import IncrementalRidge
+from onlinesparse.ridge import IllConditionedError, IncrementalRidge
 
 __all__ = ["SparseRBFRegressor", "warm_up"]
 
@@ -295,7 +295,11 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         status = core.stream_sample(vector, target, means, features.n_committed + 1,
                                     evaluations, first, *self._arguments())
         if status == core.SLIDE_REFUSED:  # the add-first order, by the model's operations
-            model.add_pattern(vector, target, row=self._row_buffer()[: model.window.n_columns])
+            row = self._row_buffer()[: model.window.n_columns].copy()
+            try:
+                model.add_pattern(vector, target, row=row)
+            except IllConditionedError:  # not even that: re-solve without the oldest
+                model.rebuild_without_oldest(vector, target, row)
             self._n_learned += 1
             status = core.MOVE  # (nothing to carry out: the pruner's evaluations follow)
             pruner.record[0]["done"] = 0

@@ -262,6 +262,29 @@ class IncrementalRidge(RecordOwner):
         self._after_update(addition, removal, self._statistics_cancellation(h_old[:m]),
                            pattern=True)
 
+    def rebuild_without_oldest(self, x: np.ndarray, y: float,
+                               h: np.ndarray | None = None) -> None:
+        """Slide a full window whose oldest pattern cannot leave by the incremental
+        operations even after the new one is in (its leverage is 1 to rounding: one sample
+        at the edge of the numeric domain can dominate every other): the statistics slide
+        and are recomputed from the stored rows, and S is factorised afresh. Where G + Λ is
+        then singular (a basis function only that pattern supported), the basis functions
+        get the smallest λ that makes it positive definite, 1e-12 of G's largest diagonal.
+        O(W·n² + M³): for a stream that must go on where :meth:`add_pattern` refuses."""
+        x = _as_input(x, self.n_features)
+        y = _as_target(y)
+        window = self.window
+        h = window.row(x) if h is None else h
+        window.pop_oldest()
+        window.push(x, y, h)
+        try:
+            self.refresh()
+        except IllConditionedError:
+            gram = window.gram_model
+            floor = 1e-12 * float(np.max(np.diag(gram))) if self.size else 0.0
+            self.state.lambdas = np.maximum(self.state.lambdas, floor)
+            self._safe_refresh()
+
     def remove_oldest(self) -> None:
         """Remove the oldest pattern of a window (Orr eq. (A.11)). State unchanged on error."""
         if self.window.memory != "window":

@@ -238,15 +238,7 @@ def test_a_huge_target_is_refused_by_name_and_poisons_nothing(name: str, value: 
 # point; when the window slides it out, SparseRBFRegressor's downdate refuses the removal
 # (IllConditionedError) on every later sample, so the model stops learning. The fix is in the
 # Orr core (rbf.py / ridge.py), not at the boundary: see the report of issue 21.
-_RBF_FROZEN = pytest.mark.xfail(
-    strict=True, raises=ValueError,
-    reason="pending rbf.py/ridge.py change: removing a pattern of leverage 1 from the window "
-           "must recompute the statistics from the stored rows instead of refusing")
-EDGE_CASES = [pytest.param(n, marks=_RBF_FROZEN) if n == "SparseRBFRegressor" else n
-              for n in FACTORIES]
-
-
-@pytest.mark.parametrize("name", EDGE_CASES)
+@pytest.mark.parametrize("name", list(FACTORIES))
 def test_the_edge_of_the_domain_is_accepted_and_stays_finite(name: str) -> None:
     # Values at ±MAX_MAGNITUDE are accepted (the domain is closed) and poison nothing: the
     # model goes on learning from clean samples and predicting finite values.
