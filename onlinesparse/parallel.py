@@ -43,10 +43,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from onlinesparse._blas import one_thread_here, pin_this_process
 from onlinesparse.replay.config import Job, ReplayConfig
 from onlinesparse.replay.errors import ReplayError, UsageError
 from onlinesparse.replay.outputs import check_writable, write_outputs
-from onlinesparse.replay.pool import _BLAS_THREAD_VARIABLES, _single_threaded_blas, watch_parent
+from onlinesparse.replay.pool import watch_parent
 from onlinesparse.replay.reader import open_recording
 from onlinesparse.replay.runner import run_job
 
@@ -302,37 +303,9 @@ def execute_job(job: ReplayJob, index: int = 0) -> JobResult:
     )
 
 
-_PIN_LOCK = threading.Lock()
-_PINNED = False
-
-
-def _pin_blas_in_this_worker() -> None:
-    """One BLAS thread in this worker process, for good, unless the user chose otherwise.
-
-    The same rule as :func:`onlinesparse.replay.runner._single_threaded_blas` (which the
-    local pool's workers inherit through their environment), for a worker process started
-    by someone else, such as a Dask worker: the variables also reach libraries loaded later.
-    """
-    global _PINNED
-    with _PIN_LOCK:
-        if _PINNED:
-            return
-        chosen = any(os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"))
-        for key in _BLAS_THREAD_VARIABLES:
-            os.environ.setdefault(key, "1")
-        if not chosen:
-            try:
-                from threadpoolctl import threadpool_limits
-
-                threadpool_limits(1, user_api="blas")
-            except ImportError:
-                pass
-        _PINNED = True
-
-
 def _execute_in_worker(job: ReplayJob, index: int) -> JobResult:
     """:func:`execute_job` in a worker process (local pool or Dask), BLAS pinned first."""
-    _pin_blas_in_this_worker()
+    pin_this_process()  # (the package's one BLAS rule, onlinesparse._blas)
     return execute_job(job, index)
 
 
@@ -455,7 +428,7 @@ class _JobProgress:
 
 def _run_locally(jobs: list[ReplayJob], n_workers: int, bar: _JobProgress) -> list[JobResult]:
     results: list[JobResult | None] = [None] * len(jobs)
-    with _single_threaded_blas():
+    with one_thread_here():
         if n_workers <= 1:
             for i, job in enumerate(jobs):
                 results[i] = execute_job(job, i)

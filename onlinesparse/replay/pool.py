@@ -1,13 +1,12 @@
 """Running the targets of one replay in worker processes, and the progress bar they feed.
 
 :class:`WorkerPool` keeps spawned worker processes, the stop event they listen to and the
-queue of their messages (progress, warnings); :func:`_single_threaded_blas` pins BLAS to one
-thread here and in the workers started inside it.
+queue of their messages (progress, warnings); ``onlinesparse._blas.one_thread_here`` pins
+BLAS to one thread here and in the workers started inside it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import multiprocessing
 import os
@@ -15,7 +14,7 @@ import queue as queue_module
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TextIO
@@ -24,42 +23,6 @@ from onlinesparse.replay.config import Job, ReplayConfig, StopFlag, TargetResult
 from onlinesparse.replay.reader import Columns, Recording
 
 __all__ = ["WorkerPool", "watch_parent"]
-
-
-_BLAS_THREAD_VARIABLES = (
-    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-)
-
-
-@contextlib.contextmanager
-def _single_threaded_blas() -> Iterator[None]:
-    """One BLAS thread in this process (if threadpoolctl is installed) and in the workers
-    it spawns (through the environment they inherit), unless the user chose otherwise.
-
-    A replay does many tiny matrix operations per sample; threaded BLAS only adds
-    synchronisation to each, and worker processes' threads compete for the same cores
-    (lin1 measured about 5x slower per sample with two threaded workers on two cores).
-    """
-    saved = {k: os.environ.get(k) for k in _BLAS_THREAD_VARIABLES}
-    for key in _BLAS_THREAD_VARIABLES:
-        os.environ.setdefault(key, "1")
-    limits = contextlib.nullcontext()
-    if saved["OMP_NUM_THREADS"] is None and saved["OPENBLAS_NUM_THREADS"] is None:
-        try:
-            from threadpoolctl import threadpool_limits
-
-            limits = threadpool_limits(1, user_api="blas")
-        except ImportError:  # optional: without it only the workers are pinned
-            pass
-    try:
-        with limits:
-            yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 class WorkerPool:

@@ -673,9 +673,10 @@ def run_replay(
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous_handler = signal.signal(signal.SIGINT, on_sigint) if in_main_thread else None
     try:
-        from onlinesparse.replay.pool import WorkerPool, _single_threaded_blas
+        from onlinesparse._blas import one_thread_here
+        from onlinesparse.replay.pool import WorkerPool
 
-        with _single_threaded_blas():
+        with one_thread_here():
             if pool is not None:
                 worker_events.append(pool.event)
                 results = pool.run(cfg, columns, notify)
@@ -697,7 +698,7 @@ def run_replay(
 
 def __getattr__(name: str) -> Any:
     # The worker pool moved to onlinesparse.replay.pool (which imports this module).
-    if name in ("WorkerPool", "_single_threaded_blas", "_BLAS_THREAD_VARIABLES"):
+    if name == "WorkerPool":
         from onlinesparse.replay import pool
 
         return getattr(pool, name)
