@@ -49,6 +49,8 @@ __all__ = [
     "input_relevance",
     "parse_param_assignment",
     "river_linear",
+    "describe_parameters",
+    "ParameterDoc",
 ]
 
 
@@ -264,6 +266,16 @@ MODELS: dict[str, ModelSpec] = {
 def river_linear(l2: float = 0.0, lr: float = 0.005, intercept_lr: float = 0.01):
     """river's :class:`~river.linear_model.LinearRegression` with an SGD learning rate.
 
+    Parameters
+    ----------
+    l2
+        Ridge penalty on the weights: larger values shrink them, trading bias for stability
+        with correlated inputs.
+    lr
+        Learning rate of plain SGD on the weights: larger follows faster but may diverge.
+    intercept_lr
+        Learning rate of the intercept.
+
     The default rate is half river's 0.01, at which SGD diverged on the demo's 48
     correlated standardised inputs (early z-scores are large while the scaler has seen
     little); 0.005 converged there.
@@ -449,3 +461,83 @@ def input_relevance(model: Any) -> tuple[dict[Any, float] | None, str]:
             f"|weight| of each {what} of {type(est).__name__} (it has no input_relevance())",
         )
     return None, f"{type(est).__name__} has no input_relevance()"
+
+
+@dataclass(frozen=True)
+class ParameterDoc:
+    """One constructor parameter of a model, as ``onlinesparse models NAME`` shows it."""
+
+    name: str
+    default: str
+    option: str  # the command-line option that sets it, or "" (then --param NAME=VALUE)
+    meaning: str
+
+
+def _docstring_parameters(doc: str) -> dict[str, str]:
+    """``{name: description}`` from the numpydoc ``Parameters`` section of ``doc``."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    out: dict[str, str] = {}
+    try:
+        start = next(i for i, line in enumerate(lines[:-1])
+                     if line.strip() == "Parameters" and set(lines[i + 1].strip()) == {"-"})
+    except StopIteration:
+        return out
+    current: list[str] | None = None
+    for i, line in enumerate(lines[start + 2:], start + 2):
+        nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if line and not line[0].isspace():
+            if nxt and set(nxt) == {"-"}:  # the next section starts
+                break
+            current = []
+            for name in line.split(":")[0].split(","):
+                out[name.strip()] = current  # type: ignore[assignment]
+        elif current is not None and line.strip():
+            current.append(line.strip())
+    return {k: " ".join(v) for k, v in out.items()}  # type: ignore[arg-type]
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence of a docstring entry, with reStructuredText markup removed."""
+    import re
+
+    text = re.sub(r":[a-z]+:`~?([^`]*)`", lambda m: m.group(1).split(".")[-1], text)
+    text = text.replace("``", "")
+    # A full stop ends the sentence when a capital letter follows, unless it ends an
+    # abbreviation ("eq. 5", "e.g. A").
+    for m in re.finditer(r"\.(\s+)(?=[A-Z(])", text):
+        before = text[: m.start()].rsplit(" ", 1)[-1].lower()
+        if before not in ("eq", "eqs", "e.g", "i.e", "cf", "fig", "sec", "al"):
+            return text[: m.start() + 1]
+    return text
+
+
+def describe_parameters(name: str) -> list[ParameterDoc]:
+    """Every constructor parameter of model ``name``: default, option and meaning.
+
+    The meaning is the first sentence of the parameter's entry in the class docstring (the
+    full entry is in ``help(...)``), so the listing cannot drift from the code.
+
+    Examples
+    --------
+    >>> [(p.name, p.default, p.option) for p in describe_parameters("linear")]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('l2', '0.0', '--l2'), ('lr', '0.005', '--lr'), ('intercept_lr', '0.01', '--intercept-lr')]
+    >>> [p.option for p in describe_parameters("rbf")][:2]
+    ['--max-basis', '']
+
+    """
+    spec = get_spec(name)
+    factory = resolve(name)
+    flags = {p.kwarg: f"--{p.flag}" for p in spec.params}
+    docs = _docstring_parameters(factory.__doc__ or "")
+    if not docs and isinstance(factory, type):
+        docs = _docstring_parameters(factory.__init__.__doc__ or "")
+    out = []
+    for pname, p in inspect.signature(factory).parameters.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        default = "(required)" if p.default is p.empty else repr(p.default)
+        meaning = _first_sentence(docs.get(pname, "")) or "(not documented)"
+        out.append(ParameterDoc(pname, default, flags.get(pname, ""),
+                                meaning))
+    return out
