@@ -1,0 +1,46 @@
+"""The README runs as written: its Python snippets execute and every ``onlinesparse`` command
+in it parses with the real argument parser."""
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from onlinesparse.cli import build_parser
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+
+
+def _commands() -> list[list[str]]:
+    """Every ``onlinesparse ...`` command of the shell blocks, continuation lines joined."""
+    commands = []
+    for block in _blocks("sh"):
+        for line in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(line, comments=True)
+            if words and words[0] == "onlinesparse":
+                commands.append(words[1:])
+    return commands
+
+
+def test_the_readme_has_commands_and_snippets_to_check():
+    assert len(_commands()) >= 4
+    assert len(_blocks("python")) >= 3
+
+
+@pytest.mark.parametrize("argv", _commands(), ids=lambda a: " ".join(a)[:60])
+def test_every_readme_command_parses_with_the_real_parser(argv, capsys):
+    try:
+        build_parser().parse_args(argv)
+    except SystemExit as exc:
+        # --version and --help exit 0; anything else is a usage error argparse printed.
+        assert exc.code == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("index", range(len(_blocks("python"))))
+def test_every_readme_python_snippet_runs(index):
+    exec(compile(_blocks("python")[index], f"README snippet {index}", "exec"), {})
