@@ -486,6 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out=args.out, seed=args.seed, fmt=args.format, trials=args.trials,
                 models=[m.strip() for m in args.models.split(",") if m.strip()],
                 workers=args.workers, progress=args.progress,
+                command=shlex.join(["onlinesparse", *argv]),
             )
         return _cmd_models(args.name)
     except ReplayError as exc:
