@@ -11,10 +11,13 @@ of channels, or a grid of model settings, and collects their metrics:
 * :func:`replay_many` runs a list of jobs, in local worker processes by default, or on a
   ``distributed.Client``; a job that fails is reported with its identity in its
   :class:`JobResult` and does not lose the others' results;
-* :func:`evaluate_grid` replays a grid of model settings on a recording with progressive
-  validation and ranks them (``onlinesparse grid``);
-* :class:`DaskPool` runs the targets of one ``onlinesparse replay`` on a Dask cluster
-  (``--scheduler``), with its progress bar, checkpoints and Ctrl-C.
+* :func:`evaluate_grid` (in :mod:`onlinesparse.parallel_grid`) replays a grid of model
+  settings on a recording with progressive validation and ranks them (``onlinesparse grid``);
+* :class:`DaskPool` (in :mod:`onlinesparse.parallel_dask`, with :func:`dask_client`) runs the
+  targets of one ``onlinesparse replay`` on a Dask cluster (``--scheduler``), with its
+  progress bar, checkpoints and Ctrl-C.
+
+The names of those two modules are importable from this one as well.
 
 Every path runs the same job function, :func:`onlinesparse.replay.runner.run_job`, so a job
 gives the same metrics wherever it runs. Dask (``pip install 'onlinesparse[dask]'``) is
@@ -23,41 +26,29 @@ imported only when a client or a scheduler is asked for.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import dataclasses
-import itertools
-import math
 import multiprocessing
 import os
-import queue as queue_module
 import signal
 import socket
 import sys
 import threading
 import time
 import traceback
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from onlinesparse.replay import models as registry
+from onlinesparse.replay.config import Job, ReplayConfig
 from onlinesparse.replay.errors import ReplayError, UsageError
-from onlinesparse.replay.reader import Columns, open_recording
-from onlinesparse.replay.runner import (
-    _BLAS_THREAD_VARIABLES,
-    Job,
-    ReplayConfig,
-    StopFlag,
-    TargetResult,
-    _single_threaded_blas,
-    run_job,
-    write_outputs,
-)
+from onlinesparse.replay.outputs import write_outputs
+from onlinesparse.replay.pool import _BLAS_THREAD_VARIABLES, _single_threaded_blas
+from onlinesparse.replay.reader import open_recording
+from onlinesparse.replay.runner import run_job
 
 if TYPE_CHECKING:  # only for annotations: importing distributed is what the local path avoids
     from distributed import Client
@@ -68,19 +59,7 @@ __all__ = [
     "execute_job",
     "replay_many",
     "format_failures",
-    "import_distributed",
-    "dask_client",
-    "DaskPool",
-    "GRID_METRICS",
-    "parse_grid",
-    "grid_settings",
-    "GridRow",
-    "GridResult",
-    "evaluate_grid",
-    "format_grid",
 ]
-
-DASK_HINT = "pip install 'onlinesparse[dask]'"
 
 #: Options of a job that are fields of :class:`ReplayJob` itself or that it sets itself.
 _RESERVED_OPTIONS = {"recording", "targets", "model", "model_params", "out", "workers",
@@ -439,6 +418,8 @@ def replay_many(
     bar = _JobProgress(len(submitted), progress, stream or sys.stderr)
     try:
         if client is not None:
+            from onlinesparse.parallel_dask import _run_on_dask
+
             results = _run_on_dask(submitted, client, bar)
         else:
             n_workers = min(workers or os.cpu_count() or 1, len(submitted))
@@ -510,60 +491,9 @@ def _run_locally(jobs: list[ReplayJob], n_workers: int, bar: _JobProgress) -> li
     return results  # type: ignore[return-value]
 
 
-def _run_on_dask(jobs: list[ReplayJob], client: Client, bar: _JobProgress) -> list[JobResult]:
-    distributed = import_distributed()
-    run = uuid.uuid4().hex[:8]
-    futures = [
-        client.submit(_execute_in_worker, job, i, key=f"onlinesparse-job-{run}-{i}", pure=False)
-        for i, job in enumerate(jobs)
-    ]
-    index = {future.key: i for i, future in enumerate(futures)}
-    results: list[JobResult | None] = [None] * len(jobs)
-    try:
-        for future in distributed.as_completed(futures):
-            i = index[future.key]
-            try:
-                results[i] = future.result()
-            except Exception as exc:  # the task itself failed: a worker died, a pickling error
-                results[i] = _failed(
-                    i, jobs[i], f"the Dask task failed: {type(exc).__name__}: {exc}"
-                )
-            bar.done(results[i])
-    except BaseException:
-        client.cancel(futures)
-        raise
-    finally:
-        for future in futures:
-            future.release()
-    return results  # type: ignore[return-value]
-
-
 def format_failures(results: Sequence[JobResult]) -> list[str]:
     """One line per job that did not complete (see :meth:`JobResult.describe`)."""
     return [r.describe() for r in results if not r.ok]
-
-
-# ---------------------------------------------------------------------------------------
-# Dask
-
-
-def import_distributed() -> Any:
-    """Import ``distributed``, or say how to install it.
-
-    Raises
-    ------
-    UsageError
-        When Dask is not installed: the message gives the command that installs it.
-
-    """
-    try:
-        import distributed
-    except ImportError as exc:
-        raise UsageError(
-            f"running on Dask needs the optional 'dask' extra, which is not installed "
-            f"({exc}); install it with: {DASK_HINT}"
-        ) from None
-    return distributed
 
 
 @contextlib.contextmanager
@@ -580,444 +510,19 @@ def _sigint_ignored_by_children() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-@contextlib.contextmanager
-def dask_client(
-    scheduler: str, workers: int | None = None, timeout: float = 10.0
-) -> Iterator[Client]:
-    """A ``distributed.Client`` for ``scheduler``, closed on the way out.
-
-    Parameters
-    ----------
-    scheduler
-        ``"local"`` starts a ``LocalCluster`` of worker processes on this machine, listening
-        on 127.0.0.1 only, for the duration; otherwise the address of a running scheduler,
-        e.g. ``"tcp://10.0.0.5:8786"``.
-    workers
-        Worker processes of the local cluster (default: the number of CPUs), one thread
-        each. Only with ``"local"``: a running cluster has the workers it has.
-    timeout
-        Seconds to wait for the scheduler.
-
-    Raises
-    ------
-    UsageError
-        When Dask is not installed, when ``workers`` is given with an address, or when the
-        scheduler cannot be reached.
-
-    """
-    distributed = import_distributed()
-    if scheduler == "local":
-        n_workers = workers or os.cpu_count() or 1
-        # Pure-Python replays hold the GIL: processes, one thread each, scale; threads don't.
-        with _sigint_ignored_by_children():
-            cluster = distributed.LocalCluster(
-                n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                dashboard_address=None,
-                # No dashboard; the scheduler's small HTTP service on any free loopback port
-                # (by default it takes 8787, which another cluster may hold).
-                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-            )
-        try:
-            with distributed.Client(cluster) as client:
-                yield client
-        finally:
-            cluster.close()
-        return
-    if workers is not None:
-        raise UsageError(
-            "--workers sets the size of the local pool or of --scheduler local; a running "
-            f"Dask cluster ({scheduler}) has the workers it has"
-        )
-    try:
-        client = distributed.Client(scheduler, timeout=f"{timeout}s")
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise UsageError(
-            f"cannot reach the Dask scheduler at {scheduler!r}: {exc} (start one with "
-            "'dask scheduler' and give its address, e.g. tcp://HOST:8786, or use "
-            "--scheduler local)"
-        ) from None
-    with client:
-        yield client
+# The Dask and grid parts live in their own modules (imported only when used: importing
+# distributed is what the local path avoids); their names stay importable from here.
+_MOVED = {
+    "onlinesparse.parallel_dask": ("DASK_HINT", "import_distributed", "dask_client", "DaskPool"),
+    "onlinesparse.parallel_grid": ("GRID_METRICS", "parse_grid", "grid_settings", "GridRow",
+                                   "GridResult", "evaluate_grid", "format_grid"),
+}
 
 
-class _StopRequest:
-    """Set from the signal handler; the pool passes it on to the cluster between polls."""
+def __getattr__(name: str) -> Any:
+    import importlib
 
-    def __init__(self) -> None:
-        self.requested = False
-
-    def set(self) -> None:
-        self.requested = True
-
-
-def _dask_target(job: Job, topic: str, stop_name: str) -> TargetResult:
-    """One target of an ``onlinesparse replay`` as a Dask task: :func:`run_job` with its
-    progress sent to the client as events and a stop flag fed by a Dask ``Event``."""
-    from distributed import Event, get_client, get_worker
-
-    _pin_blas_in_this_worker()
-    worker = get_worker()
-    stop = StopFlag()
-    finished = threading.Event()
-    event = Event(stop_name, client=get_client())
-
-    def watch() -> None:
-        while not finished.is_set():
-            try:
-                if event.wait(timeout=0.5):
-                    stop.requested = True
-                    return
-            except Exception:  # the scheduler went away: nothing left to listen to
-                return
-
-    def notify(kind: str, payload: Any) -> None:
-        worker.log_event(topic, [kind, payload])
-
-    threading.Thread(target=watch, daemon=True, name="onlinesparse-stop").start()
-    try:
-        return run_job(job, stop, notify)
-    finally:
-        finished.set()
-
-
-class DaskPool:
-    """Runs the targets of one replay on a Dask cluster; pass it to ``run_replay(pool=…)``.
-
-    It has what :func:`~onlinesparse.replay.runner.run_replay` uses of a
-    :class:`~onlinesparse.replay.runner.WorkerPool`: ``event.set()`` (Ctrl-C: the running
-    targets stop at the next sample and save their checkpoints) and ``run``. The workers
-    write the spools, plots and checkpoints and this process reads them to write the
-    outputs, so ``--out``, ``--checkpoint`` and the recording must be visible at the same
-    absolute path here and on every worker.
-
-    Parameters
-    ----------
-    client
-        A connected ``distributed.Client``.
-
-    """
-
-    def __init__(self, client: Client):
-        self.client = client
-        self.event = _StopRequest()
-
-    def run(
-        self, cfg: ReplayConfig, columns: Columns, notify: Callable[[str, Any], None]
-    ) -> list[TargetResult]:
-        """One task per target; the workers' progress and warnings feed ``notify``."""
-        distributed = import_distributed()
-        cfg = dataclasses.replace(
-            cfg,
-            recording=Path(cfg.recording).absolute(),
-            out=Path(cfg.out).absolute() if cfg.out is not None else None,
-            checkpoint=Path(cfg.checkpoint).absolute() if cfg.checkpoint is not None else None,
-        )
-        run = uuid.uuid4().hex[:8]
-        topic = f"onlinesparse-progress-{run}"
-        stop_name = f"onlinesparse-stop-{run}"
-        messages: queue_module.Queue = queue_module.Queue()
-        self.client.subscribe_topic(topic, lambda event: messages.put(event[1]))
-        futures = {
-            self.client.submit(_dask_target, Job(cfg, t, columns), topic, stop_name,
-                               key=f"onlinesparse-target-{run}-{i}", pure=False): t
-            for i, t in enumerate(cfg.targets)
-        }
-        finished: set[str] = set()
-        stop_sent = False
-
-        def drain() -> None:
-            while True:
-                try:
-                    kind, payload = messages.get_nowait()
-                except queue_module.Empty:
-                    return
-                if kind == "progress" and payload[0] in finished:
-                    continue  # late news of a target whose final count is already shown
-                notify(kind, tuple(payload) if kind == "progress" else payload)
-
-        try:
-            pending = set(futures)
-            while pending:
-                if self.event.requested and not stop_sent:
-                    distributed.Event(stop_name, client=self.client).set()
-                    stop_sent = True
-                time.sleep(0.1)
-                drain()
-                for future in [f for f in pending if f.done()]:
-                    pending.discard(future)
-                    if future.status == "finished":
-                        result = future.result()
-                        finished.add(result.target)
-                        notify("progress", (result.target, result.metrics["rows_read"],
-                                            result.metrics["rmse"]))
-            drain()
-            by_target = {futures[f]: f.result() for f in futures}
-        except BaseException:
-            self.client.cancel(list(futures))
-            raise
-        finally:
-            self.client.unsubscribe_topic(topic)
-            if stop_sent:
-                with contextlib.suppress(Exception):
-                    distributed.Event(stop_name, client=self.client).clear()
-        return [by_target[t] for t in cfg.targets]
-
-
-# ---------------------------------------------------------------------------------------
-# Grids of settings
-
-#: Metrics a grid can be ranked by, and whether larger is better.
-GRID_METRICS: dict[str, bool] = {"nmse": False, "rmse": False, "mae": False, "r2": True}
-_METRIC_LABELS = {"nmse": "nMSE", "rmse": "RMSE", "mae": "MAE", "r2": "R²"}
-
-
-def _grid_values(key: str, raw: str, model: str) -> list[Any]:
-    """The values of one ``KEY=V1,V2,…``: checked by the model's parameter when it has
-    one, else Python literals (tuples such as ``(0.5,1.0),(1.0,2.0)`` allowed), else
-    strings."""
-    spec = registry.get_spec(model)
-    param = spec.param(key.replace("_", "-")) or next(
-        (p for p in spec.params if p.kwarg == key), None
-    )
-    try:
-        values = ast.literal_eval(f"[{raw}]")
-        if not isinstance(values, list):
-            raise ValueError(raw)
-    except (ValueError, SyntaxError):
-        values = [v.strip() for v in raw.split(",")]
-    if param is not None:
-        values = [param.parse(v) for v in values]
-    if not values or any(v == "" for v in values):
-        raise UsageError(f"--grid {key}=… needs values separated by commas, got {raw!r}")
-    return values
-
-
-def parse_grid(assignments: Sequence[str], model: str) -> dict[str, list[Any]]:
-    """Parse ``--grid KEY=V1,V2,…`` options into ``{constructor keyword: values}``.
-
-    ``KEY`` is a constructor keyword of the model (``max_basis``) or its command-line flag
-    (``max-basis``), whose type and range then check each value.
-
-    Examples
-    --------
-    >>> parse_grid(["max-basis=10,20", "window=200,500"], "rbf")
-    {'max_basis': [10, 20], 'window': [200, 500]}
-    >>> parse_grid(["radii=(0.5,),(1.0, 2.0)", "kernel=gaussian,cauchy"], "rbf")
-    {'radii': [(0.5,), (1.0, 2.0)], 'kernel': ['gaussian', 'cauchy']}
-    >>> parse_grid(["max-basis=10,0"], "rbf")
-    Traceback (most recent call last):
-    ...
-    onlinesparse.replay.errors.UsageError: --max-basis must be an integer in [1, 100000] (got 0)
-
-    """
-    grid: dict[str, list[Any]] = {}
-    for text in assignments:
-        key, sep, raw = text.partition("=")
-        key = key.strip()
-        spec = registry.get_spec(model)
-        param = spec.param(key)
-        kwarg = param.kwarg if param is not None else key.replace("-", "_")
-        if not sep or not kwarg.isidentifier():
-            raise UsageError(f"--grid expects KEY=V1,V2,... with a keyword name, got {text!r}")
-        if kwarg in grid:
-            raise UsageError(f"--grid {kwarg} is given twice")
-        grid[kwarg] = _grid_values(kwarg, raw.strip(), model)
-    if not grid:
-        raise UsageError("give at least one --grid KEY=V1,V2,...")
-    return grid
-
-
-def grid_settings(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
-    """Every combination of the grid's values, the last key varying fastest.
-
-    >>> grid_settings({"a": [1, 2], "b": ["x", "y"]})
-    [{'a': 1, 'b': 'x'}, {'a': 1, 'b': 'y'}, {'a': 2, 'b': 'x'}, {'a': 2, 'b': 'y'}]
-
-    """
-    keys = list(grid)
-    return [dict(zip(keys, values, strict=True))
-            for values in itertools.product(*(grid[k] for k in keys))]
-
-
-def _label(setting: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in setting.items())
-
-
-@dataclass
-class GridRow:
-    """One setting of a grid: its results per target and its score."""
-
-    setting: dict[str, Any]
-    results: list[JobResult]
-    score: float | None
-    means: dict[str, float | None]
-
-    @property
-    def ok(self) -> bool:
-        """Whether every target's replay of this setting ran to its end."""
-        return all(r.ok for r in self.results)
-
-
-@dataclass
-class GridResult:
-    """A grid's settings ranked by ``metric`` averaged over the targets, best first.
-
-    Settings with a failed replay have no score and come last.
-    """
-
-    recording: Path
-    targets: list[str]
-    model: str
-    params: dict[str, Any]
-    metric: str
-    rows: list[GridRow]
-
-    @property
-    def best(self) -> GridRow | None:
-        """The best setting, or ``None`` when no setting completed."""
-        return self.rows[0] if self.rows and self.rows[0].score is not None else None
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: every setting, its mean metrics and per-target metrics, and the best."""
-        return {
-            "recording": str(self.recording),
-            "targets": self.targets,
-            "model": self.model,
-            "params": self.params,
-            "metric": self.metric,
-            "best": self.best.setting if self.best else None,
-            "settings": [
-                {
-                    "setting": row.setting,
-                    "score": row.score,
-                    "means": row.means,
-                    "targets": {
-                        r.job.target: {"status": r.status, "error": r.error,
-                                       "metrics": r.metrics}
-                        for r in row.results
-                    },
-                }
-                for row in self.rows
-            ],
-        }
-
-
-def _mean(values: Sequence[float | None]) -> float | None:
-    if not values or any(v is None or not math.isfinite(v) for v in values):
-        return None
-    return sum(values) / len(values)  # type: ignore[arg-type]
-
-
-def evaluate_grid(
-    recording: str | Path,
-    targets: Sequence[str],
-    grid: Mapping[str, Sequence[Any]],
-    model: str = "rbf",
-    params: Mapping[str, Any] | None = None,
-    options: Mapping[str, Any] | None = None,
-    metric: str = "nmse",
-    client: Client | None = None,
-    workers: int | None = None,
-    progress: bool | None = None,
-    stream: TextIO | None = None,
-) -> GridResult:
-    """Replay every setting of ``grid`` with progressive validation and rank the settings.
-
-    Each setting replays every target over the whole recording: every sample is predicted
-    before it is learned, so the score is an honest out-of-sample error of the model as it
-    would have run live, with no folds to hold out (what the papers' 5-fold
-    cross-validation of the kernel width estimates on a batch).
-
-    Parameters
-    ----------
-    recording
-        The recording.
-    targets
-        The target columns; a setting's score is ``metric`` averaged over them.
-    grid
-        ``{constructor keyword: values}`` (see :func:`parse_grid`).
-    model
-        The model's registry name.
-    params
-        Constructor keywords shared by every setting (the grid's values override them).
-    options
-        Other fields of :class:`~onlinesparse.replay.runner.ReplayConfig` (``features``,
-        ``time``, ``warmup``, …).
-    metric
-        One of :data:`GRID_METRICS`.
-    client, workers, progress, stream
-        As for :func:`replay_many`.
-
-    Raises
-    ------
-    UsageError
-        For an unknown metric, or a setting the model rejects (checked before anything
-        runs).
-
-    """
-    if metric not in GRID_METRICS:
-        raise UsageError(f"unknown metric {metric!r}; choose one of: {', '.join(GRID_METRICS)}")
-    if not targets:
-        raise UsageError("a grid needs at least one target")
-    params = dict(params or {})
-    options = dict(options or {})
-    settings = grid_settings(grid)
-    standardize = options.get("standardize", True)
-    for setting in settings:  # a setting the model rejects is a usage error, before any run
-        registry.build_model(model, {**params, **setting}, standardize)
-    jobs = [
-        ReplayJob(recording, target, model, {**params, **setting}, options=options,
-                  name=f"{_label(setting)} / {target}", targets=list(targets))
-        for setting in settings
-        for target in targets
-    ]
-    results = replay_many(jobs, client, workers=workers, progress=progress, stream=stream)
-    larger_is_better = GRID_METRICS[metric]
-    rows = []
-    for k, setting in enumerate(settings):
-        mine = results[k * len(targets) : (k + 1) * len(targets)]
-        ok = all(r.ok for r in mine)
-        means = {
-            m: _mean([r.metrics.get(m) for r in mine]) if ok else None
-            for m in ("nmse", "rmse", "mae", "r2", "coverage")
-        }
-        means["latency_us_median"] = (
-            _mean([r.metrics["latency_us"]["median"] for r in mine]) if ok else None
-        )
-        rows.append(GridRow(setting, mine, means[metric], means))
-    order = sorted(
-        range(len(rows)),
-        key=lambda i: (
-            rows[i].score is None,
-            0.0 if rows[i].score is None
-            else (-rows[i].score if larger_is_better else rows[i].score),
-            i,
-        ),
-    )
-    return GridResult(Path(recording), list(targets), model, params, metric,
-                      [rows[i] for i in order])
-
-
-def _fmt(value: float | None, spec: str = ".4g") -> str:
-    return "—" if value is None or not math.isfinite(value) else format(value, spec)
-
-
-def format_grid(result: GridResult) -> str:
-    """The ranked table ``onlinesparse grid`` prints."""
-    keys = list(result.rows[0].setting) if result.rows else []
-    header = ["rank", *keys, "nMSE", "RMSE", "MAE", "R²", "coverage", "µs med", "status"]
-    table = [header]
-    for rank, row in enumerate(result.rows, 1):
-        m = row.means
-        failed = [r for r in row.results if not r.ok]
-        status = "ok" if not failed else f"{len(failed)}/{len(row.results)} failed"
-        table.append([
-            str(rank) if row.score is not None else "-",
-            *(repr(row.setting[k]) for k in keys),
-            _fmt(m["nmse"]), _fmt(m["rmse"]), _fmt(m["mae"]), _fmt(m["r2"]),
-            _fmt(m["coverage"], ".3f"), _fmt(m["latency_us_median"], ".1f"), status,
-        ])
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in table]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    for module, names in _MOVED.items():
+        if name in names:
+            return getattr(importlib.import_module(module), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

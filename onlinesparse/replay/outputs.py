@@ -1,0 +1,272 @@
+"""Writing what a replay produced: the predictions spool, predictions file, metrics and report.
+
+Each target's predictions go to a spool (a flat file of float64 records) while it runs; at the
+end :func:`write_outputs` concatenates the spools into one predictions file, writes
+``metrics.json``, then the HTML report. Every file is written to a temporary name and renamed,
+so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from onlinesparse.replay.config import (
+    EXIT_INTERRUPTED,
+    PREDICTION_COLUMNS,
+    ReplayConfig,
+    ReplayOutcome,
+    TargetResult,
+)
+from onlinesparse.replay.errors import UsageError
+from onlinesparse.replay.reader import Columns, Recording, open_recording
+
+__all__ = ["write_outputs", "format_summary"]
+
+
+class _Spool:
+    """Predictions appended to a flat float64 file: (row, time, truth, mean, std) records.
+
+    A fixed record size makes resuming exact: the file is truncated to the number of records
+    the checkpoint knew about, whatever was written after it.
+    """
+
+    WIDTH = len(PREDICTION_COLUMNS)
+    RECORD_BYTES = WIDTH * 8
+
+    def __init__(self, path: Path, keep: int):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if keep:
+            if not path.exists() or path.stat().st_size < keep * self.RECORD_BYTES:
+                raise UsageError(
+                    f"the predictions saved with the checkpoint ({path}) are missing or "
+                    "shorter than the checkpoint; start again without --resume"
+                )
+            self.fh = open(path, "r+b")
+            self.fh.truncate(keep * self.RECORD_BYTES)
+            self.fh.seek(0, os.SEEK_END)
+        else:
+            self.fh = open(path, "wb")
+        self.buffer: list[tuple[float, float, float, float, float]] = []
+
+    def flush(self) -> None:
+        if self.buffer:
+            np.asarray(self.buffer, dtype=np.float64).tofile(self.fh)
+            self.buffer.clear()
+        self.fh.flush()
+
+    def count(self) -> int:
+        return self.fh.tell() // self.RECORD_BYTES
+
+    def close(self) -> None:
+        self.flush()
+        self.fh.close()
+
+    @classmethod
+    def read(cls, path: str | Path | None, n: int) -> np.ndarray:
+        """The first ``n`` records, memory-mapped (not loaded) when there are any."""
+        if path is None or n == 0 or not Path(path).exists():
+            return np.empty((0, cls.WIDTH))
+        return np.memmap(path, dtype=np.float64, mode="r", shape=(n, cls.WIDTH))
+
+
+def write_outputs(
+    cfg: ReplayConfig,
+    columns: Columns,
+    results: list[TargetResult],
+    recording: Recording | None = None,
+) -> ReplayOutcome:
+    """The outcome of ``results``; with ``cfg.out``, also its predictions, metrics and report.
+
+    Parameters
+    ----------
+    cfg
+        The replay's configuration.
+    columns
+        The resolved columns.
+    results
+        One result per target, in the order of ``cfg.targets``.
+    recording
+        The opened recording (opened again from ``cfg.recording`` when not given).
+
+    """
+    outcome = ReplayOutcome(results, _exit_code(results), columns, cfg.out)
+    if cfg.out is not None:
+        _write_outputs(cfg, columns, recording or open_recording(cfg.recording), outcome)
+    return outcome
+
+
+def _exit_code(results: Sequence[TargetResult]) -> int:
+    statuses = {r.status for r in results}
+    if statuses & {"corrupt_row", "model_error"}:
+        return 1
+    if "interrupted" in statuses:
+        return EXIT_INTERRUPTED
+    return 0
+
+
+def _overall_status(results: Sequence[TargetResult]) -> str:
+    for status in ("model_error", "corrupt_row", "interrupted", "stopped"):
+        if any(r.status == status for r in results):
+            return status
+    return "completed"
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        return _json_safe(value.item())
+    return value
+
+
+def _write_predictions(path: Path, fmt: str, results: Sequence[TargetResult]) -> None:
+    """Concatenate the spools into one file, a block at a time (constant memory)."""
+    import pandas as pd
+
+    block = 1 << 16
+    tmp = path.with_name(f".{path.name}.tmp")
+    writer = None
+    wrote_header = False
+    try:
+        for result in results:
+            data = _Spool.read(result.spool_path, result.n_predictions)
+            for lo in range(0, max(len(data), 1), block):
+                part = np.asarray(data[lo : lo + block])
+                frame = pd.DataFrame(part, columns=list(PREDICTION_COLUMNS))
+                frame["row"] = frame["row"].astype("int64")
+                frame.insert(0, "target", pd.Series([result.target] * len(frame), dtype=object))
+                if fmt == "csv":
+                    frame.to_csv(tmp, mode="a" if wrote_header else "w", header=not wrote_header,
+                                 index=False)
+                    wrote_header = True
+                else:
+                    import pyarrow as pa
+                    import pyarrow.parquet as pq
+
+                    table = pa.Table.from_pandas(frame, preserve_index=False).cast(
+                        pa.schema([("target", pa.string()), ("row", pa.int64())]
+                                  + [(c, pa.float64()) for c in PREDICTION_COLUMNS[1:]])
+                    )
+                    if writer is None:
+                        writer = pq.ParquetWriter(tmp, table.schema)
+                    writer.write_table(table)
+        if writer is not None:
+            writer.close()
+            writer = None
+        os.replace(tmp, path)
+    finally:
+        if writer is not None:
+            writer.close()
+        tmp.unlink(missing_ok=True)
+
+
+def _write_outputs(
+    cfg: ReplayConfig, columns: Columns, recording: Recording, outcome: ReplayOutcome
+) -> None:
+    out = Path(cfg.out)
+    results = outcome.results
+    suffix = "parquet" if cfg.predictions_format == "parquet" else "csv"
+    outcome.predictions_path = out / f"predictions.{suffix}"
+    _write_predictions(outcome.predictions_path, cfg.predictions_format, results)
+
+    summary = {
+        "recording": str(cfg.recording),
+        "format": recording.format,
+        "status": _overall_status(results),
+        "model": cfg.model,
+        "model_params": cfg.model_params,
+        "standardize": cfg.standardize,
+        "warmup": cfg.warmup,
+        "interval": cfg.interval,
+        "time": columns.time,
+        "features": columns.features,
+        "predictions": outcome.predictions_path.name,
+        "targets": {r.target: {**r.metrics, "relevance": r.relevance} for r in results},
+    }
+    outcome.metrics_path = out / "metrics.json"
+    tmp = out / ".metrics.json.tmp"
+    tmp.write_text(json.dumps(_json_safe(summary), indent=2, allow_nan=False))
+    os.replace(tmp, outcome.metrics_path)
+
+    if cfg.report:
+        from onlinesparse.report import write_report
+
+        outcome.report_path = write_report(
+            out,
+            [r.section if r.section is not None else _target_report(cfg, r) for r in results],
+            summary=summary,
+            title=cfg.title or f"onlinesparse replay: {cfg.recording.name} through {cfg.model}",
+            warmup=cfg.warmup,
+            time_label="time (s)" if columns.time else "row",
+        )
+
+    # The spool is the part of a checkpoint that lives in --out: keep it while a checkpoint
+    # may be resumed, remove it otherwise.
+    for r in results:
+        if r.checkpoint_path is None and r.spool_path:
+            Path(r.spool_path).unlink(missing_ok=True)
+    spool_dir = out / ".spool"
+    if spool_dir.exists() and not any(spool_dir.iterdir()):
+        spool_dir.rmdir()
+
+
+def _target_report(cfg: ReplayConfig, result: TargetResult):
+    from onlinesparse.report import TargetReport
+
+    return TargetReport(
+        name=result.target,
+        predictions=_Spool.read(result.spool_path, result.n_predictions),
+        metrics=result.metrics,
+        trace=result.trace,
+        latency=result.latency,
+        relevance=result.relevance,
+        relevance_source=result.relevance_source,
+        relevant=(cfg.relevant or {}).get(result.target),
+        has_dist=result.has_dist,
+    )
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def _fmt_us(value: float) -> str:
+    if not math.isfinite(value):
+        return "—"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def format_summary(outcome: ReplayOutcome, cfg: ReplayConfig) -> str:
+    """The table the command prints at the end of a replay."""
+    header = ["target", "MAE", "RMSE", "nMSE", "R²", f"cover {cfg.interval:.0%}",
+              "µs med", "µs p99", "scored", "skipped"]
+    rows = [header]
+    for r in outcome.results:
+        m = r.metrics
+        lat = m["latency_us"]
+        rows.append([
+            r.target, _fmt(m["mae"]), _fmt(m["rmse"]), _fmt(m["nmse"]), _fmt(m["r2"]),
+            _fmt(m["coverage"], 3) if r.has_dist else "n/a",
+            _fmt_us(lat["median"]), _fmt_us(lat["p99"]), str(m["n_scored"]),
+            str(m["corrupt_rows"]),
+        ])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                       enumerate(zip(row, widths, strict=True))) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
