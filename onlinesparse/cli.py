@@ -47,6 +47,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
+    return value
+
+
 def _model_flags() -> dict[str, list[tuple[str, registry.ModelParam]]]:
     """Each parameter flag of the registry with the models that take it."""
     flags: dict[str, list[tuple[str, registry.ModelParam]]] = {}
@@ -92,6 +102,10 @@ def _add_replay_options(parser: argparse.ArgumentParser, grid: bool = False) -> 
                          "(default 0.95)")
     ev.add_argument("--diag-every", type=_positive_int, default=100, metavar="K",
                     help="record the model's diagnostics every K samples (default 100)")
+    if not grid:
+        ev.add_argument("--budget-us", type=_positive_float, metavar="US",
+                        help="deadline per sample in µs: count the samples whose predict_one "
+                             "+ learn_one took longer (wall-clock) and draw it in the report")
 
     io = parser.add_argument_group("input and output")
     if grid:
@@ -251,6 +265,28 @@ def _resume_hint(argv: Sequence[str], checkpoint: str) -> str:
     return shlex.join([*cleaned, "--checkpoint", checkpoint, "--resume"])
 
 
+def _announce_columns(cfg: Any) -> None:
+    """Print the features the replay will use and what looks wrong about them."""
+    from onlinesparse.replay.checks import recording_warnings
+    from onlinesparse.replay.reader import open_recording
+
+    cfg.check()
+    if not Path(cfg.recording).exists():
+        return  # run_replay says so; a remote cluster may see a path this machine does not
+    recording = open_recording(cfg.recording)
+    columns = recording.select(cfg.targets, cfg.features, cfg.time)
+    shown = ", ".join(columns.features[:30]) + (" …" if len(columns.features) > 30 else "")
+    print(f"features ({len(columns.features)}): {shown or 'none'}"
+          + ("" if cfg.features else "  (every column but the targets and the time: choose "
+             "with --features)"))
+    sys.stdout.flush()  # the warnings (standard error) come after the list they are about
+    for warning in recording_warnings(recording, columns):
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
+    if cfg.warmup:
+        print(f"the first {cfg.warmup} samples of each target are learned but not scored "
+              "(--warmup)")
+
+
 def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from onlinesparse.replay.runner import ReplayConfig, format_summary, run_replay
 
@@ -276,7 +312,10 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         diag_every=args.diag_every,
         progress=args.progress,
         report=not args.no_report,
+        budget_us=args.budget_us,
+        command=shlex.join(["onlinesparse", *argv]),
     )
+    _announce_columns(cfg)
     if args.scheduler:
         from onlinesparse.parallel import DaskPool, dask_client
 

@@ -195,8 +195,9 @@ def plot_prediction(t: TargetReport, z: float, warmup: int, time_label: str
                             label=f"{t.metrics.get('interval', 0.95):.0%} predictive interval")
         ax.plot(tt, block[:, TRUTH], color=TRUTH_COLOR, lw=1.0, label="truth")
         ax.plot(tt, block[:, MEAN], color=MEAN_COLOR, lw=1.2, label="prediction")
-        window_range, _, _ = robust_range([block[:, TRUTH], block[:, MEAN]],
-                                          [block[:, TRUTH], block[:, MEAN]])
+        band = [block[:, MEAN] - z * block[:, STD], block[:, MEAN] + z * block[:, STD]]
+        shown = [block[:, TRUTH], block[:, MEAN], *(band if t.has_dist else [])]
+        window_range, _, _ = robust_range(shown, shown)
         ax.set_ylim(*window_range)
         rows = block[:, ROW]
         ax.set_title(f"window {label}: rows {int(rows[0])}–{int(rows[-1])}", fontsize=9,
@@ -247,7 +248,7 @@ def plot_diagnostics(t: TargetReport, time_label: str) -> tuple[bytes | None, li
                                           [np.sqrt(sq_mean), values["noise_std"]])
         if clipped:
             ax.set_ylim(max(robust[0], 0.0), robust[1])
-    ax.set_ylabel(f"error ({t.name} units)")
+    ax.set_ylabel("error (target's units)")
     ax.set_title(f"{t.name}: error and model state over time", fontsize=10)
     ax.legend(loc="upper right", fontsize=8)
     budget = t.metrics.get("basis_budget")
@@ -262,6 +263,15 @@ def plot_diagnostics(t: TargetReport, time_label: str) -> tuple[bytes | None, li
             ax.legend(loc="lower right", fontsize=8)
         if key == "gcv" and np.nanmin(v) > 0:
             ax.set_yscale("log")
+        # As for the predictions: the scored part sets the range, not the start-up transient.
+        later = v[(x >= tm[0]) & np.isfinite(v)] if len(tm) else v[np.isfinite(v)]
+        if key != "n_basis" and len(later) > 1 and np.nanmax(v) > 1.5 * later.max():
+            top = later.max()
+            low = later.min()
+            ax.set_ylim(low / 1.5 if key == "gcv" and low > 0 else low - 0.1 * (top - low),
+                        top * 1.5 if key == "gcv" else top + 0.1 * (top - low))
+            ax.text(0.99, 0.95, "range of the scored part (the start goes beyond)",
+                    transform=ax.transAxes, ha="right", va="top", fontsize=7, color="#7a4b00")
     axes[-1].set_xlabel(time_label)
     return png(fig), shown
 
@@ -366,7 +376,8 @@ def plot_latency(t: TargetReport, time_label: str) -> bytes | None:
     budget = t.metrics.get("budget_us")
     times, values = (t.trace.as_arrays() if t.trace is not None else (np.empty(0), {}))
     over_time = "latency_max_us" in values and len(times) > 1
-    fig, axes = grid(11, 3.4 + 3.2 * over_time, 1 + over_time, gap=0.9, top=0.7)
+    fig, axes = grid(11, 3.4 + 3.6 * over_time, 1 + over_time, gap=0.9, top=0.7,
+                     bottom=1.2 if over_time else 0.6)
     ax = axes[0]
     shown = [h] + ([cpu] if cpu is not None and cpu.n else [])
     nz = np.concatenate([np.flatnonzero(x.counts) for x in shown])
@@ -385,6 +396,7 @@ def plot_latency(t: TargetReport, time_label: str) -> bytes | None:
         ax.set_xlim(right=max(ax.get_xlim()[1], float(budget) * 1.5))
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_ylim(bottom=0.5)  # a bin of one sample stays visible on the log scale
     ax.set_xlabel("µs per predict_one + learn_one (log scale)")
     ax.set_ylabel("samples (log scale)")
     ax.set_title(f"{t.name}: time per sample over {h.n} scored samples, after warm_up()",
@@ -398,10 +410,11 @@ def plot_latency(t: TargetReport, time_label: str) -> bytes | None:
 def _latency_over_time(ax: Any, times: np.ndarray, values: Mapping[str, np.ndarray],
                        budget: float | None, time_label: str) -> None:
     """Slowest sample of each diagnostics interval, wall-clock and CPU, with heavy work."""
+    # Each point is the slowest sample since the previous point: drawn over that interval.
     ax.plot(times, values["latency_max_us"], color=MEAN_COLOR, lw=0.9,
-            drawstyle="steps-post", label="slowest sample per interval, wall-clock")
+            drawstyle="steps-pre", label="slowest sample per interval, wall-clock")
     if "cpu_max_us" in values:
-        ax.plot(times, values["cpu_max_us"], color=CPU_COLOR, lw=0.9, drawstyle="steps-post",
+        ax.plot(times, values["cpu_max_us"], color=CPU_COLOR, lw=0.9, drawstyle="steps-pre",
                 label="slowest sample per interval, CPU")
     if budget:
         ax.axhline(float(budget), color=BUDGET_COLOR, lw=1.5, ls="--", label="budget")
@@ -421,21 +434,30 @@ def _latency_over_time(ax: Any, times: np.ndarray, values: Mapping[str, np.ndarr
     ax.set_ylabel("µs (log scale)")
     ax.set_title("latency over time; markers at the bottom: intervals with heavy work",
                  fontsize=10, loc="left")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.28), ncols=4,
+              frameon=False)
     ax.margins(x=0.005)
 
 
 def plot_model_comparison(targets: Sequence[str], per_model: Mapping[str, Mapping[str, Any]],
                           nonlinear: Mapping[str, bool] | None = None) -> bytes:
-    """Grouped bars of nMSE and relevance AUC per target, one colour per model (PNG)."""
-    fig, axes = grid(11, 5.6, 2, sharex=True, bottom=1.0, gap=0.5)
+    """Grouped bars per target, one colour per model: nMSE, relevance AUC and, for models
+    that decide which inputs are relevant, the false positives among those they mark (PNG).
+
+    ``per_model`` maps a model name to ``{"nmse": [...], "auc": [...], "false": [...]}`` in
+    ``targets`` order (NaN where a model has no value).
+    """
+    deciding = any(np.isfinite(np.asarray(v.get("false", []), dtype=float)).any()
+                   for v in per_model.values())
+    keys = ("nmse", "auc", "false") if deciding else ("nmse", "auc")
+    fig, axes = grid(11, 2.3 * len(keys) + 1.0, len(keys), sharex=True, bottom=1.0, gap=0.5)
     n_models = max(len(per_model), 1)
     width = 0.8 / n_models
     x = np.arange(len(targets))
     palette = [MEAN_COLOR, HIT_COLOR, CPU_COLOR, "#8a4fb0", "#777777"]
     for i, (name, values) in enumerate(per_model.items()):
         offset = (i - (n_models - 1) / 2) * width
-        for ax, key in zip(axes, ("nmse", "auc"), strict=True):
+        for ax, key in zip(axes, keys, strict=True):
             v = np.asarray(values.get(key, [math.nan] * len(targets)), dtype=float)
             ax.bar(x + offset, np.nan_to_num(v), width, label=name,
                    color=palette[i % len(palette)])
@@ -445,7 +467,12 @@ def plot_model_comparison(targets: Sequence[str], per_model: Mapping[str, Mappin
     axes[1].set_ylabel("relevance AUC")
     axes[1].set_ylim(0, 1.05)
     axes[1].axhline(0.5, color="#999999", lw=0.8, ls=":")
-    axes[1].set_title("recovery of the truly relevant neurons (0.5 = chance)", fontsize=10)
+    axes[1].set_title("ranking by relevance score: chance that a truly relevant neuron outranks "
+                      "an irrelevant one (0.5 = chance)", fontsize=10)
+    if deciding:
+        axes[2].set_ylabel("false positives")
+        axes[2].set_title("neurons the model itself marks relevant that are not (models that "
+                          "make no such decision: no bar)", fontsize=10)
     labels = [f"{t}{' *' if nonlinear and nonlinear.get(t) else ''}" for t in targets]
-    axes[1].set_xticks(x, labels, rotation=20, fontsize=8)
+    axes[-1].set_xticks(x, labels, rotation=20, fontsize=8)
     return png(fig)

@@ -36,7 +36,7 @@ SETTINGS = [
     ("lin1", {}),
 ]
 #: What depends on the clock, not on the data and the model.
-TIMING = ("latency_us", "rows_per_second")
+TIMING = ("latency_us", "cpu_us", "warm_up_s", "elapsed_s", "rows_per_second")
 
 
 def make_recording(directory):

@@ -192,7 +192,8 @@ def _replay_models(session: Any, recording: Path, chosen: list[str], out: Path,
 def _comparison(session: Any, outcomes: dict[str, Any]
                 ) -> tuple[list[list[str]], dict[str, dict[str, list[float]]]]:
     """The comparison table (header first) and the per-muscle nMSE and AUC of each model."""
-    header = ["model", "nMSE", "R²", "coverage 95%", "µs median", "µs p99", "µs max",
+    header = ["model", "nMSE", "R²", "coverage 95%", "µs median", "µs p99 wall / CPU",
+              "µs max wall / CPU",
               "rows/s", "relevant neurons in top k", "AUC", "marked relevant (true / false)"]
     table = [header]
     per_muscle: dict[str, dict[str, list[float]]] = {}
@@ -202,8 +203,13 @@ def _comparison(session: Any, outcomes: dict[str, Any]
                 if r.relevance else None for r in outcome.results]
         found = [rec for rec in recs if rec is not None]
         hits, ks = sum(r["hits"] for r in found), sum(r["k"] for r in found)
-        per_muscle[name] = {"nmse": [m["nmse"] for m in metrics],
-                            "auc": [r["auc"] if r else math.nan for r in recs]}
+        per_muscle[name] = {
+            "nmse": [m["nmse"] for m in metrics],
+            "auc": [r["auc"] if r else math.nan for r in recs],
+            "false": [math.nan if r.metrics.get("relevant_inputs") is None else
+                      len(set(r.metrics["relevant_inputs"]) - set(session.relevant[r.target]))
+                      for r in outcome.results],
+        }
         coverage = [m["coverage"] for m in metrics if m["coverage"] is not None]
         table.append([
             name,
@@ -211,8 +217,8 @@ def _comparison(session: Any, outcomes: dict[str, Any]
             _f(_mean([m["r2"] for m in metrics]), ".3f"),
             _f(_mean(coverage), ".3f") if coverage else "n/a",
             _f(float(np.median([m["latency_us"]["median"] for m in metrics])), ".1f"),
-            _f(max(m["latency_us"]["p99"] for m in metrics), ".1f"),
-            _f(max(m["latency_us"]["max"] for m in metrics), ".0f"),
+            *(f"{_f(max(m['latency_us'][k] for m in metrics), '.0f')} / "
+              f"{_f(max(m['cpu_us'][k] for m in metrics), '.0f')}" for k in ("p99", "max")),
             _f(_mean([m["rows_per_second"] or math.nan for m in metrics]), ",.0f"),
             f"{hits}/{ks} ({hits / ks:.0%})" if ks else "n/a (no relevance)",
             _f(_mean([r["auc"] for r in found]), ".2f") if found else "n/a",
@@ -234,8 +240,9 @@ def _decisions(session: Any, results: list[Any]) -> str:
 
 def _print_table(table: list[list[str]], stream: TextIO) -> None:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    print("\nComparison (averaged over muscles; latency = wall-clock time of predict_one + "
-          "learn_one):", file=stream)
+    print("\nComparison (averaged over muscles; latency: µs of predict_one + learn_one, "
+          "median over muscles, worst muscle's p99 and max, wall-clock and the thread's CPU "
+          "time):", file=stream)
     for i, row in enumerate(table):
         cells = [c.ljust(w) if j == 0 else c.rjust(w)
                  for j, (c, w) in enumerate(zip(row, widths, strict=True))]
@@ -267,6 +274,7 @@ def _write_page(out: Path, session: Any, trials: int, table: list[list[str]],
     return write_comparison_report(
         out, title="onlinesparse demo: simulated motor cortex → EMG", intro=intro,
         table=table, links={f"{name}: full report": f"{name}/report.html" for name in names},
-        figures=[(figure, "nMSE and relevance AUC per muscle; * marks the nonlinear muscles")],
+        figures=[(figure, "nMSE, relevance AUC and false positives of the model's own "
+                          "relevance decision, per muscle; * marks the nonlinear muscles")],
         summary=summary,
     )

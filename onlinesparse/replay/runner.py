@@ -90,6 +90,11 @@ class _TargetState:
     spool_path: str | None = None
     n_predictions: int = 0
     elapsed: float = 0.0
+    cpu_latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    deadline_misses: int = 0
+    # Slowest sample (wall-clock and CPU µs) since the trace's last point: latency over time.
+    window_wall: float = 0.0
+    window_cpu: float = 0.0
 
 
 def _safe(name: str) -> str:
@@ -214,8 +219,25 @@ class _TargetRun:
         self.checkpoint_path: str | None = (
             str(self.explicit) if self.explicit and self.explicit.exists() else None
         )
+        # Before the clock starts: the first samples would otherwise time the loading or
+        # compiling of the model's code (0.45 s on the first sample of an RBF replay).
+        self.warm_up_s = self._warm_up()
         self.started = self.last_note = time.perf_counter()
         self.elapsed_before = state.elapsed
+
+    def _warm_up(self, rows: int = 200) -> float:
+        """Drive a clone of the model through the first rows (see
+        :func:`~onlinesparse.replay.models.warm_up_model`); seconds taken."""
+        try:
+            chunk = next(self.recording.iter_chunks(self.columns, self.target, rows, 0), None)
+            good = [] if chunk is None else [i for i in range(len(chunk))
+                                             if i not in chunk.problems]
+            names = list(self.columns.features)
+            xs = [dict(zip(names, chunk.X[i].tolist(), strict=True)) for i in good]
+            ys = [float(chunk.y[i]) for i in good]
+            return registry.warm_up_model(self.state.model, xs, ys)
+        except Exception:  # noqa: BLE001 - the replay itself reports what is wrong, row by row
+            return 0.0
 
     def _open_spool(self) -> _Spool | None:
         cfg, state = self.cfg, self.state
@@ -268,6 +290,8 @@ class _TargetRun:
         if spool is not None:
             spool.close()
         state.elapsed = self.elapsed_before + time.perf_counter() - self.started
+        if self.status == "completed" and state.acc.n == 0:
+            self.status = "nothing_scored"
         self.notify("progress", (self.target, state.position, state.acc.rmse))
         return self._result()
 
@@ -316,7 +340,8 @@ class _TargetRun:
         record = self.spool.buffer.append if self.spool is not None else None
         names = list(self.columns.features)
         warmup, max_rows, every = cfg.warmup, cfg.max_rows, self.every
-        perf = time.perf_counter
+        cpu_latency, budget = state.cpu_latency, cfg.budget_us
+        perf, cpu_ns = time.perf_counter, time.thread_time_ns
         X, ys, ts = chunk.X.tolist(), chunk.y.tolist(), chunk.time.tolist()
         problems = chunk.problems
         for i, row in enumerate(chunk.rows.tolist()):
@@ -336,6 +361,7 @@ class _TargetRun:
             x = dict(zip(names, X[i], strict=True))
             y = ys[i]
             try:  # free unless it raises (Python ≥ 3.11)
+                c0 = cpu_ns()
                 t0 = perf()
                 out = predict(x, with_dist=True) if has_dist else predict(x)
                 t1 = perf()
@@ -352,12 +378,25 @@ class _TargetRun:
                 t2 = perf()
                 learn(x, y)
                 t3 = perf()
+                # The thread's own CPU time: what the model cost, whatever else the machine
+                # ran meanwhile (it also spans the scoring and the clock reads, ~2 µs).
+                cpu = (cpu_ns() - c0) * 1e-3
+                wall = ((t1 - t0) + (t3 - t2)) * 1e6
+                state.window_wall = max(state.window_wall, wall)
+                state.window_cpu = max(state.window_cpu, cpu)
                 if trace.due():  # every diag_every samples, not every sample: it costs
-                    trace.record(ts[i], _diagnostics(model))
+                    values = _diagnostics(model)
+                    values["latency_max_us"], values["cpu_max_us"] = (state.window_wall,
+                                                                       state.window_cpu)
+                    state.window_wall = state.window_cpu = 0.0
+                    trace.record(ts[i], values)
             except Exception as exc:
                 raise _ModelRaised(row, exc) from exc
             if scored:
-                latency.add(((t1 - t0) + (t3 - t2)) * 1e6)
+                latency.add(wall)
+                cpu_latency.add(cpu)
+                if budget is not None and wall > budget:
+                    state.deadline_misses += 1
             state.n_samples += 1
             state.position = row + 1
             if record is not None:
@@ -379,6 +418,18 @@ class _TargetRun:
             final_diag = _diagnostics(model)
         except Exception:
             final_diag = {}
+        try:
+            marked, cutoff = registry.relevance_decisions(model)
+        except Exception:  # as above
+            marked, cutoff = None, None
+        if self.status == "nothing_scored":
+            from onlinesparse.replay.checks import nothing_scored_hint
+
+            self.message = "nothing was scored: " + nothing_scored_hint({
+                "rows_read": state.position, "samples": state.n_samples,
+                "warmup": self.cfg.warmup, "corrupt_rows": state.n_corrupt,
+                "nonfinite_predictions": state.n_nonfinite,
+                "corrupt_examples": [{"reason": why} for _, why in state.corrupt_examples]})
         metrics = {
             "status": self.status,
             "message": self.message,
@@ -394,7 +445,16 @@ class _TargetRun:
             ],
             "nonfinite_predictions": state.n_nonfinite,
             "latency_us": state.latency.as_dict(),
+            "cpu_us": state.cpu_latency.as_dict(),
+            "budget_us": self.cfg.budget_us,
+            "deadline_misses": state.deadline_misses if self.cfg.budget_us else None,
+            "warm_up_s": self.warm_up_s,
+            "elapsed_s": state.elapsed,
+            # After warm_up_model: the rate of the replay itself, not of compiling it.
             "rows_per_second": state.n_samples / state.elapsed if state.elapsed > 0 else None,
+            "basis_budget": registry.basis_budget(model),
+            "relevant_inputs": marked,
+            "relevance_cutoff": cutoff,
             "diagnostics": final_diag,
             "relevance_source": relevance_source,
             "checkpoint": self.checkpoint_path,
@@ -412,6 +472,7 @@ class _TargetRun:
             n_predictions=state.n_predictions,
             checkpoint_path=self.checkpoint_path,
             has_dist=self.has_dist,
+            cpu_latency=state.cpu_latency,
         )
 
 
@@ -459,7 +520,6 @@ def _replay_and_render(
 
         result.section = render_target(
             _target_report(cfg, result),
-            Path(cfg.out) / "plots",
             index=cfg.targets.index(target),
             interval=cfg.interval,
             warmup=cfg.warmup,
@@ -559,7 +619,7 @@ def run_replay(
         if previous_handler is not None:
             signal.signal(signal.SIGINT, previous_handler)
 
-    outcome = write_outputs(cfg, columns, results, recording)
+    outcome = write_outputs(cfg, columns, results, recording, started=started)
     outcome.elapsed = time.perf_counter() - started
     return outcome
 

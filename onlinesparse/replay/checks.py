@@ -1,0 +1,152 @@
+"""Checks of a replay's inputs that catch silent misuse before (and after) it runs.
+
+By default every column but the targets and the time is a feature, which is convenient and
+easy to get wrong: a sibling target (another muscle's EMG), a trial number, a row counter or
+a condition code fed to the model looks like skill or like noise. :func:`feature_warnings`
+reads the first rows and says which columns look like that; :func:`nothing_scored_hint` says
+why a replay that scored nothing did so, naming the column when one column made every row
+corrupt.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["feature_warnings", "recording_warnings", "nothing_scored_hint", "FIRST_ROWS"]
+
+#: Rows read to judge the features (the first chunk of at most this many rows).
+FIRST_ROWS = 2_000
+#: Names that usually identify a row, a trial or a moment rather than measure something.
+_ID_NAMES = re.compile(
+    r"^(id|index|idx|row|rownum|trial|trial_?(id|no|num|number)|session|subject|sample|"
+    r"epoch|time|timestamp|t|date|datetime|frame|count|counter|seq|sequence)$",
+    re.IGNORECASE,
+)
+
+
+def _stem(name: str) -> str:
+    """The part of a column name before its first separator or digit: ``emg`` of
+    ``emg_biceps``, ``n`` of ``n012``."""
+    match = re.match(r"[A-Za-z]+", name)
+    return match.group(0).lower() if match else ""
+
+
+def _sibling_warnings(features: Sequence[str], targets: Sequence[str]) -> list[str]:
+    """Features named like a target (same stem, separator after it): likely another target."""
+    out = []
+    for target in targets:
+        stem = _stem(target)
+        if len(stem) < 2 or len(stem) == len(target):
+            continue  # no separator in the target's name: nothing to compare
+        siblings = [f for f in features if _stem(f) == stem and f != target]
+        if siblings:
+            shown = ", ".join(siblings[:6]) + (" …" if len(siblings) > 6 else "")
+            out.append(
+                f"feature{'s' * (len(siblings) > 1)} {shown} named like target {target!r}: "
+                "if they are other targets recorded at the same time (another muscle's EMG), "
+                "the model sees the answer's siblings; choose inputs with --features"
+            )
+    return out
+
+
+def _column_warning(name: str, values: np.ndarray) -> str | None:
+    """Why one feature column looks like an identifier, a counter or a code, if it does."""
+    finite = values[np.isfinite(values)]
+    if len(values) and not len(finite):
+        return (f"feature {name!r} has no number in the first {len(values)} rows (text such as "
+                "a date?): give it as --time if it is the time, or leave it out with --features")
+    if len(finite) < 3:
+        return None
+    if _ID_NAMES.match(name):
+        return (f"feature {name!r} is named like an identifier or a time stamp; a model that "
+                "is given it can learn the recording's order instead of its physics")
+    if not np.all(finite == np.round(finite)):
+        return None
+    steps = np.diff(finite)
+    distinct = len(np.unique(finite))
+    if distinct > 2 and np.all(steps >= 0):
+        return (f"feature {name!r} is a non-decreasing integer column (a row, trial or sample "
+                "counter?); leave it out with --features unless it truly measures something")
+    if 2 < distinct <= 16 and len(finite) >= 10 * distinct:
+        return (f"feature {name!r} takes {distinct} integer values only (a condition or "
+                "direction code?); a code is not a quantity: one-hot encode it or leave it out")
+    return None
+
+
+def feature_warnings(features: Sequence[str], targets: Sequence[str],
+                     first_rows: np.ndarray | None = None) -> list[str]:
+    """Warnings about features that look like another target, an identifier or a code.
+
+    Parameters
+    ----------
+    features
+        The feature columns the replay uses.
+    targets
+        The target columns.
+    first_rows
+        The first rows' feature values (one column per feature; NaN where unparseable), or
+        ``None`` to judge by the names only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rows = np.column_stack([np.arange(100.0), np.random.default_rng(0).normal(size=100)])
+    >>> for w in feature_warnings(["trial_no", "emg_triceps"], ["emg_biceps"], rows):
+    ...     print(w[:60])
+    feature emg_triceps named like target 'emg_biceps': if they a
+    feature 'trial_no' is a non-decreasing integer column (a row,
+
+    """
+    out = _sibling_warnings(features, targets)
+    if first_rows is not None:
+        for j, name in enumerate(features):
+            message = _column_warning(name, np.asarray(first_rows[:, j], dtype=float))
+            if message:
+                out.append(message)
+    return out
+
+
+def nothing_scored_hint(metrics: Mapping[str, Any]) -> str:
+    """Why a target's replay scored no sample, as one sentence for the user.
+
+    Names the column when every corrupt row the replay kept an example of was corrupt because
+    of that one column.
+    """
+    rows, warmup = metrics.get("rows_read", 0), metrics.get("warmup", 0)
+    corrupt = metrics.get("corrupt_rows", 0)
+    if not rows:
+        return "the recording has no rows to replay"
+    if corrupt and corrupt >= rows:
+        reasons = [e.get("reason", "") for e in metrics.get("corrupt_examples") or []]
+        cols = Counter(m.group(1) for r in reasons if (m := re.search(r"column '([^']+)'", r)))
+        if len(cols) == 1 and sum(cols.values()) == len(reasons):
+            (col, _), = cols.items()
+            return (f"every row was corrupt because of column {col!r} ({reasons[0]}): leave "
+                    f"it out with --features, or give it as --time if it is the time")
+        return f"every one of the {rows} rows was corrupt (see the corrupt rows listed)"
+    if metrics.get("samples", 0) <= warmup or metrics.get("samples", 0) <= metrics.get(
+            "nonfinite_predictions", 0) + warmup:
+        return (f"all {metrics.get('samples', 0)} samples fell in the warm-up of {warmup} "
+                "(or gave no finite prediction); lower --warmup")
+    return "no sample was scored"
+
+
+def recording_warnings(recording: Any, columns: Any) -> list[str]:
+    """:func:`feature_warnings` on the first :data:`FIRST_ROWS` rows of ``recording``.
+
+    ``recording`` is a :class:`~onlinesparse.replay.reader.Recording` and ``columns`` its
+    selected :class:`~onlinesparse.replay.reader.Columns`. Reading them must not stop a
+    replay, so a failure to read gives the warnings that the names alone give.
+    """
+    rows = None
+    try:
+        chunk = next(recording.iter_chunks(columns, columns.targets[0], FIRST_ROWS, 0), None)
+        rows = chunk.X if chunk is not None else None
+    except Exception:  # noqa: BLE001 - the replay reports unreadable data itself
+        pass
+    return feature_warnings(list(columns.features), list(columns.targets), rows)
