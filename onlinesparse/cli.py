@@ -391,7 +391,9 @@ def _cmd_grid(args: argparse.Namespace) -> int:
         result = evaluate()
     n = len(result.rows)
     label = {"nmse": "nMSE", "rmse": "RMSE", "mae": "MAE", "r2": "R²"}[args.metric]
-    print(f"{n} setting{'s' * (n != 1)} of {args.model!r} on {args.recording.name}, "
+    what = (f"models {', '.join(grid['model'])}" if "model" in grid else repr(args.model))
+    print(f"{n} setting{'s' * (n != 1)} of {what} (with each model's defaults and the lin1 "
+          f"linear baseline) on {args.recording.name}, "
           f"{len(args.target)} target{'s' * (len(args.target) != 1)}, ranked by {label} "
           "averaged over the targets (progressive validation"
           + (f", first {args.warmup} samples not scored)" if args.warmup else ")"))
@@ -407,7 +409,8 @@ def _cmd_grid(args: argparse.Namespace) -> int:
         (args.out / "grid.json").write_text(
             json.dumps(_json_safe(result.as_dict()), indent=2, allow_nan=False, default=str)
         )
-        pd.DataFrame([{**{k: repr(v) if isinstance(v, tuple) else v
+        pd.DataFrame([{"model": row.model, "row": row.role,
+                       **{k: repr(v) if isinstance(v, tuple) else v
                           for k, v in row.setting.items()},
                        "score": row.score, **row.means, "ok": row.ok} for row in result.rows]
                      ).to_csv(args.out / "grid.csv", index=False)
@@ -416,26 +419,23 @@ def _cmd_grid(args: argparse.Namespace) -> int:
     if best is None:
         print("onlinesparse: error: no setting of the grid completed", file=sys.stderr)
         return 1
-    settings = ", ".join(f"{k}={v!r}" for k, v in best.setting.items())
-    print(f"best: {settings} ({label} {best.score:.4g})")
-    print(f"replay it with: {_replay_command(args, best.setting)}")
+    settings = ", ".join(f"{k}={v!r}" for k, v in best.setting.items()) or "its defaults"
+    print(f"best: {best.model} with {settings} ({label} {best.score:.4g})")
+    print("replay it with: "
+          + _replay_command(args, best.model, best.results[0].job.params))
     return 0
 
 
-def _replay_command(args: argparse.Namespace, setting: dict[str, Any]) -> str:
-    """The ``onlinesparse replay`` command that replays ``setting`` as the grid did."""
+def _replay_command(args: argparse.Namespace, model: str, params: dict[str, Any]) -> str:
+    """The ``onlinesparse replay`` command that replays ``model`` with constructor keywords
+    ``params`` as the grid did."""
     words = ["onlinesparse", "replay", str(args.recording)]
     words += [w for t in args.target for w in ("--target", t)]
     words += [w for f in args.features or [] for w in ("--features", f)]
     if args.time:
         words += ["--time", args.time]
-    words += ["--model", args.model]
-    for flag in _model_flags():
-        raw = getattr(args, f"param_{flag.replace('-', '_')}")
-        if raw is not None:
-            words += [f"--{flag}", str(raw)]
-    words += [w for a in args.param for w in ("--param", a)]
-    words += [w for k, v in setting.items() for w in ("--param", f"{k}={v!r}")]
+    words += ["--model", model]
+    words += [w for k, v in params.items() for w in ("--param", f"{k}={v!r}")]
     if not args.standardize:
         words.append("--no-standardize")
     for option, value, default in (("--warmup", args.warmup, DEFAULT_WARMUP),
