@@ -328,10 +328,13 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     for r in outcome.results:
         if r.message:
             print(f"onlinesparse: error: {r.target}: {r.message}", file=sys.stderr)
-    if outcome.out is not None:
+    for message in outcome.errors:  # outputs that could not be written (the others were)
+        print(f"onlinesparse: error: {message}", file=sys.stderr)
+    written = [p.name for p in (outcome.predictions_path, outcome.metrics_path,
+                                outcome.report_path) if p is not None]
+    if outcome.out is not None and written:
         done = "up to where the replay stopped " if outcome.exit_code else ""
-        print(f"wrote {done}to {outcome.out}/: {outcome.predictions_path.name}, metrics.json"
-              + (", report.html" if outcome.report_path else ""))
+        print(f"wrote {done}to {outcome.out}/: {', '.join(written)}")
         if outcome.report_path:
             print(f"report: {outcome.report_path}")
     if outcome.exit_code == 130:
@@ -531,6 +534,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ReplayError as exc:
         print(f"onlinesparse: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # a file system that failed where no step expected it
+        print(f"onlinesparse: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("onlinesparse: aborted without saving a checkpoint", file=sys.stderr)
         return 130

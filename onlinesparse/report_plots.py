@@ -156,7 +156,7 @@ def _overview(ax: Any, t: TargetReport, first: int, marks: Sequence[tuple[str, i
         ax.text(times[lo], 1.0, label, transform=ax.get_xaxis_transform(), va="top",
                 ha="left", fontsize=9, fontweight="bold")
     ax.set_xlabel(time_label)
-    ax.set_ylabel(t.name)
+    ax.set_ylabel(t.name, parse_math=False)
     ax.margins(x=0.005)
     ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=8, ncols=5, frameon=False)
     return scored, drawn
@@ -178,7 +178,7 @@ def plot_prediction(t: TargetReport, z: float, warmup: int, time_label: str
     fig, axes = grid(11, 2.3 * (1 + len(marks)) + 0.6, 1 + len(marks), top=0.95)
     fig.suptitle(f"{t.name}: prediction against truth over the whole replay; windows A–C "
                  "are zoomed below", x=0.9 / 11, y=1 - 0.1 / fig.get_figheight(), ha="left",
-                 va="top", fontsize=10)
+                 va="top", fontsize=10, parse_math=False)  # names are text, never mathtext
     scored, drawn = _overview(axes[0], t, first, marks, time_label)
     robust, whole, clipped = robust_range(scored, drawn)
     if clipped:
@@ -203,7 +203,7 @@ def plot_prediction(t: TargetReport, z: float, warmup: int, time_label: str
         ax.set_title(f"window {label}: rows {int(rows[0])}–{int(rows[-1])}", fontsize=9,
                      loc="left")
         ax.set_xlabel(time_label)
-        ax.set_ylabel(t.name)
+        ax.set_ylabel(t.name, parse_math=False)
         ax.margins(x=0)
         if k == 0:
             ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=8, ncols=3,
@@ -249,7 +249,7 @@ def plot_diagnostics(t: TargetReport, time_label: str) -> tuple[bytes | None, li
         if clipped:
             ax.set_ylim(max(robust[0], 0.0), robust[1])
     ax.set_ylabel("error (target's units)")
-    ax.set_title(f"{t.name}: error and model state over time", fontsize=10)
+    ax.set_title(f"{t.name}: error and model state over time", fontsize=10, parse_math=False)
     ax.legend(loc="upper right", fontsize=8)
     budget = t.metrics.get("basis_budget")
     for ax, (key, x, v, label) in zip(axes[1:], panels, strict=True):
@@ -338,7 +338,7 @@ def plot_relevance(t: TargetReport) -> bytes | None:
     fig, (ax,) = grid(max(7.0, min(16.0, 0.2 * len(names) + 1.4)), 3.9, bottom=0.95, top=0.8)
     ax.bar(range(len(names)), scores, color=colors,
            edgecolor=[HIT_COLOR if f in truth else "none" for f in names], linewidth=1.5)
-    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7, parse_math=False)
     for tick, f in zip(ax.get_xticklabels(), names, strict=True):
         if f in truth:
             tick.set_color(HIT_COLOR)
@@ -400,6 +400,7 @@ def plot_latency(t: TargetReport, time_label: str) -> bytes | None:
     ax.set_xlabel("µs per predict_one + learn_one (log scale)")
     ax.set_ylabel("samples (log scale)")
     ax.set_title(f"{t.name}: time per sample over {h.n} scored samples, after warm_up()",
+                 parse_math=False,
                  fontsize=10, loc="left")
     ax.legend(fontsize=8, loc="upper right")
     if over_time:
@@ -474,5 +475,5 @@ def plot_model_comparison(targets: Sequence[str], per_model: Mapping[str, Mappin
         axes[2].set_title("neurons the model itself marks relevant that are not (models that "
                           "make no such decision: no bar)", fontsize=10)
     labels = [f"{t}{' *' if nonlinear and nonlinear.get(t) else ''}" for t in targets]
-    axes[-1].set_xticks(x, labels, rotation=20, fontsize=8)
+    axes[-1].set_xticks(x, labels, rotation=20, fontsize=8, parse_math=False)
     return png(fig)

@@ -15,3 +15,15 @@ settings.register_profile(
     database=None,
 )
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_checkpoint_key(tmp_path_factory):
+    """Replays sign their checkpoints with a per-user key under $XDG_CONFIG_HOME: keep the
+    tests' key out of the real configuration directory (subprocesses inherit it too)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+        yield

@@ -97,7 +97,8 @@ def test_nothing_scored_exits_non_zero_and_names_the_column_that_broke_every_row
                "--workers", "1"])
     err = capsys.readouterr().err
     assert rc == 1
-    assert "nothing was scored: every row was corrupt because of column 'Time'" in err
+    assert "nothing was scored: all 50 rows of flow.csv are corrupt; column 'Time' made every " \
+           "row corrupt" in err
     assert "give it as --time" in err
     assert "'Time' has no number in the first 50 rows" in err  # said before the replay too
 
@@ -106,7 +107,7 @@ def test_a_warm_up_longer_than_the_recording_is_a_failure_that_says_so(emg_csv, 
     rc = main(["replay", str(emg_csv), "--target", "emg_biceps", "--features", "n1",
                "--model", "linear", "--workers", "1", "--warmup", "1000"])
     assert rc == 1
-    assert "all 400 samples fell in the warm-up of 1000" in capsys.readouterr().err
+    assert "all 400 samples were in the warm-up (--warmup 1000)" in capsys.readouterr().err
 
 
 class FirstCallCost:

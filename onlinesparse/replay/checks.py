@@ -3,21 +3,20 @@
 By default every column but the targets and the time is a feature, which is convenient and
 easy to get wrong: a sibling target (another muscle's EMG), a trial number, a row counter or
 a condition code fed to the model looks like skill or like noise. :func:`feature_warnings`
-reads the first rows and says which columns look like that; :func:`nothing_scored_hint` says
-why a replay that scored nothing did so, naming the column when one column made every row
-corrupt.
+reads the first rows and says which columns look like that; :func:`corrupt_column_hint`
+names the column when one column made every row corrupt.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["feature_warnings", "recording_warnings", "nothing_scored_hint", "FIRST_ROWS"]
+__all__ = ["feature_warnings", "recording_warnings", "corrupt_column_hint", "FIRST_ROWS"]
 
 #: Rows read to judge the features (the first chunk of at most this many rows).
 FIRST_ROWS = 2_000
@@ -111,29 +110,20 @@ def feature_warnings(features: Sequence[str], targets: Sequence[str],
     return out
 
 
-def nothing_scored_hint(metrics: Mapping[str, Any]) -> str:
-    """Why a target's replay scored no sample, as one sentence for the user.
+def corrupt_column_hint(reasons: Sequence[str]) -> str | None:
+    """When every reason of ``reasons`` (why rows were corrupt) names the same column: a
+    sentence naming it and saying what to do; else ``None``.
 
-    Names the column when every corrupt row the replay kept an example of was corrupt because
-    of that one column.
+    >>> corrupt_column_hint(["unparseable value 'x' in column 'Time'"] * 3)[:48]
+    "column 'Time' made every row corrupt (unparseable"
+
     """
-    rows, warmup = metrics.get("rows_read", 0), metrics.get("warmup", 0)
-    corrupt = metrics.get("corrupt_rows", 0)
-    if not rows:
-        return "the recording has no rows to replay"
-    if corrupt and corrupt >= rows:
-        reasons = [e.get("reason", "") for e in metrics.get("corrupt_examples") or []]
-        cols = Counter(m.group(1) for r in reasons if (m := re.search(r"column '([^']+)'", r)))
-        if len(cols) == 1 and sum(cols.values()) == len(reasons):
-            (col, _), = cols.items()
-            return (f"every row was corrupt because of column {col!r} ({reasons[0]}): leave "
-                    f"it out with --features, or give it as --time if it is the time")
-        return f"every one of the {rows} rows was corrupt (see the corrupt rows listed)"
-    if metrics.get("samples", 0) <= warmup or metrics.get("samples", 0) <= metrics.get(
-            "nonfinite_predictions", 0) + warmup:
-        return (f"all {metrics.get('samples', 0)} samples fell in the warm-up of {warmup} "
-                "(or gave no finite prediction); lower --warmup")
-    return "no sample was scored"
+    cols = Counter(m.group(1) for r in reasons if (m := re.search(r"column '([^']+)'", r)))
+    if len(cols) != 1 or sum(cols.values()) != len(reasons):
+        return None
+    (col, _), = cols.items()
+    return (f"column {col!r} made every row corrupt ({reasons[0]}): leave it out with "
+            "--features, or give it as --time if it is the time")
 
 
 def recording_warnings(recording: Any, columns: Any) -> list[str]:

@@ -147,7 +147,9 @@ class TargetResult:
     """How the replay of one target ended, and what it measured."""
 
     target: str
-    status: str  # completed | stopped | interrupted | corrupt_row | model_error
+    # completed | stopped | interrupted | corrupt_row | model_error | nothing_scored |
+    # write_error | worker_died
+    status: str
     message: str | None
     metrics: dict[str, Any]
     latency: LatencyHistogram
@@ -159,6 +161,7 @@ class TargetResult:
     checkpoint_path: str | None
     has_dist: bool
     section: Any = None  # the report's part for this target, drawn where the replay ran
+    report_error: str | None = None  # why drawing that part failed, if it did
     cpu_latency: LatencyHistogram | None = None  # CPU µs per scored sample
 
 
@@ -174,6 +177,8 @@ class ReplayOutcome:
     predictions_path: Path | None = None
     report_path: Path | None = None
     elapsed: float = 0.0
+    #: Outputs that could not be written, one message each (the others were written).
+    errors: list[str] = field(default_factory=list)
 
 
 class StopFlag:

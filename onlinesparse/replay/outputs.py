@@ -8,9 +8,11 @@ so a reader never sees half a file.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,7 +30,7 @@ from onlinesparse.replay.config import (
 from onlinesparse.replay.errors import UsageError
 from onlinesparse.replay.reader import Columns, Recording, open_recording
 
-__all__ = ["write_outputs", "format_summary"]
+__all__ = ["write_outputs", "format_summary", "check_writable"]
 
 
 class _Spool:
@@ -70,6 +72,13 @@ class _Spool:
         self.fh.close()
 
     @classmethod
+    def records_in(cls, path: str | Path | None) -> int:
+        """Whole records in the spool file at ``path`` (0 when there is none)."""
+        if path is None or not Path(path).exists():
+            return 0
+        return Path(path).stat().st_size // cls.RECORD_BYTES
+
+    @classmethod
     def read(cls, path: str | Path | None, n: int) -> np.ndarray:
         """The first ``n`` records, memory-mapped (not loaded) when there are any."""
         if path is None or n == 0 or not Path(path).exists():
@@ -101,17 +110,16 @@ def write_outputs(
 
     """
     outcome = ReplayOutcome(results, _exit_code(results), columns, cfg.out)
+    if started is not None:
+        outcome.elapsed = time.perf_counter() - started
     if cfg.out is not None:
-        _write_outputs(cfg, columns, recording or open_recording(cfg.recording), outcome,
-                       started)
+        _write_outputs(cfg, columns, recording or open_recording(cfg.recording), outcome)
     return outcome
 
 
 def _exit_code(results: Sequence[TargetResult]) -> int:
     statuses = {r.status for r in results}
-    if statuses & {"corrupt_row", "model_error"}:
-        return 1
-    if statuses == {"nothing_scored"}:  # no target has a score: the run measured nothing
+    if statuses & {"corrupt_row", "model_error", "nothing_scored", "write_error", "worker_died"}:
         return 1
     if "interrupted" in statuses:
         return EXIT_INTERRUPTED
@@ -119,7 +127,8 @@ def _exit_code(results: Sequence[TargetResult]) -> int:
 
 
 def _overall_status(results: Sequence[TargetResult]) -> str:
-    for status in ("model_error", "corrupt_row", "interrupted", "stopped", "nothing_scored"):
+    for status in ("worker_died", "write_error", "model_error", "corrupt_row", "nothing_scored",
+                   "interrupted", "stopped"):
         if any(r.status == status for r in results):
             return status
     return "completed"
@@ -179,22 +188,54 @@ def _write_predictions(path: Path, fmt: str, results: Sequence[TargetResult]) ->
 
 
 def _write_outputs(
-    cfg: ReplayConfig, columns: Columns, recording: Recording, outcome: ReplayOutcome,
-    started: float | None = None,
+    cfg: ReplayConfig, columns: Columns, recording: Recording, outcome: ReplayOutcome
 ) -> None:
+    """Predictions, then metrics, then the report (last: it is the most fragile); a step that
+    fails is recorded in ``outcome.errors`` and the next steps still run."""
     out = Path(cfg.out)
     results = outcome.results
     suffix = "parquet" if cfg.predictions_format == "parquet" else "csv"
-    outcome.predictions_path = out / f"predictions.{suffix}"
-    _write_predictions(outcome.predictions_path, cfg.predictions_format, results)
+    predictions = out / f"predictions.{suffix}"
+    try:
+        _write_predictions(predictions, cfg.predictions_format, results)
+        outcome.predictions_path = predictions
+    except OSError as exc:
+        outcome.errors.append(f"writing {predictions.name} failed: {_os_reason(exc)} (the "
+                              f"predictions are kept in {out / '.spool'})")
 
+    summary = _summary(cfg, columns, recording, outcome)
+    try:
+        tmp = out / ".metrics.json.tmp"
+        tmp.write_text(json.dumps(_json_safe(summary), indent=2, allow_nan=False))
+        os.replace(tmp, out / "metrics.json")
+        outcome.metrics_path = out / "metrics.json"
+    except OSError as exc:
+        outcome.errors.append(f"writing metrics.json failed: {_os_reason(exc)}")
+
+    if cfg.report:
+        outcome.errors.extend(r.report_error for r in results if r.report_error)
+        try:
+            outcome.report_path = _write_report(cfg, columns, results, summary)
+        except Exception as exc:  # a plot that fails must not lose the rest (written above)
+            outcome.errors.append(f"writing the report failed: {type(exc).__name__}: {exc}")
+
+    if outcome.predictions_path is not None:
+        _remove_spools(out, results)
+    if outcome.errors and outcome.exit_code == 0:
+        outcome.exit_code = 1
+
+
+def _summary(
+    cfg: ReplayConfig, columns: Columns, recording: Recording, outcome: ReplayOutcome
+) -> dict[str, Any]:
     from onlinesparse import __version__
     from onlinesparse.replay.checks import recording_warnings
 
-    summary = {
+    results = outcome.results
+    return {
         "command": cfg.command,
         "version": __version__,
-        "elapsed_s": time.perf_counter() - started if started is not None else None,
+        "elapsed_s": outcome.elapsed or None,
         "recording": str(cfg.recording),
         "format": recording.format,
         "status": _overall_status(results),
@@ -207,34 +248,69 @@ def _write_outputs(
         "features": columns.features,
         "warnings": recording_warnings(recording, columns),
         "budget_us": cfg.budget_us,
-        "predictions": outcome.predictions_path.name,
+        "predictions": outcome.predictions_path.name if outcome.predictions_path else None,
         "targets": {r.target: {**r.metrics, "relevance": r.relevance} for r in results},
     }
-    outcome.metrics_path = out / "metrics.json"
-    tmp = out / ".metrics.json.tmp"
-    tmp.write_text(json.dumps(_json_safe(summary), indent=2, allow_nan=False))
-    os.replace(tmp, outcome.metrics_path)
 
-    if cfg.report:
-        from onlinesparse.report import write_report
 
-        outcome.report_path = write_report(
-            out,
-            [r.section if r.section is not None else _target_report(cfg, r) for r in results],
-            summary=summary,
-            title=cfg.title or f"onlinesparse replay: {cfg.recording.name} through {cfg.model}",
-            warmup=cfg.warmup,
-            time_label="time (s)" if columns.time else "row",
-        )
+def _write_report(
+    cfg: ReplayConfig, columns: Columns, results: Sequence[TargetResult], summary: dict
+) -> Path:
+    from onlinesparse.report import write_report
 
-    # The spool is the part of a checkpoint that lives in --out: keep it while a checkpoint
-    # may be resumed, remove it otherwise.
+    return write_report(
+        Path(cfg.out),
+        [r.section if r.section is not None else _target_report(cfg, r) for r in results],
+        summary=summary,
+        title=cfg.title or f"onlinesparse replay: {cfg.recording.name} through {cfg.model}",
+        warmup=cfg.warmup,
+        time_label="time (s)" if columns.time else "row",
+    )
+
+
+def _remove_spools(out: Path, results: Sequence[TargetResult]) -> None:
+    """The spool is the part of a checkpoint that lives in --out: keep it while a checkpoint
+    may be resumed, remove it otherwise."""
     for r in results:
         if r.checkpoint_path is None and r.spool_path:
             Path(r.spool_path).unlink(missing_ok=True)
     spool_dir = out / ".spool"
     if spool_dir.exists() and not any(spool_dir.iterdir()):
         spool_dir.rmdir()
+
+
+def _os_reason(exc: OSError) -> str:
+    """``[Errno 28] No space left on device: 'x'`` as ``No space left on device (ENOSPC)``."""
+    if exc.errno is not None and exc.strerror:
+        name = errno.errorcode.get(exc.errno, str(exc.errno))
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror} ({name}){where}"
+    return str(exc)
+
+
+def _probe_write(directory: Path) -> None:
+    """Create and remove a file in ``directory``: raises the OSError a write would."""
+    fd, name = tempfile.mkstemp(prefix=".onlinesparse-probe-", dir=directory)
+    os.close(fd)
+    os.unlink(name)
+
+
+def check_writable(directory: Path, what: str) -> None:
+    """Create ``directory`` if needed and check a file can be written in it.
+
+    Raises
+    ------
+    UsageError
+        Naming ``what`` (e.g. ``"to --out out/"``) and the system's reason.
+
+    """
+    try:
+        if directory.exists() and not directory.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(directory))
+        directory.mkdir(parents=True, exist_ok=True)
+        _probe_write(directory)
+    except OSError as exc:
+        raise UsageError(f"cannot write {what}: {_os_reason(exc)}") from None
 
 
 def _target_report(cfg: ReplayConfig, result: TargetResult):

@@ -10,7 +10,9 @@ Formats
   ``chunksize``. Lines with too many fields are skipped by pandas, which says so in a
   warning naming the line; the reader turns those into corrupt rows at the right position.
   A line with too few fields leaves its last columns empty, which is reported as a missing
-  value if the replay uses those columns.
+  value if the replay uses those columns. A line with bytes that are not UTF-8 or with an
+  unterminated quote is a corrupt row (the rest of the file is read as usual); a quoted
+  field spanning several lines is not supported.
 * Parquet (``.parquet``, ``.pq``): ``pyarrow.parquet.ParquetFile.iter_batches`` over the used
   columns; a resumed replay skips whole row groups without reading them.
 * NPZ (``.npz``): either one 1-D array per column (``np.savez(path, time=t, emg=y, ...)``) or
@@ -23,8 +25,12 @@ Formats
 
 from __future__ import annotations
 
+import bz2
 import difflib
 import fnmatch
+import gzip
+import io
+import lzma
 import re
 import warnings
 import zipfile
@@ -38,7 +44,7 @@ import pandas as pd
 
 from onlinesparse.replay.errors import UsageError
 
-__all__ = ["Chunk", "Columns", "Recording", "open_recording", "FORMATS"]
+__all__ = ["Chunk", "Columns", "Recording", "open_recording", "FORMATS", "VALUE_BOUND"]
 
 FORMATS = {
     ".csv": "csv",
@@ -48,6 +54,11 @@ FORMATS = {
     ".npz": "npz",
 }
 _COMPRESSION = (".gz", ".bz2", ".xz", ".zst", ".zip")
+#: Largest magnitude of a feature or target value. Beyond it a row is corrupt: a running
+#: mean, variance or squared error fed with it overflows float64 (squares reach 1e200 at
+#: 1e100, sums of a million of them stay below 1e207, far from the limit of 1.8e308), and
+#: one overflowed statistic would poison every later row of the replay.
+VALUE_BOUND = 1e100
 _BAD_LINE = re.compile(r"line (\d+)(?::\s*(.*))?", re.IGNORECASE)
 
 
@@ -233,9 +244,10 @@ class Recording:
     ) -> Iterator[Chunk]:
         """Chunks of at most ``chunksize`` rows for one ``target``, from ``start_row`` on.
 
-        A row is corrupt for this target when a used value is unparseable, missing or
-        infinite, or the line has the wrong number of fields; other targets' values do not
-        matter.
+        A row is corrupt for this target when a used value is unparseable, missing,
+        infinite or beyond :data:`VALUE_BOUND` in magnitude, or the line has the wrong number
+        of fields, bytes that are not UTF-8 or an unterminated quote; other targets' values
+        do not matter.
         """
         if chunksize < 1:
             raise UsageError("--chunksize must be at least 1")
@@ -302,8 +314,10 @@ def _make_chunk(
     n = len(rows)
     problems: dict[int, str] = {}
 
-    def check(col: str, arr: np.ndarray, failed: np.ndarray | None, missing: str) -> None:
-        bad = ~np.isfinite(arr)
+    def check(col: str, arr: np.ndarray, failed: np.ndarray | None, missing: str,
+              bound: float = np.inf) -> None:
+        with np.errstate(invalid="ignore"):
+            bad = ~(np.abs(arr) <= bound)  # NaN, ±inf and beyond the bound
         if failed is not None:
             bad |= failed
         for i in np.flatnonzero(bad).tolist():
@@ -314,15 +328,18 @@ def _make_chunk(
                 problems[i] = f"unparseable value {str(raw)!r} in column {col!r}"
             elif np.isnan(arr[i]):
                 problems[i] = missing
-            else:
+            elif np.isinf(arr[i]):
                 problems[i] = f"infinite value in column {col!r}"
+            else:
+                problems[i] = (f"value {arr[i]:.6g} in column {col!r} is beyond ±{bound:.0e}, "
+                               "where running statistics would overflow")
 
     y, failed = _as_float(values[target])
-    check(target, y, failed, f"NaN in target {target!r}")
+    check(target, y, failed, f"NaN in target {target!r}", VALUE_BOUND)
     X = np.empty((n, len(columns.features)), dtype=np.float64)
     for j, name in enumerate(columns.features):
         X[:, j], failed = _as_float(values[name])
-        check(name, X[:, j], failed, f"missing value in column {name!r}")
+        check(name, X[:, j], failed, f"missing value in column {name!r}", VALUE_BOUND)
     if columns.time is not None:
         t, failed = _as_float(values[columns.time], is_time=True)
         check(columns.time, t, failed, f"missing value in column {columns.time!r}")
@@ -391,51 +408,186 @@ class _CsvSource(_Source):
         # No usecols: with it pandas silently accepts lines with too many fields, and a line
         # with the wrong number of fields is a corrupt row. Unused columns are parsed, then
         # dropped with the chunk.
-        reader = pd.read_csv(
-            self.path,
-            sep=self.sep,
-            chunksize=chunksize,
-            on_bad_lines="warn",
-            # A blank line is a row (reported as missing values) so that row r stays line r+2.
-            skip_blank_lines=False,
-        )
+        with _open_binary(self.path) as raw:
+            lines = _CheckedLines(raw)
+            reader = pd.read_csv(
+                io.BufferedReader(lines, 1 << 20),
+                sep=self.sep,
+                chunksize=chunksize,
+                on_bad_lines="warn",
+                # A blank line is a row (reported as missing values) so that row r stays
+                # line r+2; the lines _CheckedLines blanks rely on it too.
+                skip_blank_lines=False,
+            )
+            with reader:
+                yield from self._frames(reader, lines, used, start_row)
+
+    def _frames(self, reader, lines: _CheckedLines, used, start_row):
         cursor = 0
         pending: dict[int, str] = {}
-        with reader:
-            while True:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always", pd.errors.ParserWarning)
-                    try:
-                        frame = next(reader)
-                    except StopIteration:
-                        frame = None
-                    except pd.errors.ParserError as exc:
-                        raise UsageError(f"cannot parse {self.path.name}: {exc}") from None
-                for w in caught:
-                    if not issubclass(w.category, pd.errors.ParserWarning):
-                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-                        continue
-                    for line_no, detail in _BAD_LINE.findall(str(w.message)):
-                        detail = detail.strip().rstrip(".") or "malformed line"
-                        pending[int(line_no) - 2] = f"wrong column count ({detail})"
-                if frame is None:
-                    break
-                n = len(frame)
-                bad = np.array(sorted(r for r in pending if r >= cursor), dtype=np.int64)
-                candidates = np.arange(cursor, cursor + n + len(bad), dtype=np.int64)
-                rows = candidates[~np.isin(candidates, bad)][:n]
-                end = int(rows[-1]) + 1 if n else cursor
-                dropped = [(int(r), pending.pop(int(r))) for r in bad if r < end]
-                cursor = end
-                if rows.size and rows[-1] < start_row:
-                    continue
-                yield rows, {c: frame[c] for c in used}, dropped
+        while True:
+            frame = self._next_frame(reader, pending)
+            if frame is None:
+                break
+            n = len(frame)
+            bad = np.array(sorted(r for r in pending if r >= cursor), dtype=np.int64)
+            candidates = np.arange(cursor, cursor + n + len(bad), dtype=np.int64)
+            rows = candidates[~np.isin(candidates, bad)][:n]
+            end = int(rows[-1]) + 1 if n else cursor
+            dropped = [(int(r), pending.pop(int(r))) for r in bad if r < end]
+            cursor = end
+            if lines.bad and n:
+                # Lines blanked for a bad byte or quote: corrupt rows with that reason.
+                blanked = np.isin(rows, np.fromiter(lines.bad, dtype=np.int64))
+                if blanked.any():
+                    dropped = sorted(dropped + [(r, lines.bad.pop(r))
+                                                for r in rows[blanked].tolist()])
+                    rows, frame = rows[~blanked], frame[~blanked]
+            if rows.size and rows[-1] < start_row:
+                continue
+            yield rows, {c: frame[c] for c in used}, dropped
+        pending.update(lines.bad)
         if pending:
             yield (
                 np.empty(0, dtype=np.int64),
                 {c: np.empty(0) for c in used},
                 sorted(pending.items()),
             )
+
+    def _next_frame(self, reader, pending: dict[int, str]) -> pd.DataFrame | None:
+        """The next chunk, with the lines pandas skipped (wrong field count) in ``pending``."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", pd.errors.ParserWarning)
+            try:
+                frame = next(reader)
+            except StopIteration:
+                frame = None
+            except pd.errors.ParserError as exc:
+                raise UsageError(f"cannot parse {self.path.name}: {exc}") from None
+        for w in caught:
+            if not issubclass(w.category, pd.errors.ParserWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                continue
+            for line_no, detail in _BAD_LINE.findall(str(w.message)):
+                detail = detail.strip().rstrip(".") or "malformed line"
+                pending[int(line_no) - 2] = f"wrong column count ({detail})"
+        return frame
+
+
+def _open_binary(path: Path):
+    """``path`` opened for reading bytes, decompressed by its suffix."""
+    suffix = path.suffixes[-1].lower() if path.suffixes else ""
+    if suffix == ".gz":
+        return gzip.open(path, "rb")
+    if suffix == ".bz2":
+        return bz2.open(path, "rb")
+    if suffix == ".xz":
+        return lzma.open(path, "rb")
+    if suffix in (".zip", ".zst"):
+        from pandas.io.common import get_handle  # pandas' own opener for these two
+
+        handles = get_handle(path, "rb", compression="infer", is_text=False)
+        return _Closing(handles)
+    return open(path, "rb")
+
+
+class _Closing:
+    """A pandas ``IOHandles`` with the ``read``/``close`` of a binary file."""
+
+    def __init__(self, handles: Any):
+        self.handles = handles
+
+    def read(self, n: int = -1) -> bytes:
+        return self.handles.handle.read(n)
+
+    def close(self) -> None:
+        self.handles.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class _CheckedLines(io.RawIOBase):
+    """The bytes of a CSV file, with each data line that cannot be parsed safely blanked.
+
+    A line holding bytes that are not UTF-8, or an odd number of double quotes (an open
+    quote would swallow every following line into one field), becomes an empty line: the
+    parser reads it as a row of missing values at the same place, so row numbers do not
+    move, and its reason is kept in ``bad`` under its row number (line - 2). A quoted field
+    spanning several lines is therefore not supported: each of its lines is a corrupt row.
+    Blocks whose bytes all decode and hold no quote pass through without a per-line loop.
+    """
+
+    def __init__(self, raw: Any, block: int = 1 << 20):
+        self.raw = raw
+        self.block = block
+        self.carry = b""
+        self.out = memoryview(b"")
+        self.line = 0  # lines passed on so far; line 1 is the header
+        self.bad: dict[int, str] = {}
+        self.eof = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not len(self.out) and not self.eof:
+            self._fill()
+        n = min(len(buffer), len(self.out))
+        buffer[:n] = self.out[:n]
+        self.out = self.out[n:]
+        return n
+
+    def _fill(self) -> None:
+        data = self.raw.read(self.block)
+        if not data:
+            self.eof = True
+            complete, self.carry = self.carry, b""
+        else:
+            data = self.carry + data
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:  # no end of line yet: a very long line
+                self.carry = data
+                return
+            complete, self.carry = data[:cut], data[cut:]
+        if complete:
+            self.out = memoryview(self._check(complete))
+
+    def _check(self, block: bytes) -> bytes:
+        first = self.line + 1
+        self.line += block.count(b"\n") + (not block.endswith(b"\n"))
+        try:
+            block.decode("utf-8")
+            decodes = True
+        except UnicodeDecodeError:
+            decodes = False
+        if decodes and b'"' not in block:
+            return block
+        lines = block.split(b"\n")
+        changed = False
+        for k, line in enumerate(lines):
+            reason = None if first + k == 1 else _line_problem(line, decodes)
+            if reason is not None:
+                self.bad[first + k - 2] = reason
+                lines[k] = b""
+                changed = True
+        return b"\n".join(lines) if changed else block
+
+
+def _line_problem(line: bytes, decodes: bool) -> str | None:
+    """Why ``line`` cannot be parsed on its own, or ``None``."""
+    if not decodes:
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return (f"undecodable byte 0x{line[exc.start]:02x} at byte {exc.start + 1} of the "
+                    "line (not UTF-8)")
+    if line.count(b'"') % 2:
+        return "unterminated quote (an odd number of \'\"\' on the line)"
+    return None
 
 
 class _ParquetSource(_Source):

@@ -13,6 +13,7 @@ saved on the way out is consistent.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -26,7 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from onlinesparse.replay import models as registry
-from onlinesparse.replay.checkpoint import load_checkpoint, save_checkpoint
+from onlinesparse.replay.checkpoint import (
+    check_key,
+    load_checkpoint,
+    recording_fingerprint,
+    save_checkpoint,
+)
 from onlinesparse.replay.config import (
     EXIT_INTERRUPTED,
     MAX_CORRUPT_EXAMPLES,
@@ -41,12 +47,14 @@ from onlinesparse.replay.errors import ReplayError, ReplayFailure, UsageError
 from onlinesparse.replay.metrics import LatencyHistogram, RegressionAccumulator, Trace, interval_z
 from onlinesparse.replay.outputs import (
     _json_safe,
+    _os_reason,
     _Spool,
     _target_report,
+    check_writable,
     format_summary,
     write_outputs,
 )
-from onlinesparse.replay.reader import Columns, Recording, open_recording
+from onlinesparse.replay.reader import VALUE_BOUND, Columns, Recording, open_recording
 
 if TYPE_CHECKING:
     from onlinesparse.replay.pool import WorkerPool
@@ -147,6 +155,10 @@ def _fresh_state(cfg: ReplayConfig, target: str) -> _TargetState:
     )
 
 
+class _WriteFailed(Exception):
+    """Writing the spool or a checkpoint failed (disk full, file system gone read-only)."""
+
+
 class _ModelRaised(Exception):
     """The model raised while predicting or learning ``row``; it may be half-updated."""
 
@@ -209,7 +221,9 @@ class _TargetRun:
             checkpoint_file(Path(cfg.checkpoint), target, cfg.targets) if cfg.checkpoint else None
         )
         self.fp = fingerprint(cfg, columns, target)
-        state = load_checkpoint(self.explicit, self.fp) if cfg.resume else _fresh_state(cfg, target)
+        self.recording_fp = recording_fingerprint(cfg.recording)
+        state = (load_checkpoint(self.explicit, self.fp, self.recording_fp) if cfg.resume
+                 else _fresh_state(cfg, target))
         self.state: _TargetState = state
         self.spool = self._open_spool()
         self.has_dist = registry.supports_with_dist(state.model)
@@ -257,16 +271,29 @@ class _TargetRun:
     def save(self, path: Path) -> None:
         """Checkpoint the state (with the spool flushed to match) at ``path``."""
         state = self.state
-        if self.spool is not None:
-            self.spool.flush()
-            state.n_predictions = self.spool.count()
+        self.flush()
         state.elapsed = self.elapsed_before + time.perf_counter() - self.started
-        save_checkpoint(path, self.fp, state)
+        try:
+            save_checkpoint(path, self.fp, state, self.recording_fp)
+        except OSError as exc:
+            raise _WriteFailed(f"saving the checkpoint {path} failed: {_os_reason(exc)}") from exc
         self.checkpoint_path = str(path)
+
+    def flush(self) -> None:
+        """Write the spooled predictions; the state then counts exactly those on disk."""
+        if self.spool is None:
+            return
+        try:
+            self.spool.flush()
+        except OSError as exc:
+            raise _WriteFailed(
+                f"writing predictions to {self.spool.fh.name} failed: {_os_reason(exc)}"
+            ) from exc
+        self.state.n_predictions = self.spool.count()
 
     def run(self) -> TargetResult:
         """Replay every row (or until stopped), checkpoint, and sum up."""
-        state, spool = self.state, self.spool
+        state = self.state
         self.notify("progress", (self.target, state.position, state.acc.rmse))
         try:
             self._replay_rows()
@@ -277,9 +304,24 @@ class _TargetRun:
                 f"the model raised {type(exc).__name__} at "
                 f"{self.recording.describe_row(raised.row)}: {exc}"
             )
-        if spool is not None:
-            spool.flush()
-            state.n_predictions = spool.count()
+        except _WriteFailed as failed:
+            self.status, self.message = "write_error", str(failed)
+        if self.status == "completed" and state.acc.n == 0:
+            self.status, self.message = "nothing_scored", self._why_nothing_scored()
+        try:
+            self._finish()
+        except _WriteFailed as failed:
+            self.status, self.message = "write_error", str(failed)
+        finally:
+            self._close_spool()
+        state.elapsed = self.elapsed_before + time.perf_counter() - self.started
+        self.notify("progress", (self.target, state.position, state.acc.rmse))
+        return self._result()
+
+    def _finish(self) -> None:
+        if self.status == "write_error":
+            return  # the disk refused: another write would fail the same way
+        self.flush()
         # A checkpoint is saved whenever the model is consistent: not after it raised
         # mid-update.
         if self.status == "interrupted":
@@ -287,13 +329,35 @@ class _TargetRun:
                                                        self.cfg.targets))
         elif self.explicit is not None and self.status != "model_error":
             self.save(self.explicit)
-        if spool is not None:
-            spool.close()
-        state.elapsed = self.elapsed_before + time.perf_counter() - self.started
-        if self.status == "completed" and state.acc.n == 0:
-            self.status = "nothing_scored"
-        self.notify("progress", (self.target, state.position, state.acc.rmse))
-        return self._result()
+
+    def _close_spool(self) -> None:
+        if self.spool is None:
+            return
+        try:
+            self.spool.close()
+        except OSError:  # already reported as a write_error; keep the records on disk
+            self.spool.buffer.clear()
+            with contextlib.suppress(OSError):
+                self.spool.fh.close()
+        with contextlib.suppress(OSError):  # what reached the disk, whole records only
+            self.state.n_predictions = min(self.state.n_predictions, _Spool.records_in(
+                self.state.spool_path))
+
+    def _why_nothing_scored(self) -> str:
+        state, name = self.state, self.recording.path.name
+        if state.n_samples == 0 and state.n_corrupt == 0:
+            return f"nothing was scored: {name} has no rows to replay"
+        if state.n_samples == 0:
+            from onlinesparse.replay.checks import corrupt_column_hint
+
+            hint = corrupt_column_hint([why for _, why in state.corrupt_examples])
+            return (f"nothing was scored: all {state.n_corrupt} rows of {name} are corrupt"
+                    + (f"; {hint}" if hint else ""))
+        if state.n_samples <= self.cfg.warmup:
+            return (f"nothing was scored: all {state.n_samples} samples were in the warm-up "
+                    f"(--warmup {self.cfg.warmup})")
+        return (f"nothing was scored: every one of the {state.n_nonfinite} predictions was "
+                "non-finite")
 
     def _replay_rows(self) -> None:
         chunks = self.recording.iter_chunks(
@@ -313,8 +377,7 @@ class _TargetRun:
             if chunk is None:
                 break
             self._replay_chunk(chunk)
-            if self.spool is not None:
-                self.spool.flush()
+            self.flush()
 
     def _skip_corrupt(self, row: int, reason: str) -> None:
         """Count a corrupt row, or stop there under ``--strict``."""
@@ -370,7 +433,7 @@ class _TargetRun:
                 else:
                     mu, sigma = float(out) if out is not None else math.nan, math.nan
                 scored = state.n_samples >= warmup
-                if not math.isfinite(mu):
+                if not abs(mu) <= VALUE_BOUND:  # NaN, ±inf, or a square that would overflow
                     state.n_nonfinite += 1
                     scored = False
                 elif scored:
@@ -409,71 +472,80 @@ class _TargetRun:
                 self.last_note = perf()
 
     def _result(self) -> TargetResult:
-        state, model, recording = self.state, self.state.model, self.recording
+        result = _summarise(self.cfg, self.state, self.status, self.message, self.recording,
+                            self.checkpoint_path, self.has_dist)
+        result.metrics["warm_up_s"] = self.warm_up_s
+        return result
+
+
+def _summarise(
+    cfg: ReplayConfig,
+    state: _TargetState,
+    status: str,
+    message: str | None,
+    recording: Recording,
+    checkpoint_path: str | None,
+    has_dist: bool,
+) -> TargetResult:
+    """The result of a target: its metrics as in ``metrics.json``, and what the report needs."""
+    relevance, relevance_source, final_diag = None, "no model", {}
+    marked, cutoff, budget = None, None, None
+    if state.model is not None:
         try:
-            relevance, relevance_source = registry.input_relevance(model)
+            relevance, relevance_source = registry.input_relevance(state.model)
         except Exception as exc:  # a diagnostic must not lose the replay's results
             relevance, relevance_source = None, f"input_relevance() failed: {exc}"
-        try:
-            final_diag = _diagnostics(model)
-        except Exception:
-            final_diag = {}
-        try:
-            marked, cutoff = registry.relevance_decisions(model)
-        except Exception:  # as above
-            marked, cutoff = None, None
-        if self.status == "nothing_scored":
-            from onlinesparse.replay.checks import nothing_scored_hint
-
-            self.message = "nothing was scored: " + nothing_scored_hint({
-                "rows_read": state.position, "samples": state.n_samples,
-                "warmup": self.cfg.warmup, "corrupt_rows": state.n_corrupt,
-                "nonfinite_predictions": state.n_nonfinite,
-                "corrupt_examples": [{"reason": why} for _, why in state.corrupt_examples]})
-        metrics = {
-            "status": self.status,
-            "message": self.message,
-            "rows_read": state.position,
-            "samples": state.n_samples,
-            "warmup": min(self.cfg.warmup, state.n_samples),
-            **state.acc.as_dict(),
-            "interval": self.cfg.interval,
-            "corrupt_rows": state.n_corrupt,
-            "corrupt_examples": [
-                {"row": r, "where": recording.describe_row(r), "reason": why}
-                for r, why in state.corrupt_examples
-            ],
-            "nonfinite_predictions": state.n_nonfinite,
-            "latency_us": state.latency.as_dict(),
-            "cpu_us": state.cpu_latency.as_dict(),
-            "budget_us": self.cfg.budget_us,
-            "deadline_misses": state.deadline_misses if self.cfg.budget_us else None,
-            "warm_up_s": self.warm_up_s,
-            "elapsed_s": state.elapsed,
-            # After warm_up_model: the rate of the replay itself, not of compiling it.
-            "rows_per_second": state.n_samples / state.elapsed if state.elapsed > 0 else None,
-            "basis_budget": registry.basis_budget(model),
-            "relevant_inputs": marked,
-            "relevance_cutoff": cutoff,
-            "diagnostics": final_diag,
-            "relevance_source": relevance_source,
-            "checkpoint": self.checkpoint_path,
-        }
-        return TargetResult(
-            target=self.target,
-            status=self.status,
-            message=self.message,
-            metrics=metrics,
-            latency=state.latency,
-            trace=state.trace,
-            relevance={str(k): v for k, v in relevance.items()} if relevance else None,
-            relevance_source=relevance_source,
-            spool_path=state.spool_path,
-            n_predictions=state.n_predictions,
-            checkpoint_path=self.checkpoint_path,
-            has_dist=self.has_dist,
-            cpu_latency=state.cpu_latency,
-        )
+        with contextlib.suppress(Exception):
+            final_diag = _diagnostics(state.model)
+        with contextlib.suppress(Exception):  # as above
+            marked, cutoff = registry.relevance_decisions(state.model)
+            budget = registry.basis_budget(state.model)
+    cpu = getattr(state, "cpu_latency", None)  # None in a checkpoint written before it
+    metrics = {
+        "status": status,
+        "message": message,
+        "rows_read": state.position,
+        "samples": state.n_samples,
+        "warmup": min(cfg.warmup, state.n_samples),
+        **state.acc.as_dict(),
+        "interval": cfg.interval,
+        "corrupt_rows": state.n_corrupt,
+        "corrupt_examples": [
+            {"row": r, "where": recording.describe_row(r), "reason": why}
+            for r, why in state.corrupt_examples
+        ],
+        "nonfinite_predictions": state.n_nonfinite,
+        "latency_us": state.latency.as_dict(),
+        "cpu_us": cpu.as_dict() if cpu is not None else None,
+        "budget_us": cfg.budget_us,
+        "deadline_misses": getattr(state, "deadline_misses", None) if cfg.budget_us else None,
+        "warm_up_s": None,
+        "elapsed_s": state.elapsed,
+        # The model is warmed up before the clock starts: the rate of the replay itself,
+        # not of compiling the model.
+        "rows_per_second": state.n_samples / state.elapsed if state.elapsed > 0 else None,
+        "basis_budget": budget,
+        "relevant_inputs": marked,
+        "relevance_cutoff": cutoff,
+        "diagnostics": final_diag,
+        "relevance_source": relevance_source,
+        "checkpoint": checkpoint_path,
+    }
+    return TargetResult(
+        target=state.target,
+        status=status,
+        message=message,
+        metrics=metrics,
+        latency=state.latency,
+        trace=state.trace,
+        relevance={str(k): v for k, v in relevance.items()} if relevance else None,
+        relevance_source=relevance_source,
+        spool_path=state.spool_path,
+        n_predictions=state.n_predictions,
+        checkpoint_path=checkpoint_path,
+        has_dist=has_dist,
+        cpu_latency=cpu,
+    )
 
 
 def run_job(
@@ -518,14 +590,51 @@ def _replay_and_render(
     if cfg.out is not None and cfg.report:
         from onlinesparse.report import render_target
 
-        result.section = render_target(
-            _target_report(cfg, result),
-            index=cfg.targets.index(target),
-            interval=cfg.interval,
-            warmup=cfg.warmup,
-            time_label="time (s)" if columns.time else "row",
-        )
+        try:
+            result.section = render_target(
+                _target_report(cfg, result),
+                index=cfg.targets.index(target),
+                interval=cfg.interval,
+                warmup=cfg.warmup,
+                time_label="time (s)" if columns.time else "row",
+            )
+        except Exception as exc:  # the replay's results matter more than its plots
+            result.report_error = (f"drawing the report of {target!r} failed: "
+                                   f"{type(exc).__name__}: {exc}")
     return result
+
+
+def _check_paths(cfg: ReplayConfig) -> None:
+    """Refuse, before replaying, an ``--out`` or ``--checkpoint`` that cannot be written."""
+    if cfg.out is not None:
+        check_writable(Path(cfg.out), f"to --out {cfg.out}")
+    if cfg.checkpoint is None:
+        return
+    for target in cfg.targets:
+        path = checkpoint_file(Path(cfg.checkpoint), target, cfg.targets)
+        if path.is_dir():
+            raise UsageError(f"cannot write the checkpoint {path}: it is a directory")
+        check_writable(path.parent, f"the checkpoint {path}")
+    check_key()
+
+
+def lost_result(cfg: ReplayConfig, target: str, message: str) -> TargetResult:
+    """The result of a target whose worker died: nothing measured here, but the predictions
+    it spooled (whole records) and its last checkpoint are kept for the outputs and a
+    resume."""
+    state = _TargetState(target, None, RegressionAccumulator(z=interval_z(cfg.interval)),
+                         LatencyHistogram(), Trace(every=cfg.diag_every))
+    if cfg.out is not None:
+        index = cfg.targets.index(target)
+        spool = Path(cfg.out) / ".spool" / f"{index:02d}-{_safe(target)}.bin"
+        state.spool_path = str(spool.resolve())
+        state.n_predictions = _Spool.records_in(spool)
+    saved = None
+    if cfg.checkpoint is not None:
+        explicit = checkpoint_file(Path(cfg.checkpoint), target, cfg.targets)
+        saved = str(explicit) if explicit.exists() else None
+    return _summarise(cfg, state, "worker_died", message, open_recording(cfg.recording), saved,
+                      False)
 
 
 def run_replay(
@@ -566,13 +675,14 @@ def run_replay(
     # before any worker starts.
     registry.build_model(cfg.model, cfg.model_params, cfg.standardize)
     if cfg.resume:
+        recording_fp = recording_fingerprint(cfg.recording)
         for target in cfg.targets:
             load_checkpoint(
                 checkpoint_file(Path(cfg.checkpoint), target, cfg.targets),
                 fingerprint(cfg, columns, target),
+                recording_fp,
             )
-    if cfg.out is not None:
-        Path(cfg.out).mkdir(parents=True, exist_ok=True)
+    _check_paths(cfg)
 
     n_workers = cfg.workers or min(len(cfg.targets), os.cpu_count() or 1)
     n_workers = min(n_workers, len(cfg.targets))
