@@ -322,7 +322,7 @@ def _all_params(model: str | None, given: Mapping[str, Any]) -> str:
                     if p.name not in given]
     except Exception:  # an unknown or unavailable model: show what was given
         defaults = []
-    text = html.escape(", ".join(shown) or "none")
+    text = html.escape(", ".join(shown) or "none given")
     if defaults:
         text += f"<br><small>defaults: {html.escape(', '.join(defaults))}</small>"
     return text

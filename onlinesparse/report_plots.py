@@ -264,7 +264,7 @@ def plot_diagnostics(t: TargetReport, time_label: str) -> tuple[bytes | None, li
         if key == "gcv" and np.nanmin(v) > 0:
             ax.set_yscale("log")
         # As for the predictions: the scored part sets the range, not the start-up transient.
-        later = v[(x >= tm[0]) & np.isfinite(v)] if len(tm) else v[np.isfinite(v)]
+        later = v[(x >= scored[0, TIME]) & np.isfinite(v)] if len(scored) else v[np.isfinite(v)]
         if key != "n_basis" and len(later) > 1 and np.nanmax(v) > 1.5 * later.max():
             top = later.max()
             low = later.min()
@@ -389,12 +389,14 @@ def plot_latency(t: TargetReport, time_label: str) -> bytes | None:
                         f"{_us(hist.quantile(0.99))}, max {_us(hist.max)} µs")
     ax.axvline(h.quantile(0.99), color=MEAN_COLOR, lw=1.0, ls=":")
     ax.axvline(h.max, color=MEAN_COLOR, lw=1.0, ls="-.", label="wall-clock worst case")
+    right = max(h.edges[hi], h.max * 1.3)
     if budget:
         misses = t.metrics.get("deadline_misses")
         ax.axvline(float(budget), color=BUDGET_COLOR, lw=1.5, ls="--",
                    label=f"budget {_us(float(budget))} µs ({misses} misses)")
-        ax.set_xlim(right=max(ax.get_xlim()[1], float(budget) * 1.5))
+        right = max(right, float(budget) * 1.5)
     ax.set_xscale("log")
+    ax.set_xlim(h.edges[lo], right)  # explicit: the budget may lie far beyond the samples
     ax.set_yscale("log")
     ax.set_ylim(bottom=0.5)  # a bin of one sample stays visible on the log scale
     ax.set_xlabel("µs per predict_one + learn_one (log scale)")
