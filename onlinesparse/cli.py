@@ -107,6 +107,25 @@ def _add_replay_options(parser: argparse.ArgumentParser, grid: bool = False) -> 
                         help="deadline per sample in µs: count the samples whose predict_one "
                              "+ learn_one took longer (wall-clock) and draw it in the report")
 
+    _add_output_options(parser, grid)
+
+    run = parser.add_argument_group("running")
+    what = "replays" if grid else "targets"
+    run.add_argument("--workers", type=_positive_int, metavar="N",
+                     help=f"worker processes for several {what} (default: one per {what[:-1]} "
+                          "up to the CPU count; 1 runs in this process); with --scheduler "
+                          "local, the number of Dask workers")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help=f"run the {what} on Dask: tcp://HOST:PORT of a running scheduler, "
+                          "or 'local' to start a local Dask cluster for this run (needs "
+                          "pip install 'onlinesparse[dask]'; the workers read the recording "
+                          "and write the outputs, so paths must be visible to them)")
+    run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="progress bar (default: when standard error is a terminal)")
+
+
+def _add_output_options(parser: argparse.ArgumentParser, grid: bool) -> None:
+    """The input, output and checkpoint options of ``replay`` (of ``grid``: those that apply)."""
     io = parser.add_argument_group("input and output")
     if grid:
         io.add_argument("--out", type=Path, metavar="DIR",
@@ -132,19 +151,39 @@ def _add_replay_options(parser: argparse.ArgumentParser, grid: bool = False) -> 
                         help="save a checkpoint every N rows (default 10000 with --checkpoint)")
         ck.add_argument("--resume", action="store_true", help="continue from --checkpoint")
 
-    run = parser.add_argument_group("running")
-    what = "replays" if grid else "targets"
-    run.add_argument("--workers", type=_positive_int, metavar="N",
-                     help=f"worker processes for several {what} (default: one per {what[:-1]} "
-                          "up to the CPU count; 1 runs in this process); with --scheduler "
-                          "local, the number of Dask workers")
-    run.add_argument("--scheduler", metavar="ADDRESS",
-                     help=f"run the {what} on Dask: tcp://HOST:PORT of a running scheduler, "
-                          "or 'local' to start a local Dask cluster for this run (needs "
-                          "pip install 'onlinesparse[dask]'; the workers read the recording "
-                          "and write the outputs, so paths must be visible to them)")
-    run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                     help="progress bar (default: when standard error is a terminal)")
+
+def _add_demo_and_models(sub: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The ``demo`` and ``models`` subcommands."""
+    demo = sub.add_parser(
+        "demo",
+        help="simulate a motor-cortex session and compare VBLS and RBF models on it",
+        description="Generate a deterministic simulated recording (direction-tuned neurons, "
+                    "EMG of several muscles from a known subset of them), replay it through "
+                    "the VBLS and RBF regressors and compare accuracy, latency and recovery "
+                    "of the relevant neurons.",
+    )
+    demo.add_argument("--out", type=Path, default=Path("onlinesparse-demo"), metavar="DIR",
+                      help="output directory (default ./onlinesparse-demo)")
+    demo.add_argument("--seed", type=_positive_int, default=0, help="simulation seed")
+    demo.add_argument("--format", choices=("parquet", "csv", "npz"), default="parquet",
+                      help="file format of the simulated recording (default parquet)")
+    demo.add_argument("--trials", type=_positive_int, default=None, metavar="N",
+                      help="number of centre-out reaches (default 16)")
+    demo.add_argument("--models", metavar="A,B", default="vbls,rbf",
+                      help="models to compare (default vbls,rbf)")
+    demo.add_argument("--workers", type=_positive_int, metavar="N",
+                      help="worker processes (default: CPU count)")
+    demo.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                      help="progress bars (default: when standard error is a terminal)")
+
+    models = sub.add_parser(
+        "models", help="list the models, or every parameter of one model",
+        description="Without NAME: the models and their command-line options. With NAME: "
+                    "every constructor parameter of that model, its default and what it does "
+                    "(set one with --param KEY=VALUE, or with its option when it has one).",
+    )
+    models.add_argument("name", nargs="?", metavar="NAME", help="a model name, e.g. rbf")
+    return demo, models
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -188,35 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="rank by this metric averaged over the targets (default nmse)")
     _add_replay_options(grid, grid=True)
 
-    demo = sub.add_parser(
-        "demo",
-        help="simulate a motor-cortex session and compare VBLS and RBF models on it",
-        description="Generate a deterministic simulated recording (direction-tuned neurons, "
-                    "EMG of several muscles from a known subset of them), replay it through "
-                    "the VBLS and RBF regressors and compare accuracy, latency and recovery "
-                    "of the relevant neurons.",
-    )
-    demo.add_argument("--out", type=Path, default=Path("onlinesparse-demo"), metavar="DIR",
-                      help="output directory (default ./onlinesparse-demo)")
-    demo.add_argument("--seed", type=_positive_int, default=0, help="simulation seed")
-    demo.add_argument("--format", choices=("parquet", "csv", "npz"), default="parquet",
-                      help="file format of the simulated recording (default parquet)")
-    demo.add_argument("--trials", type=_positive_int, default=None, metavar="N",
-                      help="number of centre-out reaches (default 16)")
-    demo.add_argument("--models", metavar="A,B", default="vbls,rbf",
-                      help="models to compare (default vbls,rbf)")
-    demo.add_argument("--workers", type=_positive_int, metavar="N",
-                      help="worker processes (default: CPU count)")
-    demo.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                      help="progress bars (default: when standard error is a terminal)")
-
-    models = sub.add_parser(
-        "models", help="list the models, or every parameter of one model",
-        description="Without NAME: the models and their command-line options. With NAME: "
-                    "every constructor parameter of that model, its default and what it does "
-                    "(set one with --param KEY=VALUE, or with its option when it has one).",
-    )
-    models.add_argument("name", nargs="?", metavar="NAME", help="a model name, e.g. rbf")
+    demo, models = _add_demo_and_models(sub)
     parser.set_defaults(_subparsers={"replay": replay, "grid": grid, "demo": demo,
                                      "models": models})
     return parser
@@ -325,6 +336,12 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     else:
         outcome = run_replay(cfg)
     print(format_summary(outcome, cfg))
+    _say_outcome(outcome, cfg, argv)
+    return outcome.exit_code
+
+
+def _say_outcome(outcome: Any, cfg: Any, argv: Sequence[str]) -> None:
+    """Errors, files written, and how to resume, after a replay's summary table."""
     for r in outcome.results:
         if r.message:
             print(f"onlinesparse: error: {r.target}: {r.message}", file=sys.stderr)
@@ -353,15 +370,13 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"stopped after --max-rows {cfg.max_rows} rows"
               + (f"; resume with --resume --checkpoint {cfg.checkpoint}" if cfg.checkpoint
                  else ""))
-    return outcome.exit_code
 
 
 def _cmd_grid(args: argparse.Namespace) -> int:
-    import json
 
     from onlinesparse.parallel import dask_client, evaluate_grid, format_grid, parse_grid
     from onlinesparse.replay.reader import open_recording
-    from onlinesparse.replay.runner import ReplayConfig, _json_safe
+    from onlinesparse.replay.runner import ReplayConfig
 
     grid = parse_grid(args.grid, args.model)
     params = _model_params(args)
@@ -406,18 +421,7 @@ def _cmd_grid(args: argparse.Namespace) -> int:
             if not r.ok:
                 print(f"onlinesparse: error: {r.describe()}", file=sys.stderr)
     if args.out is not None:
-        import pandas as pd
-
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "grid.json").write_text(
-            json.dumps(_json_safe(result.as_dict()), indent=2, allow_nan=False, default=str)
-        )
-        pd.DataFrame([{"model": row.model, "row": row.role,
-                       **{k: repr(v) if isinstance(v, tuple) else v
-                          for k, v in row.setting.items()},
-                       "score": row.score, **row.means, "ok": row.ok} for row in result.rows]
-                     ).to_csv(args.out / "grid.csv", index=False)
-        print(f"wrote {args.out}/grid.json and grid.csv")
+        _write_grid_files(args.out, result)
     best = result.best
     if best is None:
         print("onlinesparse: error: no setting of the grid completed", file=sys.stderr)
@@ -427,6 +431,26 @@ def _cmd_grid(args: argparse.Namespace) -> int:
     print("replay it with: "
           + _replay_command(args, best.model, best.results[0].job.params))
     return 0
+
+
+def _write_grid_files(out: Path, result: Any) -> None:
+    """``grid.json`` (everything) and ``grid.csv`` (one row per setting) in ``out``."""
+    import json
+
+    import pandas as pd
+
+    from onlinesparse.replay.runner import _json_safe
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "grid.json").write_text(
+        json.dumps(_json_safe(result.as_dict()), indent=2, allow_nan=False, default=str)
+    )
+    pd.DataFrame([{"model": row.model, "row": row.role,
+                   **{k: repr(v) if isinstance(v, tuple) else v
+                      for k, v in row.setting.items()},
+                   "score": row.score, **row.means, "ok": row.ok} for row in result.rows]
+                 ).to_csv(out / "grid.csv", index=False)
+    print(f"wrote {out}/grid.json and grid.csv")
 
 
 def _replay_command(args: argparse.Namespace, model: str, params: dict[str, Any]) -> str:
