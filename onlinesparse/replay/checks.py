@@ -94,11 +94,13 @@ def feature_warnings(features: Sequence[str], targets: Sequence[str],
     Examples
     --------
     >>> import numpy as np
-    >>> rows = np.column_stack([np.arange(100.0), np.random.default_rng(0).normal(size=100)])
-    >>> for w in feature_warnings(["trial_no", "emg_triceps"], ["emg_biceps"], rows):
-    ...     print(w[:60])
-    feature emg_triceps named like target 'emg_biceps': if they a
-    feature 'trial_no' is a non-decreasing integer column (a row,
+    >>> rows = np.column_stack([np.arange(100.0), np.random.default_rng(0).normal(size=100),
+    ...                         np.zeros(100)])
+    >>> for w in feature_warnings(["block", "emg_triceps", "trial_no"], ["emg_biceps"], rows):
+    ...     print(w.split(":")[0].split(";")[0])
+    feature emg_triceps named like target 'emg_biceps'
+    feature 'block' is a non-decreasing integer column (a row, trial or sample counter?)
+    feature 'trial_no' is named like an identifier or a time stamp
 
     """
     out = _sibling_warnings(features, targets)
@@ -114,8 +116,8 @@ def corrupt_column_hint(reasons: Sequence[str]) -> str | None:
     """When every reason of ``reasons`` (why rows were corrupt) names the same column: a
     sentence naming it and saying what to do; else ``None``.
 
-    >>> corrupt_column_hint(["unparseable value 'x' in column 'Time'"] * 3)[:48]
-    "column 'Time' made every row corrupt (unparseable"
+    >>> corrupt_column_hint(["unparseable value 'x' in column 'Time'"] * 3).split(" (")[0]
+    "column 'Time' made every row corrupt"
 
     """
     cols = Counter(m.group(1) for r in reasons if (m := re.search(r"column '([^']+)'", r)))
