@@ -204,29 +204,23 @@ class _Lin1Base(base.Estimator):
     def _predict_rows(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """Predictive means and variances, ``(n, t)`` each, of every row of a DataFrame ``X``.
 
-        Each row goes through the same input boundary as :meth:`predict_one` (so a bad value
-        raises ``ValueError`` naming the feature and the row's index label, and nothing
-        changes); the n × (d + 1) products are then one matrix product instead of n.
+        Each row goes through :meth:`_predict_arrays`, the path of :meth:`predict_one`, so the
+        results and every refusal (a bad value, an input whose prediction overflows) are
+        exactly those of ``predict_one``; a refusal names the row's index label and changes
+        nothing. The SVD is shared: it is done at most once for all rows.
         """
         import pandas as pd
 
         if not isinstance(X, pd.DataFrame):
             raise ValueError(f"X must be a pandas DataFrame, got {type(X).__name__}")
         n_targets = max(len(self._targets), 1)
-        rows = np.empty((len(X), self._feature_map.n_features + 1))
-        rows[:, 0] = 1.0
+        means = np.empty((len(X), n_targets))
+        variances = np.empty((len(X), n_targets))
         for i, (label, x) in enumerate(zip(X.index, X.to_dict(orient="records"), strict=True)):
             try:
-                rows[i, 1:] = self._parse_inputs(x, learning=False)
+                means[i], variances[i] = self._predict_arrays(x)
             except ValueError as exc:
                 raise ValueError(f"row {label!r} of X: {exc}") from None
-        if self._count == 0:
-            return np.zeros((len(X), n_targets)), np.full((len(X), n_targets), math.inf)
-        fit = self._ensure_fit()
-        means = rows @ fit["weights"]
-        leverage = np.maximum(np.einsum("ij,jk,ik->i", rows, fit["pinv"], rows), 0.0)
-        with np.errstate(invalid="ignore"):
-            variances = fit["noise_var"][None, :] * (1.0 + leverage[:, None])
         return means, variances
 
     # -- reporting --------------------------------------------------------------------------
@@ -349,7 +343,7 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
         return proba.Gaussian._from_state(n=1, m=mean, var=float(variances[0]), ddof=0)
 
     def predict_many(self, X: pd.DataFrame) -> pd.Series:
-        """Predictive means ``wᵀx*`` of every row of ``X``, as :meth:`predict_one` would give.
+        """Predictive means ``wᵀx*`` of every row of ``X``: exactly :meth:`predict_one`'s.
 
         Parameters
         ----------
