@@ -224,6 +224,12 @@ class _TargetRun:
         self.recording_fp = recording_fingerprint(cfg.recording)
         state = (load_checkpoint(self.explicit, self.fp, self.recording_fp) if cfg.resume
                  else _fresh_state(cfg, target))
+        # A checkpoint written before the CPU timing existed lacks its fields: they start
+        # here (the CPU histogram then covers the samples after the resume).
+        for name, default in (("cpu_latency", LatencyHistogram), ("deadline_misses", int),
+                              ("window_wall", float), ("window_cpu", float)):
+            if not hasattr(state, name):
+                setattr(state, name, default())
         self.state: _TargetState = state
         self.spool = self._open_spool()
         self.has_dist = registry.supports_with_dist(state.model)
