@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from onlinesparse.replay.config import Job, ReplayConfig
 from onlinesparse.replay.errors import ReplayError, UsageError
 from onlinesparse.replay.outputs import write_outputs
-from onlinesparse.replay.pool import _BLAS_THREAD_VARIABLES, _single_threaded_blas
+from onlinesparse.replay.pool import _BLAS_THREAD_VARIABLES, _single_threaded_blas, watch_parent
 from onlinesparse.replay.reader import open_recording
 from onlinesparse.replay.runner import run_job
 
@@ -461,7 +461,8 @@ def _run_locally(jobs: list[ReplayJob], n_workers: int, bar: _JobProgress) -> li
         # Spawned, not forked, as in runner.WorkerPool; started here, so they inherit the
         # one-thread BLAS environment, and deaf to Ctrl-C, which this process handles.
         context = multiprocessing.get_context("spawn")
-        executor = ProcessPoolExecutor(n_workers, mp_context=context)
+        executor = ProcessPoolExecutor(n_workers, mp_context=context,
+                                       initializer=watch_parent, initargs=(os.getpid(),))
         try:
             with _sigint_ignored_by_children():
                 futures = {executor.submit(_execute_in_worker, job, i): i

@@ -29,9 +29,9 @@ from onlinesparse.parallel import (
     _sigint_ignored_by_children,
 )
 from onlinesparse.replay.config import Job, ReplayConfig, StopFlag, TargetResult
-from onlinesparse.replay.errors import UsageError
+from onlinesparse.replay.errors import ReplayError, UsageError
 from onlinesparse.replay.reader import Columns
-from onlinesparse.replay.runner import run_job
+from onlinesparse.replay.runner import lost_result, run_job
 
 if TYPE_CHECKING:  # only for annotations
     from distributed import Client
@@ -259,7 +259,7 @@ class DaskPool:
                         notify("progress", (result.target, result.metrics["rows_read"],
                                             result.metrics["rmse"]))
             drain()
-            by_target = {futures[f]: f.result() for f in futures}
+            by_target = {futures[f]: _result_or_lost(f, cfg, futures[f]) for f in futures}
         except BaseException:
             self.client.cancel(list(futures))
             raise
@@ -269,3 +269,18 @@ class DaskPool:
                 with contextlib.suppress(Exception):
                     distributed.Event(stop_name, client=self.client).clear()
         return [by_target[t] for t in cfg.targets]
+
+
+def _result_or_lost(future: Any, cfg: ReplayConfig, target: str) -> TargetResult:
+    """The task's result; when the task failed without a usage error of ours (its worker
+    died past ``allowed-failures``: ``KilledWorker``), a result that says so."""
+    if future.status != "error":
+        return future.result()
+    exc = future.exception()
+    if isinstance(exc, ReplayError):
+        raise exc
+    return lost_result(cfg, target, (
+        f"the Dask task replaying it failed ({type(exc).__name__}: {exc}); what it had "
+        "written is kept" + ("; resume from its last checkpoint with --resume"
+                             if cfg.checkpoint else "")
+    ))

@@ -14,14 +14,16 @@ import os
 import queue as queue_module
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TextIO
 
 from onlinesparse.replay.config import Job, ReplayConfig, StopFlag, TargetResult
 from onlinesparse.replay.reader import Columns, Recording
 
-__all__ = ["WorkerPool"]
+__all__ = ["WorkerPool", "watch_parent"]
 
 
 _BLAS_THREAD_VARIABLES = (
@@ -76,7 +78,7 @@ class WorkerPool:
         self.messages = context.Queue()
         self.executor = ProcessPoolExecutor(
             n_workers, mp_context=context, initializer=_init_worker,
-            initargs=(self.event, self.messages),
+            initargs=(self.event, self.messages, os.getpid()),
         )
 
     def __enter__(self) -> WorkerPool:
@@ -97,8 +99,22 @@ class WorkerPool:
             _, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
             _drain(self.messages, notify)
         _drain(self.messages, notify)
-        by_target = {futures[f]: f.result() for f in futures}
+        by_target = {futures[f]: _result_or_lost(f, cfg, futures[f]) for f in futures}
         return [by_target[t] for t in cfg.targets]
+
+
+def _result_or_lost(future: Any, cfg: ReplayConfig, target: str) -> TargetResult:
+    """The future's result, or, when its worker process died, a result that says so."""
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        from onlinesparse.replay.runner import lost_result
+
+        return lost_result(cfg, target, (
+            "the worker process replaying it died (killed, or out of memory), or another "
+            "worker's death stopped the pool; what it had written is kept"
+            + ("; resume from its last checkpoint with --resume" if cfg.checkpoint else "")
+        ))
 
 
 def _drain(messages: Any, notify: Callable[[str, Any], None]) -> None:
@@ -114,18 +130,45 @@ _WORKER_STOP = StopFlag()
 _WORKER_QUEUE: Any = None
 
 
-def _init_worker(event: Any, messages: Any) -> None:
+def _init_worker(event: Any, messages: Any, parent: int) -> None:
     global _WORKER_QUEUE
     # Ctrl-C reaches every process of the terminal's group: the parent decides, the workers
     # only listen to its event, so none stops in the middle of a sample.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER_QUEUE = messages
+    watch_parent(parent)
 
     def watch() -> None:
         event.wait()
         _WORKER_STOP.requested = True
 
     threading.Thread(target=watch, daemon=True).start()
+
+
+#: Seconds between two looks at whether the parent process is still there.
+PARENT_POLL = 0.2
+
+
+def watch_parent(parent: int | None = None) -> None:
+    """End this worker process as soon as ``parent`` (default: the current parent) dies.
+
+    A worker killed with its parent (kill -9, out of memory) would otherwise replay on for
+    minutes, writing checkpoints nobody reads. A daemon thread polls ``os.getppid()``: when
+    the parent dies the process is adopted by init (or a subreaper) and the id changes; the
+    worker then exits at once. That loses nothing that was saved: checkpoints are written
+    atomically and a resume truncates the spool to the checkpoint. (``PR_SET_PDEATHSIG`` is
+    not used: on Linux it fires when the parent *thread* that started the worker ends, which
+    need not be the parent's main thread.)
+    """
+    parent = os.getppid() if parent is None else parent
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(PARENT_POLL)
+
+    threading.Thread(target=watch, daemon=True, name="onlinesparse-parent-watch").start()
 
 
 def _worker(job: Job) -> TargetResult:
