@@ -572,25 +572,27 @@ def basis_budget(model: Any) -> float | None:
 
 # Modules whose models run the compiled loops that onlinesparse.warm_up() loads.
 _COMPILED_MODULES = ("onlinesparse.rbf", "onlinesparse.vbls.kernel_regressor")
+_WARMED: list[bool] = []  # non-empty once onlinesparse.warm_up() ran in this process
 
 
 def warm_up_model(model: Any, xs: Sequence[Mapping[str, float]], ys: Sequence[float]) -> float:
     """Pay, before the replay is timed, what a model pays only on its first samples.
 
     Loads (or compiles) the library's compiled loops with :func:`onlinesparse.warm_up` when
-    the model uses them, then drives a throwaway clone of the model (same parameters, fresh
-    state) through ``xs`` and ``ys`` (a few rows of the recording) so that any other
-    first-call cost of its code paths is paid too. ``model`` itself is not touched. Returns
-    the seconds it took.
+    the model uses them (once per process), then drives a throwaway clone of the model (same
+    parameters, fresh state) through ``xs`` and ``ys`` (a few rows of the recording) so that
+    any other first-call cost of its code paths is paid too. ``model`` itself is not touched.
+    Returns the seconds it took.
     """
     import time
 
     started = time.perf_counter()
     est = last_step(model)
-    if type(est).__module__ in _COMPILED_MODULES:
+    if type(est).__module__ in _COMPILED_MODULES and not _WARMED:
         from onlinesparse import warm_up
 
-        warm_up()
+        warm_up()  # once per process: the loaded machine code stays loaded
+        _WARMED.append(True)
     clone = model.clone()
     has_dist = supports_with_dist(clone)
     for x, y in zip(xs, ys, strict=True):
