@@ -212,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
         "grid",
         help="replay a grid of model settings and report the best",
         description="Replay the recording through the model once per combination of the "
-                    "--grid values, each with progressive validation (every sample is "
+                    "--grid values (plus the model's defaults and a lin1 linear baseline), "
+                    "each with progressive validation (every sample is "
                     "predicted before it is learned, so no data is held out), and rank the "
                     "settings by a metric averaged over the targets. Other model options "
                     "(--max-basis, --param, ...) are shared by every setting.",
@@ -222,7 +223,10 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--grid", action="append", required=True, metavar="KEY=V1,V2,...",
                       help="a model keyword or flag and the values to try, e.g. "
                            "max-basis=10,20,40 or 'radii=(0.5,),(1.0,)'; repeat for a "
-                           "grid over several (every combination is replayed)")
+                           "grid over several (every combination is replayed); "
+                           "model=rbf,vbls,lin1 compares models (the other keys go to the "
+                           "models that take them). Each model's default setting and the "
+                           "lin1 linear baseline are always replayed too")
     grid.add_argument("--metric", choices=("nmse", "rmse", "mae", "r2"), default="nmse",
                       help="rank by this metric averaged over the targets (default nmse)")
     _add_replay_options(grid, grid=True)
