@@ -59,3 +59,11 @@ def test_models_name_says_what_a_parameter_does_and_how_to_set_it(capsys):
 def test_models_with_an_unknown_name_is_a_usage_error(capsys):
     assert main(["models", "rbff"]) == 2
     assert "unknown model 'rbff'" in capsys.readouterr().err
+
+
+def test_the_command_line_leaves_the_first_samples_unscored_by_default():
+    from onlinesparse.cli import DEFAULT_WARMUP, build_parser
+
+    for command in (["replay", "r.csv", "--target", "y"],
+                    ["grid", "r.csv", "--target", "y", "--grid", "lr=0.1"]):
+        assert build_parser().parse_args(command).warmup == DEFAULT_WARMUP == 100
