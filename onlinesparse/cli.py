@@ -2,8 +2,10 @@
 the ``demo``, list ``models``.
 
 Exit codes: 0 done; 1 the replay had to stop (a corrupt row under ``--strict``, a model that
-raised); 2 the command cannot run as given (missing file, unknown column, parameter out of
-range, model not installed); 130 interrupted by Ctrl-C after saving a checkpoint.
+raised, a write that failed, a worker that died) or scored nothing, or an output could not be
+written; 2 the command cannot run as given (missing file, unknown column, parameter out of
+range, model not installed, unwritable ``--out``, a checkpoint refused); 130 interrupted by
+Ctrl-C after saving a checkpoint. See ``docs/replay_failures.md``.
 
 Examples
 --------

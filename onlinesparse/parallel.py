@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from onlinesparse.replay.config import Job, ReplayConfig
 from onlinesparse.replay.errors import ReplayError, UsageError
-from onlinesparse.replay.outputs import write_outputs
+from onlinesparse.replay.outputs import check_writable, write_outputs
 from onlinesparse.replay.pool import _BLAS_THREAD_VARIABLES, _single_threaded_blas, watch_parent
 from onlinesparse.replay.reader import open_recording
 from onlinesparse.replay.runner import run_job
@@ -272,7 +272,7 @@ def execute_job(job: ReplayJob, index: int = 0) -> JobResult:
         recording = open_recording(cfg.recording)
         columns = recording.select(cfg.targets, cfg.features, cfg.time)
         if cfg.out is not None:
-            Path(cfg.out).mkdir(parents=True, exist_ok=True)
+            check_writable(Path(cfg.out), f"to {cfg.out}")
         result = run_job(Job(cfg, job.target, columns))
         outcome = write_outputs(cfg, columns, [result], recording)
     except Exception as exc:  # a failure of this job, reported, not raised
@@ -286,12 +286,15 @@ def execute_job(job: ReplayJob, index: int = 0) -> JobResult:
             worker=_where(),
             elapsed=time.perf_counter() - started,
         )
+    errors = [m for m in (result.message, *outcome.errors) if m]
     return JobResult(
         index=index,
         job=job,
-        status=result.status,
+        # An output that could not be written fails the job, though its replay ran through.
+        status="write_error" if outcome.errors and result.status in _OK_STATUSES
+        else result.status,
         metrics=result.metrics,
-        error=result.message,
+        error="; ".join(errors) or None,
         relevance=result.relevance,
         worker=_where(),
         elapsed=time.perf_counter() - started,

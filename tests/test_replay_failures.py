@@ -154,3 +154,35 @@ def test_a_report_that_fails_is_reported_and_loses_nothing_else(rec, tmp_path, c
     assert "onlinesparse: error: writing the report failed: ValueError" in err
     assert len(pd.read_parquet(out / "predictions.parquet")) == 300
     assert json.loads((out / "metrics.json").read_text())["targets"]["y"]["samples"] == 300
+
+
+def test_a_file_that_fails_to_read_mid_way_keeps_what_was_replayed(rec, tmp_path, capsys,
+                                                                   monkeypatch):
+    from onlinesparse.replay.reader import Recording
+
+    original = Recording.iter_chunks
+
+    def breaks_after_one_chunk(self, *args, **kwargs):
+        chunks = original(self, *args, **kwargs)
+        yield next(chunks)
+        raise OSError(errno.EIO, "Input/output error (simulated)")
+
+    monkeypatch.setattr(Recording, "iter_chunks", breaks_after_one_chunk)
+    rc = _replay(rec, "--out", str(tmp_path / "out"), "--chunksize", "100", "--no-report")
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "onlinesparse: error: y: reading rec.csv failed after row 100 (line 102" in err
+    assert len(pd.read_parquet(tmp_path / "out" / "predictions.parquet")) == 100
+
+
+def test_a_checkpoint_key_others_can_read_is_refused(rec, tmp_path, capsys):
+    from onlinesparse.replay.checkpoint import key_path
+
+    assert _replay(rec, "--checkpoint", str(tmp_path / "ck")) == 0
+    key_path().chmod(0o644)
+    try:
+        rc = _replay(rec, "--checkpoint", str(tmp_path / "ck"), "--resume")
+    finally:
+        key_path().chmod(0o600)
+    assert rc == 2
+    assert "is readable by other users" in capsys.readouterr().err

@@ -148,7 +148,7 @@ class TargetResult:
 
     target: str
     # completed | stopped | interrupted | corrupt_row | model_error | nothing_scored |
-    # write_error | worker_died
+    # write_error | read_error | worker_died
     status: str
     message: str | None
     metrics: dict[str, Any]

@@ -119,7 +119,8 @@ def write_outputs(
 
 def _exit_code(results: Sequence[TargetResult]) -> int:
     statuses = {r.status for r in results}
-    if statuses & {"corrupt_row", "model_error", "nothing_scored", "write_error", "worker_died"}:
+    if statuses & {"corrupt_row", "model_error", "nothing_scored", "write_error", "worker_died",
+                   "read_error"}:
         return 1
     if "interrupted" in statuses:
         return EXIT_INTERRUPTED
@@ -127,8 +128,8 @@ def _exit_code(results: Sequence[TargetResult]) -> int:
 
 
 def _overall_status(results: Sequence[TargetResult]) -> str:
-    for status in ("worker_died", "write_error", "model_error", "corrupt_row", "nothing_scored",
-                   "interrupted", "stopped"):
+    for status in ("worker_died", "write_error", "read_error", "model_error", "corrupt_row",
+                   "nothing_scored", "interrupted", "stopped"):
         if any(r.status == status for r in results):
             return status
     return "completed"

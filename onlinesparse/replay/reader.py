@@ -411,7 +411,7 @@ class _CsvSource(_Source):
         with _open_binary(self.path) as raw:
             lines = _CheckedLines(raw)
             reader = pd.read_csv(
-                io.BufferedReader(lines, 1 << 20),
+                lines,
                 sep=self.sep,
                 chunksize=chunksize,
                 on_bad_lines="warn",
@@ -534,12 +534,18 @@ class _CheckedLines(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def read(self, size: int | None = -1) -> bytes:
+        """Up to ``size`` bytes (all that are checked so far when ``size`` < 0)."""
         while not len(self.out) and not self.eof:
             self._fill()
-        n = min(len(buffer), len(self.out))
-        buffer[:n] = self.out[:n]
+        n = len(self.out) if size is None or size < 0 else min(size, len(self.out))
+        data = self.out[:n].tobytes()
         self.out = self.out[n:]
-        return n
+        return data
 
     def _fill(self) -> None:
         data = self.raw.read(self.block)
@@ -559,11 +565,13 @@ class _CheckedLines(io.RawIOBase):
     def _check(self, block: bytes) -> bytes:
         first = self.line + 1
         self.line += block.count(b"\n") + (not block.endswith(b"\n"))
-        try:
-            block.decode("utf-8")
-            decodes = True
-        except UnicodeDecodeError:
-            decodes = False
+        decodes = block.isascii()  # no allocation: the common case of a numeric file
+        if not decodes:
+            try:
+                block.decode("utf-8")
+                decodes = True
+            except UnicodeDecodeError:
+                pass
         if decodes and b'"' not in block:
             return block
         lines = block.split(b"\n")

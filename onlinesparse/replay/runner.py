@@ -9,6 +9,14 @@ there are several), shows the progress bar, handles Ctrl-C and writes the output
 Stopping is cooperative: Ctrl-C only sets a flag that the replay loop reads between two
 samples, so a model is never interrupted half-way through ``learn_one`` and the checkpoint
 saved on the way out is consistent.
+
+A fault costs as little as it can (``docs/replay_failures.md`` has the whole policy): a
+corrupt row is skipped and counted, ``--out`` and ``--checkpoint`` are checked before the
+first row, and a failed write, a failed read or a model that raises ends only its target,
+with a status and a message, while every output produced so far is still written. The
+configuration and result records live in :mod:`~onlinesparse.replay.config`, the writing of
+outputs in :mod:`~onlinesparse.replay.outputs` and the worker processes in
+:mod:`~onlinesparse.replay.pool`.
 """
 
 from __future__ import annotations
@@ -43,7 +51,7 @@ from onlinesparse.replay.config import (
     StopFlag,
     TargetResult,
 )
-from onlinesparse.replay.errors import ReplayError, ReplayFailure, UsageError
+from onlinesparse.replay.errors import ReplayError, UsageError
 from onlinesparse.replay.metrics import LatencyHistogram, RegressionAccumulator, Trace, interval_z
 from onlinesparse.replay.outputs import (
     _json_safe,
@@ -221,7 +229,8 @@ class _TargetRun:
             checkpoint_file(Path(cfg.checkpoint), target, cfg.targets) if cfg.checkpoint else None
         )
         self.fp = fingerprint(cfg, columns, target)
-        self.recording_fp = recording_fingerprint(cfg.recording)
+        # Read (2 MiB) when a checkpoint is loaded or first saved, not for every replay.
+        self._recording_fp: dict[str, Any] | None = None
         state = (load_checkpoint(self.explicit, self.fp, self.recording_fp) if cfg.resume
                  else _fresh_state(cfg, target))
         # A checkpoint written before the CPU timing existed lacks its fields: they start
@@ -259,6 +268,12 @@ class _TargetRun:
         except Exception:  # noqa: BLE001 - the replay itself reports what is wrong, row by row
             return 0.0
 
+    @property
+    def recording_fp(self) -> dict[str, Any]:
+        if self._recording_fp is None:
+            self._recording_fp = recording_fingerprint(self.cfg.recording)
+        return self._recording_fp
+
     def _open_spool(self) -> _Spool | None:
         cfg, state = self.cfg, self.state
         if cfg.out is not None and state.spool_path is None:
@@ -283,6 +298,8 @@ class _TargetRun:
             save_checkpoint(path, self.fp, state, self.recording_fp)
         except OSError as exc:
             raise _WriteFailed(f"saving the checkpoint {path} failed: {_os_reason(exc)}") from exc
+        except UsageError as exc:  # e.g. a key others can read: the run goes on unsaved
+            raise _WriteFailed(f"saving the checkpoint {path} failed: {exc}") from exc
         self.checkpoint_path = str(path)
 
     def flush(self) -> None:
@@ -375,11 +392,13 @@ class _TargetRun:
             except ReplayError:
                 raise
             except Exception as exc:  # e.g. a Parquet page that fails to decode mid-file
-                raise ReplayFailure(
+                self.status = "read_error"
+                self.message = (
                     f"reading {self.recording.path.name} failed after "
                     f"{self.recording.describe_row(self.state.position)}: "
                     f"{type(exc).__name__}: {exc}"
-                ) from exc
+                )
+                return
             if chunk is None:
                 break
             self._replay_chunk(chunk)
