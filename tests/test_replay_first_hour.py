@@ -71,6 +71,7 @@ def test_the_features_are_printed_recorded_and_suspicious_ones_named(emg_csv, tm
     assert "features (5): n1, n2, trial, direction, emg_triceps" in std.out
     assert "emg_triceps named like target 'emg_biceps'" in std.err
     assert "'trial' is named like an identifier" in std.err
+    assert "'time'" not in std.err  # given as --time, so not a feature
     assert "'direction' takes 8 integer values only" in std.err
     assert "'n1'" not in std.err and "'n2'" not in std.err  # real measurements: no warning
     metrics = json.loads((out / "metrics.json").read_text())
@@ -187,3 +188,11 @@ def test_a_checkpoint_state_without_the_cpu_fields_resumes(emg_csv, tmp_path, mo
     metrics = outcome.results[0].metrics
     assert metrics["n_scored"] == 390
     assert metrics["cpu_us"]["n"] == 200  # the samples after the resume
+
+
+def test_a_time_column_left_among_the_features_is_pointed_to_time(emg_csv, capsys):
+    from onlinesparse.replay.checks import feature_warnings
+
+    rows = np.column_stack([np.arange(50) * 0.01, np.random.default_rng(1).normal(size=50)])
+    (warning,) = feature_warnings(["t", "n1"], ["y"], rows)
+    assert warning.startswith("feature 't' is named like the time: give it as --time")

@@ -26,6 +26,7 @@ _ID_NAMES = re.compile(
     r"epoch|time|timestamp|t|date|datetime|frame|count|counter|seq|sequence)$",
     re.IGNORECASE,
 )
+_TIME_NAMES = re.compile(r"^(time|timestamp|t|date|datetime|time_?s|seconds)$", re.IGNORECASE)
 
 
 def _stem(name: str) -> str:
@@ -61,6 +62,9 @@ def _column_warning(name: str, values: np.ndarray) -> str | None:
                 "a date?): give it as --time if it is the time, or leave it out with --features")
     if len(finite) < 3:
         return None
+    if _TIME_NAMES.match(name):
+        return (f"feature {name!r} is named like the time: give it as --time (the report's "
+                "time axis) unless the model should truly see it")
     if _ID_NAMES.match(name):
         return (f"feature {name!r} is named like an identifier or a time stamp; a model that "
                 "is given it can learn the recording's order instead of its physics")
