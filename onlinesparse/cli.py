@@ -24,12 +24,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from onlinesparse import __version__
 from onlinesparse.replay import models as registry
 from onlinesparse.replay.errors import ReplayError, UsageError
 
 __all__ = ["main", "build_parser"]
 
 DEFAULT_MODEL = "rbf"
+#: Samples learned but not scored by default. The first predictions of a model that has seen
+#: a handful of samples (0 before any) are far off and dominate squared-error scores: on
+#: river's TrumpApproval the linear baseline scores R² = −0.71 over all samples and 0.62
+#: without its first 50. A hundred samples is a short transient for a recording and
+#: ``--warmup 0`` scores everything.
+DEFAULT_WARMUP = 100
 
 
 def _positive_int(text: str) -> int:
@@ -39,6 +46,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
     return value
 
 
@@ -78,14 +95,39 @@ def _add_replay_options(parser: argparse.ArgumentParser, grid: bool = False) -> 
                             "(default: on)")
 
     ev = parser.add_argument_group("evaluation")
-    ev.add_argument("--warmup", type=_positive_int, default=0, metavar="N",
-                    help="first N samples are learned but not scored (default 0)")
+    ev.add_argument("--warmup", "--warm-up", type=_positive_int, default=DEFAULT_WARMUP,
+                    metavar="N", help="first N samples are learned but not scored: the "
+                    "first predictions of a model that has seen almost nothing would "
+                    f"dominate the scores (default {DEFAULT_WARMUP}; 0 scores every sample)")
     ev.add_argument("--interval", type=float, default=0.95, metavar="LEVEL",
                     help="level of the predictive interval whose coverage is reported "
                          "(default 0.95)")
     ev.add_argument("--diag-every", type=_positive_int, default=100, metavar="K",
                     help="record the model's diagnostics every K samples (default 100)")
+    if not grid:
+        ev.add_argument("--budget-us", type=_positive_float, metavar="US",
+                        help="deadline per sample in µs: count the samples whose predict_one "
+                             "+ learn_one took longer (wall-clock) and draw it in the report")
 
+    _add_output_options(parser, grid)
+
+    run = parser.add_argument_group("running")
+    what = "replays" if grid else "targets"
+    run.add_argument("--workers", type=_positive_int, metavar="N",
+                     help=f"worker processes for several {what} (default: one per {what[:-1]} "
+                          "up to the CPU count; 1 runs in this process); with --scheduler "
+                          "local, the number of Dask workers")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help=f"run the {what} on Dask: tcp://HOST:PORT of a running scheduler, "
+                          "or 'local' to start a local Dask cluster for this run (needs "
+                          "pip install 'onlinesparse[dask]'; the workers read the recording "
+                          "and write the outputs, so paths must be visible to them)")
+    run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="progress bar (default: when standard error is a terminal)")
+
+
+def _add_output_options(parser: argparse.ArgumentParser, grid: bool) -> None:
+    """The input, output and checkpoint options of ``replay`` (of ``grid``: those that apply)."""
     io = parser.add_argument_group("input and output")
     if grid:
         io.add_argument("--out", type=Path, metavar="DIR",
@@ -111,59 +153,9 @@ def _add_replay_options(parser: argparse.ArgumentParser, grid: bool = False) -> 
                         help="save a checkpoint every N rows (default 10000 with --checkpoint)")
         ck.add_argument("--resume", action="store_true", help="continue from --checkpoint")
 
-    run = parser.add_argument_group("running")
-    what = "replays" if grid else "targets"
-    run.add_argument("--workers", type=_positive_int, metavar="N",
-                     help=f"worker processes for several {what} (default: one per {what[:-1]} "
-                          "up to the CPU count; 1 runs in this process); with --scheduler "
-                          "local, the number of Dask workers")
-    run.add_argument("--scheduler", metavar="ADDRESS",
-                     help=f"run the {what} on Dask: tcp://HOST:PORT of a running scheduler, "
-                          "or 'local' to start a local Dask cluster for this run (needs "
-                          "pip install 'onlinesparse[dask]'; the workers read the recording "
-                          "and write the outputs, so paths must be visible to them)")
-    run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                     help="progress bar (default: when standard error is a terminal)")
 
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``onlinesparse`` command."""
-    parser = argparse.ArgumentParser(
-        prog="onlinesparse",
-        description="Sparse online regression: replay recordings through river models.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    replay = sub.add_parser(
-        "replay",
-        help="replay a recording through a model with progressive validation",
-        description="Replay a CSV, Parquet or NPZ recording as if it were live: for every "
-                    "row predict, score, then learn. Prints MAE, RMSE, nMSE, R², interval "
-                    "coverage and latency; --out writes predictions, metrics and a report.",
-    )
-    replay.add_argument("recording", type=Path, metavar="RECORDING",
-                        help="a .csv, .tsv, .parquet or .npz file")
-    _add_replay_options(replay)
-
-    grid = sub.add_parser(
-        "grid",
-        help="replay a grid of model settings and report the best",
-        description="Replay the recording through the model once per combination of the "
-                    "--grid values, each with progressive validation (every sample is "
-                    "predicted before it is learned, so no data is held out), and rank the "
-                    "settings by a metric averaged over the targets. Other model options "
-                    "(--max-basis, --param, ...) are shared by every setting.",
-    )
-    grid.add_argument("recording", type=Path, metavar="RECORDING",
-                      help="a .csv, .tsv, .parquet or .npz file")
-    grid.add_argument("--grid", action="append", required=True, metavar="KEY=V1,V2,...",
-                      help="a model keyword or flag and the values to try, e.g. "
-                           "max-basis=10,20,40 or 'radii=(0.5,),(1.0,)'; repeat for a "
-                           "grid over several (every combination is replayed)")
-    grid.add_argument("--metric", choices=("nmse", "rmse", "mae", "r2"), default="nmse",
-                      help="rank by this metric averaged over the targets (default nmse)")
-    _add_replay_options(grid, grid=True)
-
+def _add_demo_and_models(sub: Any) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The ``demo`` and ``models`` subcommands."""
     demo = sub.add_parser(
         "demo",
         help="simulate a motor-cortex session and compare VBLS and RBF models on it",
@@ -186,7 +178,64 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                       help="progress bars (default: when standard error is a terminal)")
 
-    sub.add_parser("models", help="list the models and their parameters")
+    models = sub.add_parser(
+        "models", help="list the models, or every parameter of one model",
+        description="Without NAME: the models and their command-line options. With NAME: "
+                    "every constructor parameter of that model, its default and what it does "
+                    "(set one with --param KEY=VALUE, or with its option when it has one).",
+    )
+    models.add_argument("name", nargs="?", metavar="NAME", help="a model name, e.g. rbf")
+    return demo, models
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``onlinesparse`` command."""
+    parser = argparse.ArgumentParser(
+        prog="onlinesparse",
+        description="Sparse online regression: replay recordings through river models.",
+    )
+    parser.add_argument("--version", action="version", version=f"onlinesparse {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # main() reports an unknown option with the usage of the subcommand it was given to.
+    parser.set_defaults(_subparsers={})
+
+    replay = sub.add_parser(
+        "replay",
+        help="replay a recording through a model with progressive validation",
+        description="Replay a CSV, Parquet or NPZ recording as if it were live: for every "
+                    "row predict, score, then learn. Prints MAE, RMSE, nMSE, R², interval "
+                    "coverage and latency; --out writes predictions, metrics and a report.",
+    )
+    replay.add_argument("recording", type=Path, metavar="RECORDING",
+                        help="a .csv, .tsv, .parquet or .npz file")
+    _add_replay_options(replay)
+
+    grid = sub.add_parser(
+        "grid",
+        help="replay a grid of model settings and report the best",
+        description="Replay the recording through the model once per combination of the "
+                    "--grid values (plus the model's defaults and a lin1 linear baseline), "
+                    "each with progressive validation (every sample is "
+                    "predicted before it is learned, so no data is held out), and rank the "
+                    "settings by a metric averaged over the targets. Other model options "
+                    "(--max-basis, --param, ...) are shared by every setting.",
+    )
+    grid.add_argument("recording", type=Path, metavar="RECORDING",
+                      help="a .csv, .tsv, .parquet or .npz file")
+    grid.add_argument("--grid", action="append", required=True, metavar="KEY=V1,V2,...",
+                      help="a model keyword or flag and the values to try, e.g. "
+                           "max-basis=10,20,40 or 'radii=(0.5,),(1.0,)'; repeat for a "
+                           "grid over several (every combination is replayed); "
+                           "model=rbf,vbls,lin1 compares models (the other keys go to the "
+                           "models that take them). Each model's default setting and the "
+                           "lin1 linear baseline are always replayed too")
+    grid.add_argument("--metric", choices=("nmse", "rmse", "mae", "r2"), default="nmse",
+                      help="rank by this metric averaged over the targets (default nmse)")
+    _add_replay_options(grid, grid=True)
+
+    demo, models = _add_demo_and_models(sub)
+    parser.set_defaults(_subparsers={"replay": replay, "grid": grid, "demo": demo,
+                                     "models": models})
     return parser
 
 
@@ -233,6 +282,28 @@ def _resume_hint(argv: Sequence[str], checkpoint: str) -> str:
     return shlex.join([*cleaned, "--checkpoint", checkpoint, "--resume"])
 
 
+def _announce_columns(cfg: Any) -> None:
+    """Print the features the replay will use and what looks wrong about them."""
+    from onlinesparse.replay.checks import recording_warnings
+    from onlinesparse.replay.reader import open_recording
+
+    cfg.check()
+    if not Path(cfg.recording).exists():
+        return  # run_replay says so; a remote cluster may see a path this machine does not
+    recording = open_recording(cfg.recording)
+    columns = recording.select(cfg.targets, cfg.features, cfg.time)
+    shown = ", ".join(columns.features[:30]) + (" …" if len(columns.features) > 30 else "")
+    print(f"features ({len(columns.features)}): {shown or 'none'}"
+          + ("" if cfg.features else "  (every column but the targets and the time: choose "
+             "with --features)"))
+    sys.stdout.flush()  # the warnings (standard error) come after the list they are about
+    for warning in recording_warnings(recording, columns):
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
+    if cfg.warmup:
+        print(f"the first {cfg.warmup} samples of each target are learned but not scored "
+              "(--warmup)")
+
+
 def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from onlinesparse.replay.runner import ReplayConfig, format_summary, run_replay
 
@@ -258,7 +329,10 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         diag_every=args.diag_every,
         progress=args.progress,
         report=not args.no_report,
+        budget_us=args.budget_us,
+        command=shlex.join(["onlinesparse", *argv]),
     )
+    _announce_columns(cfg)
     if args.scheduler:
         from onlinesparse.parallel import DaskPool, dask_client
 
@@ -268,6 +342,12 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     else:
         outcome = run_replay(cfg)
     print(format_summary(outcome, cfg))
+    _say_outcome(outcome, cfg, argv)
+    return outcome.exit_code
+
+
+def _say_outcome(outcome: Any, cfg: Any, argv: Sequence[str]) -> None:
+    """Errors, files written, and how to resume, after a replay's summary table."""
     for r in outcome.results:
         if r.message:
             print(f"onlinesparse: error: {r.target}: {r.message}", file=sys.stderr)
@@ -296,15 +376,13 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"stopped after --max-rows {cfg.max_rows} rows"
               + (f"; resume with --resume --checkpoint {cfg.checkpoint}" if cfg.checkpoint
                  else ""))
-    return outcome.exit_code
 
 
 def _cmd_grid(args: argparse.Namespace) -> int:
-    import json
 
     from onlinesparse.parallel import dask_client, evaluate_grid, format_grid, parse_grid
     from onlinesparse.replay.reader import open_recording
-    from onlinesparse.replay.runner import ReplayConfig, _json_safe
+    from onlinesparse.replay.runner import ReplayConfig
 
     grid = parse_grid(args.grid, args.model)
     params = _model_params(args)
@@ -337,7 +415,9 @@ def _cmd_grid(args: argparse.Namespace) -> int:
         result = evaluate()
     n = len(result.rows)
     label = {"nmse": "nMSE", "rmse": "RMSE", "mae": "MAE", "r2": "R²"}[args.metric]
-    print(f"{n} setting{'s' * (n != 1)} of {args.model!r} on {args.recording.name}, "
+    what = (f"models {', '.join(grid['model'])}" if "model" in grid else repr(args.model))
+    print(f"{n} setting{'s' * (n != 1)} of {what} (with each model's defaults and the lin1 "
+          f"linear baseline) on {args.recording.name}, "
           f"{len(args.target)} target{'s' * (len(args.target) != 1)}, ranked by {label} "
           "averaged over the targets (progressive validation"
           + (f", first {args.warmup} samples not scored)" if args.warmup else ")"))
@@ -347,44 +427,51 @@ def _cmd_grid(args: argparse.Namespace) -> int:
             if not r.ok:
                 print(f"onlinesparse: error: {r.describe()}", file=sys.stderr)
     if args.out is not None:
-        import pandas as pd
-
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "grid.json").write_text(
-            json.dumps(_json_safe(result.as_dict()), indent=2, allow_nan=False, default=str)
-        )
-        pd.DataFrame([{**{k: repr(v) if isinstance(v, tuple) else v
-                          for k, v in row.setting.items()},
-                       "score": row.score, **row.means, "ok": row.ok} for row in result.rows]
-                     ).to_csv(args.out / "grid.csv", index=False)
-        print(f"wrote {args.out}/grid.json and grid.csv")
+        _write_grid_files(args.out, result)
     best = result.best
     if best is None:
         print("onlinesparse: error: no setting of the grid completed", file=sys.stderr)
         return 1
-    settings = ", ".join(f"{k}={v!r}" for k, v in best.setting.items())
-    print(f"best: {settings} ({label} {best.score:.4g})")
-    print(f"replay it with: {_replay_command(args, best.setting)}")
+    settings = ", ".join(f"{k}={v!r}" for k, v in best.setting.items()) or "its defaults"
+    print(f"best: {best.model} with {settings} ({label} {best.score:.4g})")
+    print("replay it with: "
+          + _replay_command(args, best.model, best.results[0].job.params))
     return 0
 
 
-def _replay_command(args: argparse.Namespace, setting: dict[str, Any]) -> str:
-    """The ``onlinesparse replay`` command that replays ``setting`` as the grid did."""
+def _write_grid_files(out: Path, result: Any) -> None:
+    """``grid.json`` (everything) and ``grid.csv`` (one row per setting) in ``out``."""
+    import json
+
+    import pandas as pd
+
+    from onlinesparse.replay.runner import _json_safe
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "grid.json").write_text(
+        json.dumps(_json_safe(result.as_dict()), indent=2, allow_nan=False, default=str)
+    )
+    pd.DataFrame([{"model": row.model, "row": row.role,
+                   **{k: repr(v) if isinstance(v, tuple) else v
+                      for k, v in row.setting.items()},
+                   "score": row.score, **row.means, "ok": row.ok} for row in result.rows]
+                 ).to_csv(out / "grid.csv", index=False)
+    print(f"wrote {out}/grid.json and grid.csv")
+
+
+def _replay_command(args: argparse.Namespace, model: str, params: dict[str, Any]) -> str:
+    """The ``onlinesparse replay`` command that replays ``model`` with constructor keywords
+    ``params`` as the grid did."""
     words = ["onlinesparse", "replay", str(args.recording)]
     words += [w for t in args.target for w in ("--target", t)]
     words += [w for f in args.features or [] for w in ("--features", f)]
     if args.time:
         words += ["--time", args.time]
-    words += ["--model", args.model]
-    for flag in _model_flags():
-        raw = getattr(args, f"param_{flag.replace('-', '_')}")
-        if raw is not None:
-            words += [f"--{flag}", str(raw)]
-    words += [w for a in args.param for w in ("--param", a)]
-    words += [w for k, v in setting.items() for w in ("--param", f"{k}={v!r}")]
+    words += ["--model", model]
+    words += [w for k, v in params.items() for w in ("--param", f"{k}={v!r}")]
     if not args.standardize:
         words.append("--no-standardize")
-    for option, value, default in (("--warmup", args.warmup, 0),
+    for option, value, default in (("--warmup", args.warmup, DEFAULT_WARMUP),
                                    ("--interval", args.interval, 0.95),
                                    ("--diag-every", args.diag_every, 100),
                                    ("--max-rows", args.max_rows, None)):
@@ -395,7 +482,9 @@ def _replay_command(args: argparse.Namespace, setting: dict[str, Any]) -> str:
     return shlex.join(words)
 
 
-def _cmd_models() -> int:
+def _cmd_models(name: str | None = None) -> int:
+    if name is not None:
+        return _cmd_model_parameters(name)
     rows = [("name", "available", "parameters", "description")]
     for spec in registry.MODELS.values():
         params = " ".join(f"--{p.flag}" for p in spec.params) or "-"
@@ -404,7 +493,47 @@ def _cmd_models() -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)) + "  " + r[3])
+    print("\n'onlinesparse models NAME' lists every parameter of a model with its default.")
     return 0
+
+
+def _cmd_model_parameters(name: str) -> int:
+    """Every constructor parameter of one model, its default, how to set it, what it does."""
+    import textwrap
+
+    spec = registry.get_spec(name)
+    params = registry.describe_parameters(name)  # raises ModelUnavailable (exit 2) if missing
+    print(f"{spec.name}: {spec.description}\n({spec.path.replace(':', '.')}; set a parameter "
+          "with its option, or with --param NAME=VALUE when it has none; the full "
+          "description of each is in the class's help())\n")
+    rows = [("parameter", "default", "option")] + [(p.name, p.default, p.option)
+                                                   for p in params]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    indent = sum(widths) + 6
+    for row, p in zip(rows, [None, *params], strict=True):
+        head = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
+        meaning = "meaning" if p is None else p.meaning
+        lines = textwrap.wrap(meaning, width=max(40, 100 - indent)) or [""]
+        print(f"{head}  {lines[0]}")
+        for line in lines[1:]:
+            print(" " * indent + line)
+    return 0
+
+
+def _unknown_options(args: argparse.Namespace, unknown: list[str]) -> None:
+    """Exit with the subcommand's usage (not the top level's) and a "did you mean"."""
+    import difflib
+
+    sub: argparse.ArgumentParser = args._subparsers[args.command]
+    known = [s for a in sub._actions for s in a.option_strings]
+    hints = []
+    for word in unknown:
+        if word.startswith("--"):
+            close = difflib.get_close_matches(word.split("=")[0], known, n=1, cutoff=0.75)
+            if close:
+                hints.append(f"{word.split('=')[0]}: did you mean {close[0]}?")
+    sub.error(f"unrecognized arguments: {' '.join(unknown)}"
+              + (f" ({'; '.join(hints)})" if hints else ""))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -412,7 +541,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            _unknown_options(args, unknown)
     except SystemExit as exc:  # argparse already printed usage and the error
         return int(exc.code or 0)
     try:
@@ -427,8 +558,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out=args.out, seed=args.seed, fmt=args.format, trials=args.trials,
                 models=[m.strip() for m in args.models.split(",") if m.strip()],
                 workers=args.workers, progress=args.progress,
+                command=shlex.join(["onlinesparse", *argv]),
             )
-        return _cmd_models()
+        return _cmd_models(args.name)
     except ReplayError as exc:
         print(f"onlinesparse: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -37,13 +37,16 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Hashable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from river import base, proba
 
 from onlinesparse._blas import single_blas_thread
 from onlinesparse.features import FeatureMap, as_target
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Lin1Regressor", "Lin1MultiTargetRegressor"]
 
@@ -195,6 +198,28 @@ class _Lin1Base(base.Estimator):
             raise self._feature_map.overflow(row)
         return means, variances
 
+    def _predict_rows(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Predictive means and variances, ``(n, t)`` each, of every row of a DataFrame ``X``.
+
+        Each row goes through :meth:`_predict_arrays`, the path of :meth:`predict_one`, so the
+        results and every refusal (a bad value, an input whose prediction overflows) are
+        exactly those of ``predict_one``; a refusal names the row's index label and changes
+        nothing. The SVD is shared: it is done at most once for all rows.
+        """
+        import pandas as pd
+
+        if not isinstance(X, pd.DataFrame):
+            raise ValueError(f"X must be a pandas DataFrame, got {type(X).__name__}")
+        n_targets = max(len(self._targets), 1)
+        means = np.empty((len(X), n_targets))
+        variances = np.empty((len(X), n_targets))
+        for i, (label, x) in enumerate(zip(X.index, X.to_dict(orient="records"), strict=True)):
+            try:
+                means[i], variances[i] = self._predict_arrays(x)
+            except ValueError as exc:
+                raise ValueError(f"row {label!r} of X: {exc}") from None
+        return means, variances
+
     # -- reporting --------------------------------------------------------------------------
     def _relevance_matrix(self) -> np.ndarray:
         """|slope| × running (population) standard deviation of the input, per target."""
@@ -315,6 +340,37 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
             return mean
         return proba.Gaussian._from_state(n=1, m=mean, var=float(variances[0]), ddof=0)
 
+    def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        """Predictive means ``wᵀx*`` of every row of ``X``: exactly :meth:`predict_one`'s.
+
+        Parameters
+        ----------
+        X
+            A DataFrame whose columns are features; the index is kept.
+
+        Raises
+        ------
+        ValueError
+            When ``X`` is not a DataFrame or a row has a bad value (the message names the row
+            and the feature); the model is unchanged either way.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> model = Lin1Regressor()
+        >>> for i in range(20):
+        ...     model.learn_one({"a": float(i), "b": float(i % 3)}, 1.0 + 2.0 * i - (i % 3))
+        >>> model.predict_many(pd.DataFrame({"a": [0.0, 10.0], "b": [1.0, 2.0]})).round(6)
+        0     0.0
+        1    19.0
+        dtype: float64
+
+        """
+        import pandas as pd
+
+        means, _ = self._predict_rows(X)
+        return pd.Series(means[:, 0], index=X.index, dtype=float)
+
     @property
     def weights(self) -> dict[Hashable, float]:
         """Fitted slope of each input (``w₁ … w_d`` of seed 004 eq. 1)."""
@@ -421,6 +477,20 @@ class Lin1MultiTargetRegressor(_Lin1Base, base.MultiTargetRegressor):
             name: proba.Gaussian._from_state(n=1, m=float(m), var=float(v), ddof=0)
             for name, m, v in zip(self._targets, means, variances, strict=True)
         }
+
+    def predict_many(self, X: pd.DataFrame) -> pd.DataFrame:
+        """Predictive mean of each target for every row of ``X``: one column per target.
+
+        Before the first sample no target is known, so the frame has no columns (the rows of
+        ``X`` are still validated). Bad input raises ``ValueError`` as in
+        :meth:`Lin1Regressor.predict_many`.
+        """
+        import pandas as pd
+
+        means, _ = self._predict_rows(X)
+        if self._count == 0:
+            return pd.DataFrame(index=X.index)
+        return pd.DataFrame(means, index=X.index, columns=list(self._targets))
 
     def diagnostics(self) -> dict[str, float]:
         """``n_basis`` (k), ``noise_std`` (root mean σ̂² over targets), ``n_samples`` and one

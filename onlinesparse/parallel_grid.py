@@ -3,6 +3,12 @@
 :func:`evaluate_grid` (``onlinesparse grid``) replays every setting of a grid on a recording
 through :func:`onlinesparse.parallel.replay_many` (local processes or a Dask client) and ranks
 the settings by a metric averaged over the targets.
+
+A grid always holds two reference rows besides its own settings: each model's **default**
+setting (a grid of radii that never contains the default cannot show that the default beats
+all of them) and a **linear baseline**, lin-1 (the DELVE linear model, exact least squares),
+which says whether a nonlinear model earns its cost. The key ``model`` compares models:
+``model=rbf,vbls,lin1``; another key then applies to the models that take it.
 """
 
 from __future__ import annotations
@@ -22,8 +28,8 @@ from onlinesparse.replay.errors import UsageError
 if TYPE_CHECKING:  # only for annotations
     from distributed import Client
 
-__all__ = ["GRID_METRICS", "parse_grid", "grid_settings", "GridRow", "GridResult",
-           "evaluate_grid", "format_grid"]
+__all__ = ["GRID_METRICS", "parse_grid", "grid_settings", "grid_candidates", "GridRow",
+           "GridResult", "evaluate_grid", "format_grid", "BASELINE_MODEL"]
 
 #: Metrics a grid can be ranked by, and whether larger is better.
 GRID_METRICS: dict[str, bool] = {"nmse": False, "rmse": False, "mae": False, "r2": True}
@@ -51,6 +57,10 @@ def _grid_values(key: str, raw: str, model: str) -> list[Any]:
     return values
 
 
+#: The model of the linear baseline row every grid includes.
+BASELINE_MODEL = "lin1"
+
+
 def parse_grid(assignments: Sequence[str], model: str) -> dict[str, list[Any]]:
     """Parse ``--grid KEY=V1,V2,…`` options into ``{constructor keyword: values}``.
 
@@ -63,6 +73,8 @@ def parse_grid(assignments: Sequence[str], model: str) -> dict[str, list[Any]]:
     {'max_basis': [10, 20], 'window': [200, 500]}
     >>> parse_grid(["radii=(0.5,),(1.0, 2.0)", "kernel=gaussian,cauchy"], "rbf")
     {'radii': [(0.5,), (1.0, 2.0)], 'kernel': ['gaussian', 'cauchy']}
+    >>> parse_grid(["model=rbf,lin1", "max-basis=10,20"], "rbf")
+    {'model': ['rbf', 'lin1'], 'max_basis': [10, 20]}
     >>> parse_grid(["max-basis=10,0"], "rbf")
     Traceback (most recent call last):
     ...
@@ -80,6 +92,14 @@ def parse_grid(assignments: Sequence[str], model: str) -> dict[str, list[Any]]:
             raise UsageError(f"--grid expects KEY=V1,V2,... with a keyword name, got {text!r}")
         if kwarg in grid:
             raise UsageError(f"--grid {kwarg} is given twice")
+        if kwarg == "model":
+            names = [v.strip() for v in raw.split(",") if v.strip()]
+            for name in names:
+                registry.get_spec(name)  # an unknown name is a usage error naming the choices
+            if not names:
+                raise UsageError("--grid model=… needs model names separated by commas")
+            grid["model"] = names
+            continue
         grid[kwarg] = _grid_values(kwarg, raw.strip(), model)
     if not grid:
         raise UsageError("give at least one --grid KEY=V1,V2,...")
@@ -104,12 +124,18 @@ def _label(setting: Mapping[str, Any]) -> str:
 
 @dataclass
 class GridRow:
-    """One setting of a grid: its results per target and its score."""
+    """One setting of a grid: its results per target and its score.
+
+    ``role`` is ``"grid"`` for a setting of the grid, ``"default"`` for a model's defaults
+    (added when the grid lacks them) and ``"baseline"`` for the linear baseline.
+    """
 
     setting: dict[str, Any]
     results: list[JobResult]
     score: float | None
     means: dict[str, float | None]
+    model: str = ""
+    role: str = "grid"
 
     @property
     def ok(self) -> bool:
@@ -144,9 +170,11 @@ class GridResult:
             "model": self.model,
             "params": self.params,
             "metric": self.metric,
-            "best": self.best.setting if self.best else None,
+            "best": {"model": self.best.model, **self.best.setting} if self.best else None,
             "settings": [
                 {
+                    "model": row.model,
+                    "role": row.role,
                     "setting": row.setting,
                     "score": row.score,
                     "means": row.means,
@@ -220,20 +248,21 @@ def evaluate_grid(
         raise UsageError("a grid needs at least one target")
     params = dict(params or {})
     options = dict(options or {})
-    settings = grid_settings(grid)
     standardize = options.get("standardize", True)
-    for setting in settings:  # a setting the model rejects is a usage error, before any run
-        registry.build_model(model, {**params, **setting}, standardize)
+    candidates = grid_candidates(grid, model, params)
+    for name, setting, _ in candidates:  # a setting a model rejects is a usage error, first
+        registry.build_model(name, setting, standardize)
     jobs = [
-        ReplayJob(recording, target, model, {**params, **setting}, options=options,
-                  name=f"{_label(setting)} / {target}", targets=list(targets))
-        for setting in settings
+        ReplayJob(recording, target, name, setting, options=options,
+                  name=f"{name}: {_label(setting) or 'defaults'} / {target}",
+                  targets=list(targets))
+        for name, setting, _ in candidates
         for target in targets
     ]
     results = replay_many(jobs, client, workers=workers, progress=progress, stream=stream)
     larger_is_better = GRID_METRICS[metric]
     rows = []
-    for k, setting in enumerate(settings):
+    for k, (name, setting, role) in enumerate(candidates):
         mine = results[k * len(targets) : (k + 1) * len(targets)]
         ok = all(r.ok for r in mine)
         means = {
@@ -243,7 +272,8 @@ def evaluate_grid(
         means["latency_us_median"] = (
             _mean([r.metrics["latency_us"]["median"] for r in mine]) if ok else None
         )
-        rows.append(GridRow(setting, mine, means[metric], means))
+        shown = {k: v for k, v in setting.items() if k not in params}
+        rows.append(GridRow(shown, mine, means[metric], means, name, role))
     order = sorted(
         range(len(rows)),
         key=lambda i: (
@@ -257,22 +287,95 @@ def evaluate_grid(
                       [rows[i] for i in order])
 
 
+def _accepted(name: str) -> set[str] | None:
+    """The constructor keywords of model ``name`` (``None``: any, or unknown)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(registry.resolve(name)).parameters
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        return None
+    return set(parameters)
+
+
+def grid_candidates(grid: Mapping[str, Sequence[Any]], model: str,
+                    params: Mapping[str, Any] | None = None
+                    ) -> list[tuple[str, dict[str, Any], str]]:
+    """``(model, constructor keywords, role)`` of every row a grid replays.
+
+    The grid's settings for each model of its ``model`` key (default: ``model``), each
+    keeping the keys that model takes; then each model's defaults when no setting of the grid
+    is them; then the linear baseline unless the grid has it already. ``params`` (shared
+    keywords) go to every model that takes them.
+
+    Examples
+    --------
+    >>> for row in grid_candidates({"model": ["rbf", "vbls"], "max_basis": [20, 100]}, "rbf"):
+    ...     print(row)
+    ('rbf', {'max_basis': 20}, 'grid')
+    ('rbf', {'max_basis': 100}, 'grid')
+    ('vbls', {}, 'grid')
+    ('lin1', {}, 'baseline')
+
+    """
+    params = dict(params or {})
+    rest = {k: v for k, v in grid.items() if k != "model"}
+    names = list(grid.get("model", [model]))
+    accepts = {name: _accepted(name) for name in names}
+    for key in [*rest, *params]:
+        if len(names) > 1 and all(a is not None and key not in a for a in accepts.values()):
+            raise UsageError(f"no model of the grid ({', '.join(names)}) takes a parameter "
+                             f"{key!r}")
+    out: list[tuple[str, dict[str, Any], str]] = []
+    for name in names:
+        # One model: keep every key, so that build_model names one it does not take.
+        accepted = accepts[name] if len(names) > 1 else None
+        keep = {k: v for k, v in rest.items() if accepted is None or k in accepted}
+        shared = {k: v for k, v in params.items() if accepted is None or k in accepted}
+        rows = [{**shared, **s} for s in (grid_settings(keep) if keep else [{}])]
+        for setting in rows:
+            if (name, setting) not in [(n, s) for n, s, _ in out]:
+                out.append((name, setting, "grid"))
+        if not any(_is_default(name, s, shared) for s in rows):
+            out.append((name, dict(shared), "default"))
+    if BASELINE_MODEL in registry.MODELS and not any(
+            n == BASELINE_MODEL and _is_default(n, s, {}) for n, s, _ in out):
+        out.append((BASELINE_MODEL, {}, "baseline"))
+    return out
+
+
+def _is_default(name: str, setting: Mapping[str, Any], shared: Mapping[str, Any]) -> bool:
+    """Whether ``setting`` is model ``name``'s default apart from the shared keywords."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(registry.resolve(name)).parameters
+    except (TypeError, ValueError):
+        return not (set(setting) - set(shared))
+    return all(k in shared or (k in parameters and parameters[k].default == v)
+               for k, v in setting.items())
+
+
 def _fmt(value: float | None, spec: str = ".4g") -> str:
     return "—" if value is None or not math.isfinite(value) else format(value, spec)
 
 
 def format_grid(result: GridResult) -> str:
-    """The ranked table ``onlinesparse grid`` prints."""
-    keys = list(result.rows[0].setting) if result.rows else []
-    header = ["rank", *keys, "nMSE", "RMSE", "MAE", "R²", "coverage", "µs med", "status"]
+    """The ranked table ``onlinesparse grid`` prints; a key a row's model does not take, or
+    leaves at its default, shows as ``·``."""
+    keys = list(dict.fromkeys(k for row in result.rows for k in row.setting))
+    header = ["rank", "model", "row", *keys, "nMSE", "RMSE", "MAE", "R²", "coverage",
+              "µs med", "status"]
     table = [header]
     for rank, row in enumerate(result.rows, 1):
         m = row.means
         failed = [r for r in row.results if not r.ok]
         status = "ok" if not failed else f"{len(failed)}/{len(row.results)} failed"
         table.append([
-            str(rank) if row.score is not None else "-",
-            *(repr(row.setting[k]) for k in keys),
+            str(rank) if row.score is not None else "-", row.model, row.role,
+            *(repr(row.setting[k]) if k in row.setting else "·" for k in keys),
             _fmt(m["nmse"]), _fmt(m["rmse"]), _fmt(m["mae"]), _fmt(m["r2"]),
             _fmt(m["coverage"], ".3f"), _fmt(m["latency_us_median"], ".1f"), status,
         ])

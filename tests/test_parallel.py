@@ -36,7 +36,7 @@ SETTINGS = [
     ("lin1", {}),
 ]
 #: What depends on the clock, not on the data and the model.
-TIMING = ("latency_us", "rows_per_second")
+TIMING = ("latency_us", "cpu_us", "warm_up_s", "elapsed_s", "rows_per_second")
 
 
 def make_recording(directory):
@@ -232,10 +232,18 @@ def test_a_grid_is_ranked_by_the_metric_averaged_over_targets(recording):
                                           **options))
         expected[lr] = sum(r.metrics["nmse"] for r in outcome.results) / 2
     ranked = sorted(grid["lr"], key=expected.__getitem__)
-    assert [row.setting["lr"] for row in result.rows] == ranked
-    assert [row.score for row in result.rows] == pytest.approx([expected[v] for v in ranked])
-    assert result.best.setting == {"lr": ranked[0]}
-    assert all(r.job.params["l2"] == 0.0 for row in result.rows for r in row.results)
+    own = [row for row in result.rows if row.role == "grid"]
+    assert [row.setting["lr"] for row in own] == ranked
+    assert [row.score for row in own] == pytest.approx([expected[v] for v in ranked])
+    # Besides the grid: the model's defaults (lr 0.005 is not in the grid) and lin-1.
+    extra = {(row.model, row.role): row for row in result.rows if row.role != "grid"}
+    assert set(extra) == {("linear", "default"), ("lin1", "baseline")}
+    assert extra["linear", "default"].setting == {}
+    assert extra["linear", "default"].results[0].job.params == {"l2": 0.0}
+    scores = [row.score for row in result.rows]
+    assert scores == sorted(scores) and result.best is result.rows[0]
+    assert all(r.job.params["l2"] == 0.0 for row in result.rows if row.model == "linear"
+               for r in row.results)
     by_r2 = evaluate_grid(recording, ["y1", "y2"], grid, model="linear", options=options,
                           metric="r2", workers=1)
     assert by_r2.rows[0].means["r2"] == max(row.means["r2"] for row in by_r2.rows)
@@ -269,20 +277,25 @@ def test_the_grid_command_reports_the_best_and_how_to_replay_it(recording, tmp_p
             "--workers", "1", "--out", str(tmp_path / "g")]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "3 settings of 'linear' on rec.parquet, 2 targets, ranked by nMSE" in out
+    assert "5 settings of 'linear' (with each model's defaults and the lin1 linear baseline) " \
+           "on rec.parquet, 2 targets, ranked by nMSE" in out
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("rank"))
-    assert lines[header].split()[:3] == ["rank", "lr", "nMSE"]
-    table = [line.split() for line in lines[header + 2 : header + 5]]
-    assert [row[0] for row in table] == ["1", "2", "3"]
-    nmse = [float(row[2]) for row in table]
+    assert lines[header].split()[:5] == ["rank", "model", "row", "lr", "nMSE"]
+    table = [line.split() for line in lines[header + 2 : header + 7]]
+    assert [row[0] for row in table] == ["1", "2", "3", "4", "5"]
+    assert sorted((row[1], row[2]) for row in table) == [
+        ("lin1", "baseline"), ("linear", "default"), ("linear", "grid"), ("linear", "grid"),
+        ("linear", "grid")]
+    nmse = [float(row[4]) for row in table]
     assert nmse == sorted(nmse)
     saved = json.loads((tmp_path / "g" / "grid.json").read_text())
-    assert saved["best"] == {"lr": float(table[0][1])}
-    assert len(pd.read_csv(tmp_path / "g" / "grid.csv")) == 3
+    best_row = saved["settings"][0]
+    assert saved["best"] == {"model": best_row["model"], **best_row["setting"]}
+    assert len(pd.read_csv(tmp_path / "g" / "grid.csv")) == 5
 
     best = next(line for line in lines if line.startswith("best: "))
-    assert best.startswith(f"best: lr={float(table[0][1])!r} (nMSE ")
+    assert best.startswith(f"best: {table[0][1]} with ")
     command = next(line for line in lines if line.startswith("replay it with: "))
     words = shlex.split(command.removeprefix("replay it with: "))
     assert words[:2] == ["onlinesparse", "replay"]
@@ -321,3 +334,26 @@ def test_job_results_describe_themselves():
 def test_the_modules_examples_run():
     result = doctest.testmod(onlinesparse.parallel, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 5 and result.failed == 0
+
+
+def test_a_grid_compares_models_and_their_defaults(recording, capsys):
+    result = evaluate_grid(recording, ["y1"], {"model": ["linear", "lin1"], "lr": [0.01, 0.05]},
+                           options={"time": "time", "warmup": 50}, workers=1)
+    rows = {(row.model, row.role, tuple(row.setting.items())) for row in result.rows}
+    # lr applies to the model that takes it; lin1 (no lr) is its own default and the baseline
+    assert rows == {("linear", "grid", (("lr", 0.01),)), ("linear", "grid", (("lr", 0.05),)),
+                    ("linear", "default", ()), ("lin1", "grid", ())}
+    assert all(row.ok for row in result.rows)
+    # A shared keyword goes to the models that take it; one that none takes is an error.
+    from onlinesparse.parallel_grid import grid_candidates
+
+    assert grid_candidates({"model": ["linear", "rbf"]}, "rbf", {"max_basis": 10}) == [
+        ("linear", {}, "grid"), ("rbf", {"max_basis": 10}, "grid"), ("lin1", {}, "baseline")]
+    # The default row is the model's defaults for the grid's keys, shared keywords kept.
+    assert grid_candidates({"window": [50]}, "rbf", {"max_basis": 10}) == [
+        ("rbf", {"max_basis": 10, "window": 50}, "grid"), ("rbf", {"max_basis": 10}, "default"),
+        ("lin1", {}, "baseline")]
+    assert main(["grid", str(recording), "--target", "y1", "--grid", "model=linear,lin1",
+                 "--param", "depth=3", "--workers", "1"]) == 2
+    assert "no model of the grid (linear, lin1) takes a parameter 'depth'" in \
+        capsys.readouterr().err

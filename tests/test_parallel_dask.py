@@ -55,7 +55,7 @@ def table(out):
     """The rows of a grid table but their latency and status columns, split into cells."""
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("rank"))
-    rows = [lines[header]] + lines[header + 2 : header + 4]
+    rows = [lines[header]] + [line for line in lines[header + 2 :] if line[:4].strip().isdigit()]
     return [row.split()[:-2] for row in rows]
 
 
@@ -118,7 +118,11 @@ def test_grid_command_with_its_own_local_cluster_ranks_as_the_local_pool(
     dask = capsys.readouterr().out
     # The same ranks and metrics, all but the latency column.
     assert table(dask) == table(local)
-    assert [row[:2] for row in table(local)] == [["rank", "max_basis"], ["1", "10"], ["2", "5"]]
+    rows = table(local)
+    assert rows[0][:4] == ["rank", "model", "row", "max_basis"]
+    assert [row[3] for row in rows[1:] if row[2] == "grid"] == ["10", "5"]
+    assert sorted((row[1], row[2]) for row in rows[1:] if row[2] != "grid") == [
+        ("lin1", "baseline"), ("rbf", "default")]
     assert [line for line in local.splitlines() if line.startswith("best: ")] == [
         line for line in dask.splitlines() if line.startswith("best: ")]
     local_saved = json.loads((tmp_path / "local" / "grid.json").read_text())

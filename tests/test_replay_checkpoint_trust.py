@@ -109,6 +109,7 @@ def test_a_resume_on_another_recording_is_refused(saved, change, capsys):
         frame = pd.read_csv(_recording(rec.with_name("other.csv"), seed=5))
     frame.to_csv(rec, index=False)
     rc = main(["replay", str(rec), "--target", "y", "--model", "linear", "--lr", "0.05",
+               "--warmup", "0",  # as the checkpoint was made (ReplayConfig's default)
                "--workers", "1", "--checkpoint", str(ck), "--resume"])
     err = capsys.readouterr().err
     assert rc == 2

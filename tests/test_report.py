@@ -1,5 +1,7 @@
-"""The HTML report: self-contained, every PNG it shows exists, omissions are explained."""
+"""The HTML report: self-contained (plots embedded), records what made it, omissions are
+explained."""
 
+import base64
 import json
 from html.parser import HTMLParser
 from types import SimpleNamespace
@@ -77,7 +79,7 @@ def recording(tmp_path_factory):
 
 
 @pytest.mark.parametrize("model", ["full", "linear"])
-def test_the_page_shows_existing_pngs_and_nothing_from_elsewhere(recording, tmp_path, model):
+def test_the_page_embeds_its_pngs_and_needs_nothing_from_elsewhere(recording, tmp_path, model):
     out = tmp_path / model
     cfg = ReplayConfig(recording, ["y"], time="time", model=model, warmup=20, out=out,
                        workers=1, diag_every=10)
@@ -85,14 +87,15 @@ def test_the_page_shows_existing_pngs_and_nothing_from_elsewhere(recording, tmp_
     assert outcome.exit_code == 0
     page = outcome.report_path
     refs = _refs(page)
-    images = {v for tag, key, v in refs if tag == "img"}
-    assert images == {f"plots/00-y-{kind}.png" for kind in
-                      ("prediction", "diagnostics", "relevance", "latency")}
-    for ref in images | {v for _, _, v in refs if v.endswith(".png")}:
-        png = out / ref
-        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", ref
-        assert png.stat().st_size > 5_000  # a drawn figure, not an empty canvas
-    assert {p.name for p in (out / "plots").iterdir()} == {i.split("/")[1] for i in images}
+    images = [v for tag, key, v in refs if tag == "img"]
+    assert len(images) >= 4  # prediction, diagnostics, relevance, latency
+    for ref in images:
+        assert ref.startswith("data:image/png;base64,"), ref[:60]
+        png = base64.b64decode(ref.split(",", 1)[1])
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        assert len(png) > 5_000  # a drawn figure, not an empty canvas
+    assert not any(v.endswith(".png") for _, _, v in refs)  # nothing outside the page
+    assert not (out / "plots").exists()
     text = page.read_text()
     assert "http://" not in text and "https://" not in text and "<script" not in text
     assert "<style>" in text  # styling is inline
@@ -126,6 +129,58 @@ def test_long_replays_are_drawn_binned_and_wide_inputs_by_top_relevance(tmp_path
         relevant=["n016", "n033"], has_dist=True)], summary={"interval": 0.9})
     assert len([1 for tag, _, _ in _refs(page) if tag == "img"]) == 4
     assert "does not report noise_std" in page.read_text()
+
+
+def _pred(n=600, transient=0):
+    t = np.arange(n) * 0.01
+    truth = 40 + np.sin(t)
+    mean = truth + 0.1
+    mean[:transient] = np.linspace(0, 40, transient)  # the first predictions of a cold model
+    return np.column_stack([np.arange(n), t, truth, mean, np.full(n, 0.2)])
+
+
+def test_the_page_records_command_version_date_run_time_parameters_and_features(tmp_path):
+    import onlinesparse
+
+    summary = {"command": "onlinesparse replay rec.csv --target y --model rbf",
+               "elapsed_s": 12.34, "model": "rbf", "model_params": {"max_basis": 20},
+               "features": ["a", "b", "c"], "warmup": 100, "budget_us": 500.0,
+               "warnings": ["feature 'trial' looks like an identifier"]}
+    text = write_report(tmp_path, [TargetReport("y", _pred(), {"warmup": 100})],
+                        summary=summary).read_text()
+    assert "onlinesparse replay rec.csv --target y --model rbf" in text
+    assert f"<td>{onlinesparse.__version__}</td>" in text
+    assert " UTC</td>" in text and "12.3 s" in text
+    assert "max_basis=20" in text and "window=1000" in text  # the default is recorded too
+    assert "features (3)" in text and "a, b, c" in text
+    assert "500 µs per sample" in text
+    assert "looks like an identifier" in text
+
+
+def test_a_warm_up_transient_does_not_set_the_y_range_and_the_full_range_is_kept(tmp_path):
+    text = write_report(tmp_path, [TargetReport("y", _pred(transient=50), {"warmup": 50})]
+                        ).read_text()
+    assert "full y-range" in text
+    quiet = write_report(tmp_path / "q", [TargetReport("y", _pred(), {"warmup": 50})]
+                         ).read_text()
+    assert "full y-range" not in quiet
+    # the full-range overview is the one extra image
+    assert text.count("data:image/png") == quiet.count("data:image/png") + 1
+
+
+def test_the_relevance_panel_states_the_models_own_decisions(tmp_path):
+    relevance = {f"n{i}": (0.9 if i < 14 else 0.1) for i in range(40)}
+    metrics = {"warmup": 0, "relevant_inputs": [f"n{i}" for i in range(14)],
+               "relevance_cutoff": 0.5}
+    text = write_report(tmp_path, [TargetReport("emg", _pred(), metrics, relevance=relevance,
+                                                relevance_source="test",
+                                                relevant=["n0", "n1", "n30"])]).read_text()
+    assert "The model marks 14 of 40 inputs relevant: 2 of the 3 truly relevant, " \
+           "12 false positives" in text
+    plain = write_report(tmp_path / "p", [TargetReport("emg", _pred(), {"warmup": 0},
+                                                       relevance=relevance,
+                                                       relevance_source="test")]).read_text()
+    assert "makes no relevant / irrelevant decision" in plain
 
 
 def test_relevance_recovery_counts_hits_in_the_top_k_and_the_auc():

@@ -87,6 +87,11 @@ class ReplayConfig:
         report.
     title
         Title of the report.
+    budget_us
+        Deadline per sample in µs (``predict_one`` + ``learn_one``, wall-clock): samples over
+        it are counted as deadline misses and the report draws it; ``None`` for no deadline.
+    command
+        The command line that started the replay, recorded in the metrics and the report.
 
     """
 
@@ -113,6 +118,8 @@ class ReplayConfig:
     report: bool = True
     relevant: dict[str, list[str]] | None = None
     title: str | None = None
+    budget_us: float | None = None
+    command: str | None = None
 
     def check(self) -> None:
         """Raise :class:`UsageError` for option values out of range."""
@@ -125,6 +132,7 @@ class ReplayConfig:
             (self.every is None or self.every >= 1, "--every must be at least 1"),
             (self.max_rows is None or self.max_rows >= 1, "--max-rows must be at least 1"),
             (self.diag_every >= 1, "--diag-every must be at least 1"),
+            (self.budget_us is None or self.budget_us > 0, "--budget-us must be above 0"),
             (self.predictions_format in ("parquet", "csv"), "--predictions-format: parquet or csv"),
             (not self.resume or self.checkpoint is not None, "--resume needs --checkpoint PATH"),
             (self.every is None or self.checkpoint is not None, "--every needs --checkpoint PATH"),
@@ -154,6 +162,7 @@ class TargetResult:
     has_dist: bool
     section: Any = None  # the report's part for this target, drawn where the replay ran
     report_error: str | None = None  # why drawing that part failed, if it did
+    cpu_latency: LatencyHistogram | None = None  # CPU µs per scored sample
 
 
 @dataclass

@@ -15,12 +15,13 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
 from onlinesparse.replay import models as registry
 from onlinesparse.replay.errors import UsageError
+from onlinesparse.report_plots import plot_model_comparison, relevance_recovery
 
 __all__ = ["run_demo", "choose_models"]
 
@@ -91,6 +92,7 @@ def run_demo(
     workers: int | None = None,
     progress: bool | None = None,
     stream: TextIO | None = None,
+    command: str | None = None,
 ) -> int:
     """Run the demonstration and return the exit code (0 when every replay completed).
 
@@ -113,32 +115,42 @@ def run_demo(
         Progress bars; ``None`` when standard error is a terminal.
     stream
         Where to print (default standard output).
+    command
+        The command line, recorded on the pages.
 
     """
     from onlinesparse.datasets import make_motor_cortex_session
-    from onlinesparse.replay.runner import (
-        EXIT_INTERRUPTED,
-        ReplayConfig,
-        WorkerPool,
-        run_replay,
-    )
-    from onlinesparse.report import (
-        plot_model_comparison,
-        relevance_recovery,
-        write_comparison_report,
-    )
+    from onlinesparse.replay.runner import EXIT_INTERRUPTED
 
     stream = stream or sys.stdout
     started = time.perf_counter()
     out = Path(out)
     chosen = choose_models(models or ["vbls", "rbf"], stream)
     session = make_motor_cortex_session(n_trials=trials or 16, seed=seed)
-    n_rows = len(session.frame)
     recording = session.write(out / f"recording.{fmt}")
+    _announce(session, recording, seed, trials or 16, stream)
+    outcomes = _replay_models(session, recording, chosen, out, workers, progress, stream,
+                              command)
+    if outcomes is None:
+        print("Interrupted: the demo stops here; rerun it to start again.", file=stream)
+        return EXIT_INTERRUPTED
+    table, per_muscle = _comparison(session, outcomes)
+    _print_table(table, stream)
+    page = _write_page(out, session, trials or 16, table, per_muscle, list(outcomes),
+                       {"command": command or "onlinesparse demo",
+                        "elapsed_s": time.perf_counter() - started})
+    print(f"\nReport: {page.resolve()}\n(per-model reports: "
+          + ", ".join(str(out / n / "report.html") for n in outcomes)
+          + f"; demo took {time.perf_counter() - started:.1f} s)", file=stream)
+    return max((o.exit_code for o in outcomes.values()), default=0)
+
+
+def _announce(session: Any, recording: Path, seed: int, trials: int, stream: TextIO) -> None:
+    n_rows = len(session.frame)
     print(
         f"Simulated motor-cortex session (seed {seed}): {len(session.neurons)} neurons, "
         f"{len(session.muscles)} muscles, {n_rows} bins of {session.bin_ms:g} ms "
-        f"({n_rows * session.bin_ms / 1000:.0f} s), {trials or 16} centre-out reaches.\n"
+        f"({n_rows * session.bin_ms / 1000:.0f} s), {trials} centre-out reaches.\n"
         f"  recording:    {recording}\n"
         f"  ground truth: {recording.with_name(recording.stem + '.truth.json')} "
         f"(relevant neurons per muscle; "
@@ -146,8 +158,14 @@ def run_demo(
         file=stream,
     )
 
+
+def _replay_models(session: Any, recording: Path, chosen: list[str], out: Path,
+                   workers: int | None, progress: bool | None, stream: TextIO,
+                   command: str | None) -> dict[str, Any] | None:
+    """Replay every muscle through each model; ``None`` when interrupted."""
+    from onlinesparse.replay.runner import EXIT_INTERRUPTED, ReplayConfig, WorkerPool, run_replay
+
     outcomes = {}
-    exit_code = 0
     n_workers = min(workers or os.cpu_count() or 1, len(session.muscles))
     # One pool for every model: its workers import numpy, pandas, river and the models once.
     # (They start at run_replay's first task, so with its single-threaded BLAS settings.)
@@ -157,45 +175,41 @@ def run_demo(
             settings = f" ({', '.join(f'{k}={v}' for k, v in params.items())})" if params else ""
             print(f"Replaying every muscle through {name!r}{settings} …", file=stream, flush=True)
             cfg = ReplayConfig(
-                recording=recording,
-                targets=list(session.muscles),
-                features=list(session.neurons),
-                time="time",
-                model=name,
-                model_params=params,
-                warmup=WARMUP,
-                out=out / name,
-                workers=n_workers,
-                progress=progress,
+                recording=recording, targets=list(session.muscles),
+                features=list(session.neurons), time="time", model=name, model_params=params,
+                warmup=WARMUP, out=out / name, workers=n_workers, progress=progress,
                 relevant=session.relevant,
                 title=f"onlinesparse demo: simulated M1 → EMG through {name}",
             )
-            outcome = run_replay(cfg, pool=pool)
-            outcomes[name] = outcome
-            exit_code = max(exit_code, outcome.exit_code)
-            if outcome.exit_code == EXIT_INTERRUPTED:
-                print("Interrupted: the demo stops here; rerun it to start again.", file=stream)
-                return EXIT_INTERRUPTED
+            if command is not None and hasattr(cfg, "command"):
+                cfg.command = f"{command}  (replay of {name})"
+            outcomes[name] = run_replay(cfg, pool=pool)
+            if outcomes[name].exit_code == EXIT_INTERRUPTED:
+                return None
+    return outcomes
 
-    header = ["model", "nMSE", "R²", "coverage 95%", "µs median", "µs p99", "rows/s",
-              "relevant neurons in top k", "AUC"]
+
+def _comparison(session: Any, outcomes: dict[str, Any]
+                ) -> tuple[list[list[str]], dict[str, dict[str, list[float]]]]:
+    """The comparison table (header first) and the per-muscle nMSE and AUC of each model."""
+    header = ["model", "nMSE", "R²", "coverage 95%", "µs median", "µs p99 wall / CPU",
+              "µs max wall / CPU",
+              "rows/s", "relevant neurons in top k", "AUC", "marked relevant (true / false)"]
     table = [header]
     per_muscle: dict[str, dict[str, list[float]]] = {}
     for name, outcome in outcomes.items():
         metrics = [r.metrics for r in outcome.results]
-        hits = ks = 0
-        aucs: list[float] = []
-        nmse, auc_m = [], []
-        for r in outcome.results:
-            nmse.append(r.metrics["nmse"])
-            if r.relevance:
-                rec = relevance_recovery(r.relevance, session.relevant[r.target])
-                hits, ks = hits + rec["hits"], ks + rec["k"]
-                aucs.append(rec["auc"])
-                auc_m.append(rec["auc"])
-            else:
-                auc_m.append(math.nan)
-        per_muscle[name] = {"nmse": nmse, "auc": auc_m}
+        recs = [relevance_recovery(r.relevance, session.relevant[r.target])
+                if r.relevance else None for r in outcome.results]
+        found = [rec for rec in recs if rec is not None]
+        hits, ks = sum(r["hits"] for r in found), sum(r["k"] for r in found)
+        per_muscle[name] = {
+            "nmse": [m["nmse"] for m in metrics],
+            "auc": [r["auc"] if r else math.nan for r in recs],
+            "false": [math.nan if r.metrics.get("relevant_inputs") is None else
+                      len(set(r.metrics["relevant_inputs"]) - set(session.relevant[r.target]))
+                      for r in outcome.results],
+        }
         coverage = [m["coverage"] for m in metrics if m["coverage"] is not None]
         table.append([
             name,
@@ -203,15 +217,32 @@ def run_demo(
             _f(_mean([m["r2"] for m in metrics]), ".3f"),
             _f(_mean(coverage), ".3f") if coverage else "n/a",
             _f(float(np.median([m["latency_us"]["median"] for m in metrics])), ".1f"),
-            _f(max(m["latency_us"]["p99"] for m in metrics), ".1f"),
+            *(f"{_f(max(m['latency_us'][k] for m in metrics), '.0f')} / "
+              f"{_f(max(m['cpu_us'][k] for m in metrics), '.0f')}" for k in ("p99", "max")),
             _f(_mean([m["rows_per_second"] or math.nan for m in metrics]), ",.0f"),
             f"{hits}/{ks} ({hits / ks:.0%})" if ks else "n/a (no relevance)",
-            _f(_mean(aucs), ".2f") if aucs else "n/a",
+            _f(_mean([r["auc"] for r in found]), ".2f") if found else "n/a",
+            _decisions(session, outcome.results),
         ])
+    return table, per_muscle
 
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    print("\nComparison (averaged over muscles; latency = predict_one + learn_one):",
-          file=stream)
+
+def _decisions(session: Any, results: list[Any]) -> str:
+    """Inputs the models marked relevant, over all muscles: truly relevant / not."""
+    marked = [(r.target, r.metrics.get("relevant_inputs")) for r in results]
+    if any(m is None for _, m in marked):
+        return "n/a (no decision)"
+    true = sum(len(set(m) & set(session.relevant[t])) for t, m in marked)
+    false = sum(len(set(m) - set(session.relevant[t])) for t, m in marked)
+    total = sum(len(session.relevant[t]) for t, _ in marked)
+    return f"{true} of {total} / {false}"
+
+
+def _print_table(table: list[list[str]], stream: TextIO) -> None:
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    print("\nComparison (averaged over muscles; latency: µs of predict_one + learn_one, "
+          "median over muscles, worst muscle's p99 and max, wall-clock and the thread's CPU "
+          "time):", file=stream)
     for i, row in enumerate(table):
         cells = [c.ljust(w) if j == 0 else c.rjust(w)
                  for j, (c, w) in enumerate(zip(row, widths, strict=True))]
@@ -219,30 +250,31 @@ def run_demo(
         if i == 0:
             print("  " + "  ".join("-" * w for w in widths), file=stream)
 
-    figure = out / "comparison.png"
-    plot_model_comparison(figure, session.muscles, per_muscle, session.nonlinear)
-    page = write_comparison_report(
-        out,
-        title="onlinesparse demo: simulated motor cortex → EMG",
-        intro=(
-            f"{len(session.neurons)} simulated M1 neurons, direction-tuned over "
-            f"{trials or 16} centre-out reaches, binned at {session.bin_ms:g} ms; the EMG of "
-            f"{len(session.muscles)} muscles is a sparse function of a known subset of them "
-            "plus noise (linear for most muscles, softly rectified for "
-            + ", ".join(m for m, v in session.nonlinear.items() if v)
-            + f"). Each model replays every muscle with progressive validation (predict, "
-            f"score, learn); the first {WARMUP} samples are not scored. 'Relevant neurons in "
-            "top k' counts the truly relevant neurons among each model's k most relevant "
-            "inputs, k being the number of truly relevant ones; AUC is the chance that a "
-            "relevant neuron outranks an irrelevant one."
-        ),
-        table=table,
-        links={f"{name}: full report": f"{name}/report.html" for name in outcomes},
-        figures=[(figure.name, "nMSE and relevance AUC per muscle; * marks the nonlinear "
-                               "muscles")],
+
+def _write_page(out: Path, session: Any, trials: int, table: list[list[str]],
+                per_muscle: dict[str, dict[str, list[float]]], names: list[str],
+                summary: dict[str, Any]) -> Path:
+    from onlinesparse.report import write_comparison_report
+
+    figure = plot_model_comparison(session.muscles, per_muscle, session.nonlinear)
+    intro = (
+        f"{len(session.neurons)} simulated M1 neurons, direction-tuned over {trials} "
+        f"centre-out reaches, binned at {session.bin_ms:g} ms; the EMG of "
+        f"{len(session.muscles)} muscles is a sparse function of a known subset of them plus "
+        "noise (linear for most muscles, softly rectified for "
+        + ", ".join(m for m, v in session.nonlinear.items() if v)
+        + f"). Each model replays every muscle with progressive validation (predict, score, "
+        f"learn); the first {WARMUP} samples are not scored. 'Relevant neurons in top k' "
+        "counts the truly relevant neurons among each model's k most relevant inputs, k "
+        "being the number of truly relevant ones; AUC is the chance that a relevant neuron "
+        "outranks an irrelevant one; 'marked relevant' counts the inputs the model itself "
+        "declares relevant (its ARD decision), truly relevant ones first, then false "
+        "positives."
     )
-    elapsed = time.perf_counter() - started
-    print(f"\nReport: {page.resolve()}\n(per-model reports: "
-          + ", ".join(str(out / n / 'report.html') for n in outcomes)
-          + f"; demo took {elapsed:.1f} s)", file=stream)
-    return exit_code
+    return write_comparison_report(
+        out, title="onlinesparse demo: simulated motor cortex → EMG", intro=intro,
+        table=table, links={f"{name}: full report": f"{name}/report.html" for name in names},
+        figures=[(figure, "nMSE, relevance AUC and false positives of the model's own "
+                          "relevance decision, per muscle; * marks the nonlinear muscles")],
+        summary=summary,
+    )

@@ -28,7 +28,7 @@ import ast
 import importlib
 import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,11 @@ __all__ = [
     "input_relevance",
     "parse_param_assignment",
     "river_linear",
+    "describe_parameters",
+    "ParameterDoc",
+    "relevance_decisions",
+    "basis_budget",
+    "warm_up_model",
 ]
 
 
@@ -264,6 +269,16 @@ MODELS: dict[str, ModelSpec] = {
 def river_linear(l2: float = 0.0, lr: float = 0.005, intercept_lr: float = 0.01):
     """river's :class:`~river.linear_model.LinearRegression` with an SGD learning rate.
 
+    Parameters
+    ----------
+    l2
+        Ridge penalty on the weights: larger values shrink them, trading bias for stability
+        with correlated inputs.
+    lr
+        Learning rate of plain SGD on the weights: larger follows faster but may diverge.
+    intercept_lr
+        Learning rate of the intercept.
+
     The default rate is half river's 0.01, at which SGD diverged on the demo's 48
     correlated standardised inputs (early z-scores are large while the scaler has seen
     little); 0.005 converged there.
@@ -449,3 +464,138 @@ def input_relevance(model: Any) -> tuple[dict[Any, float] | None, str]:
             f"|weight| of each {what} of {type(est).__name__} (it has no input_relevance())",
         )
     return None, f"{type(est).__name__} has no input_relevance()"
+
+
+@dataclass(frozen=True)
+class ParameterDoc:
+    """One constructor parameter of a model, as ``onlinesparse models NAME`` shows it."""
+
+    name: str
+    default: str
+    option: str  # the command-line option that sets it, or "" (then --param NAME=VALUE)
+    meaning: str
+
+
+def _docstring_parameters(doc: str) -> dict[str, str]:
+    """``{name: description}`` from the numpydoc ``Parameters`` section of ``doc``."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    out: dict[str, str] = {}
+    try:
+        start = next(i for i, line in enumerate(lines[:-1])
+                     if line.strip() == "Parameters" and set(lines[i + 1].strip()) == {"-"})
+    except StopIteration:
+        return out
+    current: list[str] | None = None
+    for i, line in enumerate(lines[start + 2:], start + 2):
+        nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if line and not line[0].isspace():
+            if nxt and set(nxt) == {"-"}:  # the next section starts
+                break
+            current = []
+            for name in line.split(":")[0].split(","):
+                out[name.strip()] = current  # type: ignore[assignment]
+        elif current is not None and line.strip():
+            current.append(line.strip())
+    return {k: " ".join(v) for k, v in out.items()}  # type: ignore[arg-type]
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence of a docstring entry, with reStructuredText markup removed."""
+    import re
+
+    text = re.sub(r":[a-z]+:`~?([^`]*)`", lambda m: m.group(1).split(".")[-1], text)
+    text = text.replace("``", "")
+    # A full stop ends the sentence when a capital letter follows, unless it ends an
+    # abbreviation ("eq. 5", "e.g. A").
+    for m in re.finditer(r"\.(\s+)(?=[A-Z(])", text):
+        before = text[: m.start()].rsplit(" ", 1)[-1].lower()
+        if before not in ("eq", "eqs", "e.g", "i.e", "cf", "fig", "sec", "al"):
+            return text[: m.start() + 1]
+    return text
+
+
+def describe_parameters(name: str) -> list[ParameterDoc]:
+    """Every constructor parameter of model ``name``: default, option and meaning.
+
+    The meaning is the first sentence of the parameter's entry in the class docstring (the
+    full entry is in ``help(...)``), so the listing cannot drift from the code.
+
+    Examples
+    --------
+    >>> [(p.name, p.default, p.option) for p in describe_parameters("linear")]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('l2', '0.0', '--l2'), ('lr', '0.005', '--lr'), ('intercept_lr', '0.01', '--intercept-lr')]
+    >>> [p.option for p in describe_parameters("rbf")][:2]
+    ['--max-basis', '']
+
+    """
+    spec = get_spec(name)
+    factory = resolve(name)
+    flags = {p.kwarg: f"--{p.flag}" for p in spec.params}
+    docs = _docstring_parameters(factory.__doc__ or "")
+    if not docs and isinstance(factory, type):
+        docs = _docstring_parameters(factory.__init__.__doc__ or "")
+    out = []
+    for pname, p in inspect.signature(factory).parameters.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        default = "(required)" if p.default is p.empty else repr(p.default)
+        meaning = _first_sentence(docs.get(pname, "")) or "(not documented)"
+        out.append(ParameterDoc(pname, default, flags.get(pname, ""),
+                                meaning))
+    return out
+
+
+def relevance_decisions(model: Any) -> tuple[list[str] | None, float | None]:
+    """The inputs the model itself declares relevant, and the score above which it does.
+
+    From the last step's ``relevance() -> {input: bool}`` when it has one (the VBLS family's
+    ARD decision: Ting et al. (2005) section 4.2); the score cut-off is
+    ``1 / (1 + relevance_threshold)`` on the scale of its ``input_relevance()``. ``(None,
+    None)`` for a model that makes no such decision.
+    """
+    est = last_step(model)
+    method = getattr(est, "relevance", None)
+    if not callable(method):
+        return None, None
+    decided = dict(method())
+    threshold = getattr(est, "relevance_threshold", None)
+    cutoff = 1.0 / (1.0 + float(threshold)) if isinstance(threshold, int | float) else None
+    return [str(k) for k, v in decided.items() if v], cutoff
+
+
+def basis_budget(model: Any) -> float | None:
+    """The model's budget of basis functions (``max_basis``), or ``None`` when it has none."""
+    value = getattr(last_step(model), "max_basis", None)
+    return float(value) if isinstance(value, int | float) else None
+
+
+# Modules whose models run the compiled loops that onlinesparse.warm_up() loads.
+_COMPILED_MODULES = ("onlinesparse.rbf", "onlinesparse.vbls.kernel_regressor")
+_WARMED: list[bool] = []  # non-empty once onlinesparse.warm_up() ran in this process
+
+
+def warm_up_model(model: Any, xs: Sequence[Mapping[str, float]], ys: Sequence[float]) -> float:
+    """Pay, before the replay is timed, what a model pays only on its first samples.
+
+    Loads (or compiles) the library's compiled loops with :func:`onlinesparse.warm_up` when
+    the model uses them (once per process), then drives a throwaway clone of the model (same
+    parameters, fresh state) through ``xs`` and ``ys`` (a few rows of the recording) so that
+    any other first-call cost of its code paths is paid too. ``model`` itself is not touched.
+    Returns the seconds it took.
+    """
+    import time
+
+    started = time.perf_counter()
+    est = last_step(model)
+    if type(est).__module__ in _COMPILED_MODULES and not _WARMED:
+        from onlinesparse import warm_up
+
+        warm_up()  # once per process: the loaded machine code stays loaded
+        _WARMED.append(True)
+    clone = model.clone()
+    has_dist = supports_with_dist(clone)
+    for x, y in zip(xs, ys, strict=True):
+        clone.predict_one(x, with_dist=True) if has_dist else clone.predict_one(x)
+        clone.learn_one(x, y)
+    return time.perf_counter() - started

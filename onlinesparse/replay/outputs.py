@@ -13,6 +13,7 @@ import json
 import math
 import os
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,7 @@ def write_outputs(
     columns: Columns,
     results: list[TargetResult],
     recording: Recording | None = None,
+    started: float | None = None,
 ) -> ReplayOutcome:
     """The outcome of ``results``; with ``cfg.out``, also its predictions, metrics and report.
 
@@ -103,9 +105,13 @@ def write_outputs(
         One result per target, in the order of ``cfg.targets``.
     recording
         The opened recording (opened again from ``cfg.recording`` when not given).
+    started
+        ``time.perf_counter()`` when the replay started: the run time recorded.
 
     """
     outcome = ReplayOutcome(results, _exit_code(results), columns, cfg.out)
+    if started is not None:
+        outcome.elapsed = time.perf_counter() - started
     if cfg.out is not None:
         _write_outputs(cfg, columns, recording or open_recording(cfg.recording), outcome)
     return outcome
@@ -223,8 +229,14 @@ def _write_outputs(
 def _summary(
     cfg: ReplayConfig, columns: Columns, recording: Recording, outcome: ReplayOutcome
 ) -> dict[str, Any]:
+    from onlinesparse import __version__
+    from onlinesparse.replay.checks import recording_warnings
+
     results = outcome.results
     return {
+        "command": cfg.command,
+        "version": __version__,
+        "elapsed_s": outcome.elapsed or None,
         "recording": str(cfg.recording),
         "format": recording.format,
         "status": _overall_status(results),
@@ -235,6 +247,8 @@ def _summary(
         "interval": cfg.interval,
         "time": columns.time,
         "features": columns.features,
+        "warnings": recording_warnings(recording, columns),
+        "budget_us": cfg.budget_us,
         "predictions": outcome.predictions_path.name if outcome.predictions_path else None,
         "targets": {r.target: {**r.metrics, "relevance": r.relevance} for r in results},
     }
@@ -313,6 +327,7 @@ def _target_report(cfg: ReplayConfig, result: TargetResult):
         relevance_source=result.relevance_source,
         relevant=(cfg.relevant or {}).get(result.target),
         has_dist=result.has_dist,
+        cpu_latency=result.cpu_latency,
     )
 
 
@@ -331,21 +346,33 @@ def _fmt_us(value: float) -> str:
 
 
 def format_summary(outcome: ReplayOutcome, cfg: ReplayConfig) -> str:
-    """The table the command prints at the end of a replay."""
+    """The table the command prints at the end of a replay.
+
+    Latency is per scored sample (``predict_one`` + ``learn_one``), measured after the
+    model's warm-up: wall-clock time, then the thread's CPU time, which leaves out whatever
+    else the machine ran meanwhile.
+    """
+    budget = cfg.budget_us is not None
     header = ["target", "MAE", "RMSE", "nMSE", "R²", f"cover {cfg.interval:.0%}",
-              "µs med", "µs p99", "scored", "skipped"]
+              "µs med", "µs p99", "µs max", "CPU med", "CPU p99", "CPU max",
+              *(["misses"] if budget else []), "rows/s", "scored", "skipped"]
     rows = [header]
     for r in outcome.results:
         m = r.metrics
-        lat = m["latency_us"]
+        lat, cpu = m["latency_us"], m.get("cpu_us") or {}
+        rate = m.get("rows_per_second")
         rows.append([
             r.target, _fmt(m["mae"]), _fmt(m["rmse"]), _fmt(m["nmse"]), _fmt(m["r2"]),
             _fmt(m["coverage"], 3) if r.has_dist else "n/a",
-            _fmt_us(lat["median"]), _fmt_us(lat["p99"]), str(m["n_scored"]),
-            str(m["corrupt_rows"]),
+            *(_fmt_us(d.get(k, math.nan)) for d in (lat, cpu) for k in ("median", "p99", "max")),
+            *([str(m.get("deadline_misses"))] if budget else []),
+            f"{rate:,.0f}" if rate else "—", str(m["n_scored"]), str(m["corrupt_rows"]),
         ])
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
                        enumerate(zip(row, widths, strict=True))) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append("µs: wall-clock, and CPU time of this thread, of predict_one + learn_one per "
+                 "scored sample after the model's warm-up" + (
+                     f"; misses: samples over the {cfg.budget_us:g} µs budget" if budget else ""))
     return "\n".join(lines)

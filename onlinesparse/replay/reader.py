@@ -284,7 +284,10 @@ def _as_float(values: Any, is_time: bool = False) -> tuple[np.ndarray, np.ndarra
     text = values.astype("object")
     if text.map(lambda v: isinstance(v, bytes)).any():
         text = text.map(lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
-    converted = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    # copy=True: under pandas 3 (copy-on-write) to_numpy may return a read-only view, and
+    # the ISO-8601 times are written into this array below.
+    converted = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan,
+                                                              copy=True)
     present = text.notna().to_numpy() & (text.astype(str).str.strip() != "").to_numpy()
     failed = np.isnan(converted) & present
     # "nan"/"inf" spelled out parse as floats; they are not unparseable, just not finite.

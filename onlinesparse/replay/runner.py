@@ -106,6 +106,11 @@ class _TargetState:
     spool_path: str | None = None
     n_predictions: int = 0
     elapsed: float = 0.0
+    cpu_latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    deadline_misses: int = 0
+    # Slowest sample (wall-clock and CPU µs) since the trace's last point: latency over time.
+    window_wall: float = 0.0
+    window_cpu: float = 0.0
 
 
 def _safe(name: str) -> str:
@@ -228,6 +233,12 @@ class _TargetRun:
         self._recording_fp: dict[str, Any] | None = None
         state = (load_checkpoint(self.explicit, self.fp, self.recording_fp) if cfg.resume
                  else _fresh_state(cfg, target))
+        # A checkpoint written before the CPU timing existed lacks its fields: they start
+        # here (the CPU histogram then covers the samples after the resume).
+        for name, default in (("cpu_latency", LatencyHistogram), ("deadline_misses", int),
+                              ("window_wall", float), ("window_cpu", float)):
+            if not hasattr(state, name):
+                setattr(state, name, default())
         self.state: _TargetState = state
         self.spool = self._open_spool()
         self.has_dist = registry.supports_with_dist(state.model)
@@ -237,8 +248,25 @@ class _TargetRun:
         self.checkpoint_path: str | None = (
             str(self.explicit) if self.explicit and self.explicit.exists() else None
         )
+        # Before the clock starts: the first samples would otherwise time the loading or
+        # compiling of the model's code (0.45 s on the first sample of an RBF replay).
+        self.warm_up_s = self._warm_up()
         self.started = self.last_note = time.perf_counter()
         self.elapsed_before = state.elapsed
+
+    def _warm_up(self, rows: int = 200) -> float:
+        """Drive a clone of the model through the first rows (see
+        :func:`~onlinesparse.replay.models.warm_up_model`); seconds taken."""
+        try:
+            chunk = next(self.recording.iter_chunks(self.columns, self.target, rows, 0), None)
+            good = [] if chunk is None else [i for i in range(len(chunk))
+                                             if i not in chunk.problems]
+            names = list(self.columns.features)
+            xs = [dict(zip(names, chunk.X[i].tolist(), strict=True)) for i in good]
+            ys = [float(chunk.y[i]) for i in good]
+            return registry.warm_up_model(self.state.model, xs, ys)
+        except Exception:  # noqa: BLE001 - the replay itself reports what is wrong, row by row
+            return 0.0
 
     @property
     def recording_fp(self) -> dict[str, Any]:
@@ -343,7 +371,11 @@ class _TargetRun:
         if state.n_samples == 0 and state.n_corrupt == 0:
             return f"nothing was scored: {name} has no rows to replay"
         if state.n_samples == 0:
-            return f"nothing was scored: all {state.n_corrupt} rows of {name} are corrupt"
+            from onlinesparse.replay.checks import corrupt_column_hint
+
+            hint = corrupt_column_hint([why for _, why in state.corrupt_examples])
+            return (f"nothing was scored: all {state.n_corrupt} rows of {name} are corrupt"
+                    + (f"; {hint}" if hint else ""))
         if state.n_samples <= self.cfg.warmup:
             return (f"nothing was scored: all {state.n_samples} samples were in the warm-up "
                     f"(--warmup {self.cfg.warmup})")
@@ -396,7 +428,8 @@ class _TargetRun:
         record = self.spool.buffer.append if self.spool is not None else None
         names = list(self.columns.features)
         warmup, max_rows, every = cfg.warmup, cfg.max_rows, self.every
-        perf = time.perf_counter
+        cpu_latency, budget = state.cpu_latency, cfg.budget_us
+        perf, cpu_ns = time.perf_counter, time.thread_time_ns
         X, ys, ts = chunk.X.tolist(), chunk.y.tolist(), chunk.time.tolist()
         problems = chunk.problems
         for i, row in enumerate(chunk.rows.tolist()):
@@ -416,6 +449,7 @@ class _TargetRun:
             x = dict(zip(names, X[i], strict=True))
             y = ys[i]
             try:  # free unless it raises (Python ≥ 3.11)
+                c0 = cpu_ns()
                 t0 = perf()
                 out = predict(x, with_dist=True) if has_dist else predict(x)
                 t1 = perf()
@@ -432,12 +466,25 @@ class _TargetRun:
                 t2 = perf()
                 learn(x, y)
                 t3 = perf()
+                # The thread's own CPU time: what the model cost, whatever else the machine
+                # ran meanwhile (it also spans the scoring and the clock reads, ~2 µs).
+                cpu = (cpu_ns() - c0) * 1e-3
+                wall = ((t1 - t0) + (t3 - t2)) * 1e6
+                state.window_wall = max(state.window_wall, wall)
+                state.window_cpu = max(state.window_cpu, cpu)
                 if trace.due():  # every diag_every samples, not every sample: it costs
-                    trace.record(ts[i], _diagnostics(model))
+                    values = _diagnostics(model)
+                    values["latency_max_us"], values["cpu_max_us"] = (state.window_wall,
+                                                                       state.window_cpu)
+                    state.window_wall = state.window_cpu = 0.0
+                    trace.record(ts[i], values)
             except Exception as exc:
                 raise _ModelRaised(row, exc) from exc
             if scored:
-                latency.add(((t1 - t0) + (t3 - t2)) * 1e6)
+                latency.add(wall)
+                cpu_latency.add(cpu)
+                if budget is not None and wall > budget:
+                    state.deadline_misses += 1
             state.n_samples += 1
             state.position = row + 1
             if record is not None:
@@ -450,8 +497,10 @@ class _TargetRun:
                 self.last_note = perf()
 
     def _result(self) -> TargetResult:
-        return _summarise(self.cfg, self.state, self.status, self.message, self.recording,
-                          self.checkpoint_path, self.has_dist)
+        result = _summarise(self.cfg, self.state, self.status, self.message, self.recording,
+                            self.checkpoint_path, self.has_dist)
+        result.metrics["warm_up_s"] = self.warm_up_s
+        return result
 
 
 def _summarise(
@@ -465,6 +514,7 @@ def _summarise(
 ) -> TargetResult:
     """The result of a target: its metrics as in ``metrics.json``, and what the report needs."""
     relevance, relevance_source, final_diag = None, "no model", {}
+    marked, cutoff, budget = None, None, None
     if state.model is not None:
         try:
             relevance, relevance_source = registry.input_relevance(state.model)
@@ -472,6 +522,10 @@ def _summarise(
             relevance, relevance_source = None, f"input_relevance() failed: {exc}"
         with contextlib.suppress(Exception):
             final_diag = _diagnostics(state.model)
+        with contextlib.suppress(Exception):  # as above
+            marked, cutoff = registry.relevance_decisions(state.model)
+            budget = registry.basis_budget(state.model)
+    cpu = getattr(state, "cpu_latency", None)  # None in a checkpoint written before it
     metrics = {
         "status": status,
         "message": message,
@@ -487,7 +541,17 @@ def _summarise(
         ],
         "nonfinite_predictions": state.n_nonfinite,
         "latency_us": state.latency.as_dict(),
+        "cpu_us": cpu.as_dict() if cpu is not None else None,
+        "budget_us": cfg.budget_us,
+        "deadline_misses": getattr(state, "deadline_misses", None) if cfg.budget_us else None,
+        "warm_up_s": None,
+        "elapsed_s": state.elapsed,
+        # The model is warmed up before the clock starts: the rate of the replay itself,
+        # not of compiling the model.
         "rows_per_second": state.n_samples / state.elapsed if state.elapsed > 0 else None,
+        "basis_budget": budget,
+        "relevant_inputs": marked,
+        "relevance_cutoff": cutoff,
         "diagnostics": final_diag,
         "relevance_source": relevance_source,
         "checkpoint": checkpoint_path,
@@ -505,6 +569,7 @@ def _summarise(
         n_predictions=state.n_predictions,
         checkpoint_path=checkpoint_path,
         has_dist=has_dist,
+        cpu_latency=cpu,
     )
 
 
@@ -553,7 +618,6 @@ def _replay_and_render(
         try:
             result.section = render_target(
                 _target_report(cfg, result),
-                Path(cfg.out) / "plots",
                 index=cfg.targets.index(target),
                 interval=cfg.interval,
                 warmup=cfg.warmup,
@@ -691,7 +755,7 @@ def run_replay(
         if previous_handler is not None:
             signal.signal(signal.SIGINT, previous_handler)
 
-    outcome = write_outputs(cfg, columns, results, recording)
+    outcome = write_outputs(cfg, columns, results, recording, started=started)
     outcome.elapsed = time.perf_counter() - started
     return outcome
 

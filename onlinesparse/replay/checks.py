@@ -1,0 +1,148 @@
+"""Checks of a replay's inputs that catch silent misuse before (and after) it runs.
+
+By default every column but the targets and the time is a feature, which is convenient and
+easy to get wrong: a sibling target (another muscle's EMG), a trial number, a row counter or
+a condition code fed to the model looks like skill or like noise. :func:`feature_warnings`
+reads the first rows and says which columns look like that; :func:`corrupt_column_hint`
+names the column when one column made every row corrupt.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["feature_warnings", "recording_warnings", "corrupt_column_hint", "FIRST_ROWS"]
+
+#: Rows read to judge the features (the first chunk of at most this many rows).
+FIRST_ROWS = 2_000
+#: Names that usually identify a row, a trial or a moment rather than measure something.
+_ID_NAMES = re.compile(
+    r"^(id|index|idx|row|rownum|trial|trial_?(id|no|num|number)|session|subject|sample|"
+    r"epoch|time|timestamp|t|date|datetime|frame|count|counter|seq|sequence)$",
+    re.IGNORECASE,
+)
+_TIME_NAMES = re.compile(r"^(time|timestamp|t|date|datetime|time_?s|seconds)$", re.IGNORECASE)
+
+
+def _stem(name: str) -> str:
+    """The part of a column name before its first separator or digit: ``emg`` of
+    ``emg_biceps``, ``n`` of ``n012``."""
+    match = re.match(r"[A-Za-z]+", name)
+    return match.group(0).lower() if match else ""
+
+
+def _sibling_warnings(features: Sequence[str], targets: Sequence[str]) -> list[str]:
+    """Features named like a target (same stem, separator after it): likely another target."""
+    out = []
+    for target in targets:
+        stem = _stem(target)
+        if len(stem) < 2 or len(stem) == len(target):
+            continue  # no separator in the target's name: nothing to compare
+        siblings = [f for f in features if _stem(f) == stem and f != target]
+        if siblings:
+            shown = ", ".join(siblings[:6]) + (" …" if len(siblings) > 6 else "")
+            out.append(
+                f"feature{'s' * (len(siblings) > 1)} {shown} named like target {target!r}: "
+                "if they are other targets recorded at the same time (another muscle's EMG), "
+                "the model sees the answer's siblings; choose inputs with --features"
+            )
+    return out
+
+
+def _column_warning(name: str, values: np.ndarray) -> str | None:
+    """Why one feature column looks like an identifier, a counter or a code, if it does."""
+    finite = values[np.isfinite(values)]
+    if len(values) and not len(finite):
+        return (f"feature {name!r} has no number in the first {len(values)} rows (text such as "
+                "a date?): give it as --time if it is the time, or leave it out with --features")
+    if len(finite) < 3:
+        return None
+    if _TIME_NAMES.match(name):
+        return (f"feature {name!r} is named like the time: give it as --time (the report's "
+                "time axis) unless the model should truly see it")
+    if _ID_NAMES.match(name):
+        return (f"feature {name!r} is named like an identifier or a time stamp; a model that "
+                "is given it can learn the recording's order instead of its physics")
+    if not np.all(finite == np.round(finite)):
+        return None
+    steps = np.diff(finite)
+    distinct = len(np.unique(finite))
+    if distinct > 2 and np.all(steps >= 0):
+        return (f"feature {name!r} is a non-decreasing integer column (a row, trial or sample "
+                "counter?); leave it out with --features unless it truly measures something")
+    if 2 < distinct <= 16 and len(finite) >= 10 * distinct:
+        return (f"feature {name!r} takes {distinct} integer values only (a condition or "
+                "direction code?); a code is not a quantity: one-hot encode it or leave it out")
+    return None
+
+
+def feature_warnings(features: Sequence[str], targets: Sequence[str],
+                     first_rows: np.ndarray | None = None) -> list[str]:
+    """Warnings about features that look like another target, an identifier or a code.
+
+    Parameters
+    ----------
+    features
+        The feature columns the replay uses.
+    targets
+        The target columns.
+    first_rows
+        The first rows' feature values (one column per feature; NaN where unparseable), or
+        ``None`` to judge by the names only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rows = np.column_stack([np.arange(100.0), np.random.default_rng(0).normal(size=100),
+    ...                         np.zeros(100)])
+    >>> for w in feature_warnings(["block", "emg_triceps", "trial_no"], ["emg_biceps"], rows):
+    ...     print(w.split(":")[0].split(";")[0])
+    feature emg_triceps named like target 'emg_biceps'
+    feature 'block' is a non-decreasing integer column (a row, trial or sample counter?)
+    feature 'trial_no' is named like an identifier or a time stamp
+
+    """
+    out = _sibling_warnings(features, targets)
+    if first_rows is not None:
+        for j, name in enumerate(features):
+            message = _column_warning(name, np.asarray(first_rows[:, j], dtype=float))
+            if message:
+                out.append(message)
+    return out
+
+
+def corrupt_column_hint(reasons: Sequence[str]) -> str | None:
+    """When every reason of ``reasons`` (why rows were corrupt) names the same column: a
+    sentence naming it and saying what to do; else ``None``.
+
+    >>> corrupt_column_hint(["unparseable value 'x' in column 'Time'"] * 3).split(" (")[0]
+    "column 'Time' made every row corrupt"
+
+    """
+    cols = Counter(m.group(1) for r in reasons if (m := re.search(r"column '([^']+)'", r)))
+    if len(cols) != 1 or sum(cols.values()) != len(reasons):
+        return None
+    (col, _), = cols.items()
+    return (f"column {col!r} made every row corrupt ({reasons[0]}): leave it out with "
+            "--features, or give it as --time if it is the time")
+
+
+def recording_warnings(recording: Any, columns: Any) -> list[str]:
+    """:func:`feature_warnings` on the first :data:`FIRST_ROWS` rows of ``recording``.
+
+    ``recording`` is a :class:`~onlinesparse.replay.reader.Recording` and ``columns`` its
+    selected :class:`~onlinesparse.replay.reader.Columns`. Reading them must not stop a
+    replay, so a failure to read gives the warnings that the names alone give.
+    """
+    rows = None
+    try:
+        chunk = next(recording.iter_chunks(columns, columns.targets[0], FIRST_ROWS, 0), None)
+        rows = chunk.X if chunk is not None else None
+    except Exception:  # noqa: BLE001 - the replay reports unreadable data itself
+        pass
+    return feature_warnings(list(columns.features), list(columns.targets), rows)

@@ -1,0 +1,69 @@
+"""The command's own usage: ``--version``, errors with the subcommand's usage and a "did you
+mean", and ``models NAME`` listing every constructor parameter."""
+
+import inspect
+
+import pytest
+
+import onlinesparse
+from onlinesparse.cli import main
+from onlinesparse.replay import models as registry
+
+
+def test_version_prints_the_package_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"onlinesparse {onlinesparse.__version__}"
+
+
+def test_an_unknown_option_shows_the_subcommand_usage_and_the_closest_option(capsys):
+    assert main(["replay", "rec.csv", "--target", "y", "--wamrup", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: onlinesparse replay ")
+    assert "unrecognized arguments: --wamrup 5" in err
+    assert "did you mean --warmup?" in err
+    assert main(["grid", "rec.csv", "--target", "y", "--grid", "l2=0,1", "--metirc", "r2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: onlinesparse grid ") and "did you mean --metric?" in err
+
+
+def test_warm_up_is_accepted_as_spelled_in_prose(tmp_path):
+    from onlinesparse.cli import build_parser
+
+    args = build_parser().parse_args(["replay", "r.csv", "--target", "y", "--warm-up", "7"])
+    assert args.warmup == 7
+
+
+@pytest.mark.parametrize("name", registry.available_models())
+def test_models_name_lists_every_constructor_parameter_with_its_default(name, capsys):
+    assert main(["models", name]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    factory = registry.resolve(name)
+    for pname, p in inspect.signature(factory).parameters.items():
+        line = next((ln for ln in lines if ln.split()[:1] == [pname]), None)
+        assert line is not None, f"{pname} missing from 'models {name}'"
+        if p.default is not p.empty:
+            assert line.split()[1] == repr(p.default).split()[0]
+    assert "(not documented)" not in out
+
+
+def test_models_name_says_what_a_parameter_does_and_how_to_set_it(capsys):
+    assert main(["models", "rbf"]) == 0
+    out = capsys.readouterr().out
+    window = next(ln for ln in out.splitlines() if ln.startswith("window "))
+    assert "1000" in window and "most recent patterns" in window
+    max_basis = next(ln for ln in out.splitlines() if ln.startswith("max_basis "))
+    assert "--max-basis" in max_basis
+
+
+def test_models_with_an_unknown_name_is_a_usage_error(capsys):
+    assert main(["models", "rbff"]) == 2
+    assert "unknown model 'rbff'" in capsys.readouterr().err
+
+
+def test_the_command_line_leaves_the_first_samples_unscored_by_default():
+    from onlinesparse.cli import DEFAULT_WARMUP, build_parser
+
+    for command in (["replay", "r.csv", "--target", "y"],
+                    ["grid", "r.csv", "--target", "y", "--grid", "lr=0.1"]):
+        assert build_parser().parse_args(command).warmup == DEFAULT_WARMUP == 100
