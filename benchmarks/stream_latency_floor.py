@@ -121,7 +121,7 @@ def main() -> None:
     h_new = window.row(vector)
     h_old, y_old = window.oldest()
     y_new = float(y_old) + 0.1
-    work, out4, out8 = np.empty(m), np.empty(4), np.empty(8)
+    work, out4, out8 = np.empty(m), np.empty(5), np.empty(8)
     flip = [False]
 
     def slide() -> None:

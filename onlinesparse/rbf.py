@@ -7,7 +7,7 @@ from collections.abc import Hashable, Iterable
 
 import numpy as np
 import pandas as pd
-from river import base, proba
+from river import base, drift, proba
 
 from onlinesparse import core
 from onlinesparse._blas import single_blas_thread
@@ -36,6 +36,10 @@ _REFRESH_WINDOWS = 10
 # many (each has a fixed cost too). Growth is where a stream's model is worst: on Friedman
 # #1 this took the RMSE over 5000 samples from 1.92 to 1.84 at one evaluation per sample.
 _GROWTH_EVALUATIONS = 4
+# Adaptive memory: ADWIN's confidence (river's default), and the fewest patterns a cut
+# keeps.
+_DRIFT_DELTA = 0.002
+_MIN_MEMORY = 30
 
 
 class SparseRBFRegressor(RecordOwner, base.Regressor):
@@ -156,13 +160,15 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     True
     """
 
-    def __init__(self, max_basis: int = 100, window: int = 1000, kernel: str = "gaussian",
+    def __init__(self, max_basis: int = 100, window: int = 1000, memory: str = "adaptive",
+                 kernel: str = "gaussian",
                  radii: tuple[float, ...] | None = None, n_candidates: int = 10,
                  evaluations_per_sample: int = 1, candidate_every: int = 3,
                  linear: bool = True, novelty: float = 0.25, error_threshold: float = 2.0,
                  noise_every: int = 20, strict: bool = False):
         self.max_basis = max_basis
         self.window = window
+        self.memory = memory
         self.kernel = kernel
         self.radii = radii
         self.n_candidates = n_candidates
@@ -188,6 +194,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         check_int("evaluations_per_sample", self.evaluations_per_sample, 0)
         check_int("candidate_every", self.candidate_every)
         check_int("noise_every", self.noise_every)
+        check_choice("memory", self.memory, ("adaptive", "window"))
         check_choice("kernel", self.kernel, KERNELS)
         if self.radii is not None:
             if isinstance(self.radii, str) or not len(self.radii):
@@ -236,7 +243,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     def _new_record(self, state: dict) -> np.ndarray:
         record = new_record(SAMPLE)
         reg = record[0]
-        reg["noise_variance"] = state.get("_noise_variance", 1.0)
+        reg["noise_variance"] = state.get("_noise_variance", 0.0)
         reg["n_learned"] = state.get("_n_learned", 0)
         reg["noise_every"] = state["noise_every"]
         reg["error_threshold"] = state["error_threshold"]
@@ -263,12 +270,27 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         specs = [BasisSpec.constant()]
         if self.linear:
             specs += [BasisSpec.linear(i) for i in range(n_features)]
-        for spec in specs:
-            self._buffer.protected.add(self.model.add_candidate(spec))
+        ids = [self.model.add_candidate(spec) for spec in specs]
+        self._buffer.protected.update(ids)
+        self._constant_id = ids[0]
+        # A change detector on the prequential errors (memory="adaptive"), see
+        # _adapt_memory.
+        self._detector = drift.ADWIN(delta=_DRIFT_DELTA)
+        self._bias_detector = drift.ADWIN(delta=_DRIFT_DELTA)
+        self.n_memory_cuts = 0
+
+    def _noise_level(self) -> float:
+        """The noise variance in use (``core.noise_level``): the last estimate, or the
+        target's variance before the first one; 1 before any pattern."""
+        if self._model is None or not self._model.n_patterns:
+            return 1.0
+        return core.noise_level(self.record, self._model.window.record)
 
     @property
     def _lambda_min(self) -> float:
-        return core.lambda_min(self._noise_variance, self._model.n_patterns)
+        window = self._model.window
+        return core.lambda_min(self._noise_level(), window.count,
+                               core.target_variance(window.record))
 
     @single_blas_thread
     def learn_one(self, x: dict, y: float) -> None:
@@ -315,8 +337,57 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
                 *model.window.tracked(), *model.state.arrays(), *self._spare_arrays(),
                 self._buffer.protected_ids(), pruner.move, evaluations, first)
         self._adopt_resized()
+        if not model.size:
+            self._start_with_the_mean()
         busy = maintained or (at_budget and pruner.n_added != added)
         self._consider(vector, busy)
+        if self.memory == "adaptive":
+            self._adapt_memory()
+
+    def _adapt_memory(self) -> None:
+        """Adaptive memory: ADWIN (river's ``drift.ADWIN``) watches the prequential errors
+        in units of the noise level (clipped at three deviations, so that one outlier does
+        not make a change). When it finds that the recent errors are *larger* than the
+        older ones — the stream changed, not the model improved — the window forgets every
+        pattern before the recent stretch ADWIN kept (at least twice the basis functions
+        plus ten, and ``_MIN_MEMORY``), recomputing its statistics and S from the rest
+        (``IncrementalRidge.forget_oldest``, O(W·n² + M³): that sample's heavy work). The
+        window then fills up to ``window`` again."""
+        window = self._model.window
+        noise = core.noise_level(self.record, window.record)
+        if not noise > 0.0:
+            return
+        detector = self._detector
+        before = detector.estimation
+        z = self._error / math.sqrt(noise)
+        detector.update(min(abs(z), 3.0) / 3.0)
+        worse = detector.drift_detected and detector.estimation > before
+        bias = self._bias_detector
+        bias.update(min(max(z, -3.0), 3.0) / 6.0 + 0.5)
+        if not (worse or bias.drift_detected):
+            return
+        if not worse:
+            detector = bias
+        keep = max(int(detector.width), 2 * self._model.size + 10, _MIN_MEMORY)
+        if keep < window.n_stored:
+            self._model.forget_oldest(window.n_stored - keep)
+            self.n_memory_cuts += 1
+
+    def _start_with_the_mean(self) -> None:
+        """Cold start: a model without basis functions takes the constant at λ = 0 as soon
+        as it has a pattern, so that its predictions start at the mean of the targets (not
+        at 0) and GCV builds on that. (It stays subject to the pruner's decisions.)"""
+        model = self._model
+        window = model.window
+        try:
+            position = window.position_of(getattr(self, "_constant_id", -1))
+        except ValueError:  # (not in the pool: nothing to add)
+            return
+        if position >= window.n_model and window.count:
+            try:
+                model.add_basis(self._constant_id, 0.0)
+            except IllConditionedError:
+                return
 
     def _carry_on(self, status: int, evaluations: int, first: int) -> tuple[int, int]:
         """Do what a compiled call stopped for — a refresh of S now, or a move the pruner
@@ -492,7 +563,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             vector = self._features.transform(x)
             model = self._model
             if model is None or not model.size:
-                return 0.0
+                return self._empty_prediction()
             cached = getattr(self, "_cached_arguments", None)
             if cached is not None and cached[0][1] is model.state.variance:
                 # (the compiled sample's arguments hold the basis arrays and the weights)
@@ -501,10 +572,19 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             return core.predict_mean(vector, *model.window.basis.arrays(), model.weights)
         h = self._row(x)
         model = self._model
-        mean = 0.0 if h is None else core.inner(h, model.weights, model.size)
-        noise = self._noise_variance
+        mean = self._empty_prediction() if h is None else core.inner(h, model.weights,
+                                                                    model.size)
+        noise = self._noise_level()
         variance = noise if h is None else model.predictive_variance(h, noise)
+        # (the calibration factor κ², see core.sample.calibrate)
+        variance *= math.exp(2.0 * self.record[0]["calibration"])
         return proba.Gaussian._from_state(n=1, m=mean, var=variance, ddof=0)
+
+    def _empty_prediction(self) -> float:
+        """A model without basis functions predicts the mean of the targets in memory
+        (0 before any)."""
+        window = None if self._model is None else self._model.window
+        return window.sum_y / window.count if window is not None and window.count else 0.0
 
     def predict_many(self, X: pd.DataFrame) -> pd.Series:
         return pd.Series([self.predict_one(row.to_dict()) for _, row in X.iterrows()],
@@ -532,18 +612,21 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     def diagnostics(self) -> dict[str, float]:
         """Numbers a user can read at any time (all O(M) or less)."""
         if self.model is None:
-            return {"n_basis": 0.0, "noise_std": math.sqrt(self._noise_variance)}
+            return {"n_basis": 0.0, "noise_std": math.sqrt(self._noise_level())}
         model = self.model
         return {
             "n_basis": float(model.size),
             "n_candidates": float(model.window.n_candidates),
             "effective_parameters": model.effective_parameters,
             "gcv": model.gcv,
-            "noise_std": math.sqrt(self._noise_variance),
+            "noise_std": math.sqrt(self._noise_level()),
+            "calibration": math.exp(float(self.record[0]["calibration"])),
             "n_patterns": model.n_patterns,
             "n_refreshes": float(model.n_refreshes),
             "n_added": float(self._pruner.n_added),
             "n_deleted": float(self._pruner.n_deleted),
+            "memory": float(model.window.n_stored),
+            "memory_cuts": float(getattr(self, "n_memory_cuts", 0)),
         }
 
     def loo(self) -> float:

@@ -277,13 +277,26 @@ class IncrementalRidge(RecordOwner):
         h = window.row(x) if h is None else h
         window.pop_oldest()
         window.push(x, y, h)
+        self._refactor()
+
+    def forget_oldest(self, count: int) -> None:
+        """Forget the ``count`` oldest patterns of the window at once: the statistics are
+        recomputed from the rest and S factorised afresh (O(W·n² + M³)), with the smallest
+        λ that keeps G + Λ positive definite where a basis function lost its support. For
+        a memory that shortens itself after a change of the stream."""
+        self.window.drop_oldest(count)
+        self._refactor(statistics=False)
+
+    def _refactor(self, statistics: bool = True) -> None:
+        """Refresh (the statistics too unless ``statistics=False``); where G + Λ is
+        singular, raise every λ to 1e-12 of G's largest diagonal first."""
         try:
-            self.refresh()
+            self.refresh(statistics)
         except IllConditionedError:
-            gram = window.gram_model
+            gram = self.window.gram_model
             floor = 1e-12 * float(np.max(np.diag(gram))) if self.size else 0.0
             self.state.lambdas = np.maximum(self.state.lambdas, floor)
-            self._safe_refresh()
+            self._safe_refresh(statistics)
 
     def remove_oldest(self) -> None:
         """Remove the oldest pattern of a window (Orr eq. (A.11)). State unchanged on error."""

@@ -86,6 +86,7 @@ class WindowStatistics(RecordOwner):
     store_capacity = Field()
     count = Field()
     yy = Field()
+    sum_y = Field()
     _refresh_credit = Field()
     factor = Field()
 
@@ -141,6 +142,7 @@ class WindowStatistics(RecordOwner):
         self._gram = np.zeros((16, 16))
         self._cross_y = np.zeros(16)
         self.yy = 0.0
+        self.sum_y = 0.0
         self.count = 0.0
         self.n_seen = 0
         # Ring buffer of stored patterns, oldest at `_head`.
@@ -471,10 +473,12 @@ class WindowStatistics(RecordOwner):
             self._gram[:n, :n] *= self.factor
             self._cross_y[:n] *= self.factor
             self.yy *= self.factor
+            self.sum_y *= self.factor
             self.count *= self.factor
             self.traffic[:n] *= self.factor
         core.gram_rank_one(self._gram, self._cross_y, self.traffic, n, h, y, 1.0)
         self.yy += y * y
+        self.sum_y += y
         self.count += 1.0
         self.n_seen += 1
         if self.stores_patterns:
@@ -524,6 +528,7 @@ class WindowStatistics(RecordOwner):
         core.gram_rank_one(self._gram, self._cross_y, self.traffic, self.n_columns, h, y,
                            -1.0)
         self.yy -= y * y
+        self.sum_y -= y
         self.count -= 1.0
         self._head = (self._head + 1) % len(self._y)
         self.n_stored -= 1
@@ -535,6 +540,7 @@ class WindowStatistics(RecordOwner):
         the ridge state's): the new pattern takes the oldest one's slot."""
         self.yy -= y_old * y_old
         self.yy += y * y
+        self.sum_y += y - y_old
         self.n_seen += 1
         self._head = (self._head + 1) % len(self._y)  # the oldest leaves…
         self.n_stored -= 1
@@ -555,11 +561,25 @@ class WindowStatistics(RecordOwner):
         self._gram[:n, :n] = H.T @ H
         self._cross_y[:n] = H.T @ y
         self.yy = float(y @ y)
+        self.sum_y = float(np.sum(y))
         self.count = float(self.n_stored)
         self.stamps[:n] = self.n_seen
         self.traffic[:n] = 0.0
         self._exact_since = self.n_seen
         return True
+
+    def drop_oldest(self, count: int) -> None:
+        """Forget the ``count`` oldest stored patterns of a window and recompute the
+        statistics from the rest (exact: O(W·n²)). For a memory that shortens itself after
+        a change of the stream; the window then fills up to its size again."""
+        if self.memory != "window":
+            raise ValueError(f"memory={self.memory!r} does not drop patterns")
+        count = int(count)
+        if not 0 <= count <= self.n_stored:
+            raise ValueError(f"cannot drop {count} of {self.n_stored} stored patterns")
+        self._head = (self._head + count) % len(self._y)
+        self.n_stored -= count
+        self.refresh()
 
     def column_error(self) -> float:
         """The largest relative rounding error of a model column's Gram diagonal, in
@@ -595,6 +615,7 @@ class WindowStatistics(RecordOwner):
         self._refresh_credit = credit
         if exact_since >= 0:
             self.yy = yy
+            self.sum_y = float(np.sum(self._y[self._order()]))
             # New columns enter exact and dropped ones leave, so the minimum only rises
             # between two refreshes: recomputing it here keeps it a lower bound.
             self._exact_since = exact_since

@@ -67,16 +67,18 @@ def learn_pattern(window_record: np.ndarray, ridge_record: np.ndarray, x: np.nda
     if w.n_stored >= capacity:
         h_old = HT[:n, head].copy()
         y_old = targets[head]
-        out = np.empty(4)
+        out = np.empty(5)
         if not slide_window(gram, cross_y, traffic, n, variance, weights, m, row, y, h_old,
                             y_old, MIN_RESIDUAL_LEVERAGE, np.empty(m), out):
             return SLIDE_REFUSED
         w.yy -= y_old * y_old
         w.yy += y * y
+        w.sum_y += y - y_old
         slot = head
         w.head = (head + 1) % targets.shape[0]
         removal, addition, cancellation = out[0], out[1], out[2]
         healthy = out[3] > 0.0
+        r.leverage = out[4]
         if m > 0:  # (a model without basis functions has no S to account for)
             r.error_estimate = account(r.error_estimate, 1.0 / removal, 1.0 / removal)
             r.statistics_error += cancellation
@@ -86,13 +88,16 @@ def learn_pattern(window_record: np.ndarray, ridge_record: np.ndarray, x: np.nda
     else:
         gram_rank_one(gram, cross_y, traffic, n, row, y, 1.0)
         w.yy += y * y
+        w.sum_y += y
         w.count += 1.0
         slot = (head + w.n_stored) % targets.shape[0]  # (a ring still growing: its size)
         w.n_stored += 1
         healthy = True
+        r.leverage = 0.0
         if m > 0:
             addition = sherman_morrison(variance, weights, row[:m], y, 1.0, -math.inf,
                                         np.empty(m))
+            r.leverage = addition - 1.0
             r.error_estimate = account(r.error_estimate, 1.0 / addition, addition)
             healthy = is_healthy(variance, weights)
     XT[:, slot] = x
@@ -108,6 +113,7 @@ def learn_pattern(window_record: np.ndarray, ridge_record: np.ndarray, x: np.nda
         w.refresh_credit = credit
         if exact >= 0:
             w.yy = fresh_yy
+            w.sum_y = np.sum(targets)  # (a full ring: every slot holds a pattern)
             w.exact_since = exact
         exact_since = w.exact_since
         close_round(ridge_record, exact_since, w.n_seen)
@@ -115,6 +121,52 @@ def learn_pattern(window_record: np.ndarray, ridge_record: np.ndarray, x: np.nda
               variance, weights, lambdas) == REFRESH_NOW:
         return REFRESH
     return LEARNED
+
+
+# The 95 % interval's half-width in standard deviations, and the step of its calibration.
+Z95 = 1.959963984540054
+CALIBRATION_STEP = 0.05
+CALIBRATION_LIMIT = 5.0  # |log κ| at most: κ within [0.007, 148]
+
+
+@jit
+def target_variance(window_record: np.ndarray) -> float:
+    """The variance of the targets in memory, ``yᵀy/p − (Σy/p)²`` (at least 1e-12 of the
+    second moment): the target's scale, which makes the model's decisions independent of
+    the unit of y."""
+    w = window_record[0]
+    if w.count <= 0.0:
+        return 0.0
+    mean = w.sum_y / w.count
+    second = w.yy / w.count
+    return max(second - mean * mean, 1e-12 * second)
+
+
+@jit
+def noise_level(sample_record: np.ndarray, window_record: np.ndarray) -> float:
+    """The noise variance in use: the last estimate (FGCV eq. 8), or before the first one
+    the target's variance (what predicting the mean leaves), never a constant in some
+    unit."""
+    estimate = sample_record[0].noise_variance
+    return estimate if estimate > 0.0 else target_variance(window_record)
+
+
+@jit
+def calibrate(sample_record: np.ndarray, window_record: np.ndarray, error: float,
+              leverage: float) -> None:
+    """One step of the predictive deviation's calibration (adaptive conformal inference,
+    Gibbs and Candès 2021, on a scale): κ grows by e^(0.95η) when the error before
+    learning fell outside the 95 % interval ``±1.96·κ·σ·√(1 + hᵀSh)`` and shrinks by
+    e^(−0.05η) when it fell inside, so that in the long run 5 % fall outside whatever the
+    stream (a noise estimate from few patterns, heavy tails, drift, inputs far from the
+    centres)."""
+    s = sample_record[0]
+    spread = noise_level(sample_record, window_record) * (1.0 + leverage)
+    if not spread > 0.0:
+        return
+    miss = abs(error) > Z95 * math.exp(s.calibration) * math.sqrt(spread)
+    step = CALIBRATION_STEP * ((1.0 if miss else 0.0) - 0.05)
+    s.calibration = min(max(s.calibration + step, -CALIBRATION_LIMIT), CALIBRATION_LIMIT)
 
 
 @jit
@@ -130,7 +182,8 @@ def consider(sample_record: np.ndarray, ridge_record: np.ndarray,
     nearest = nearest_sq_distance(t.kinds, t.centres, w.n_columns, x)
     sr.nearest = nearest
     sr.propose = 1 if proposes(nearest, sr.novelty_sq, sr.error,
-                               math.sqrt(sr.noise_variance), sr.error_threshold) else 0
+                               math.sqrt(noise_level(sample_record, window_record)),
+                               sr.error_threshold) else 0
     if sr.n_learned % sr.noise_every == 0:
         training, gamma = criteria_now(ridge_record, window_record, t.gram, t.cross_y,
                                        s.variance, s.weights, s.lambdas)
@@ -153,7 +206,8 @@ def continue_sample(sample_record: np.ndarray, pruner_record: np.ndarray,
     ``REFRESH`` (a move was made and S is to be refreshed now); after either of the last
     two the caller does what is asked and calls this again with the evaluations left."""
     w = window_record[0]
-    floor = lambda_min(sample_record[0].noise_variance, w.count)
+    floor = lambda_min(noise_level(sample_record, window_record), w.count,
+                       target_variance(window_record))
     stop = evaluate(pruner_record, ridge_record, window_record, gram, cross_y, traffic, HT,
                     ids, merit, stamps, kinds, centres, inv_r2, features, variance, weights,
                     lambdas, spare_variance, spare_weights, spare_lambdas, protected, move,
@@ -211,6 +265,9 @@ def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
         return SLIDE_REFUSED
     sample_record[0].n_learned += 1
     running_mean(means, x, committed)
+    if weights.shape[0] > 0:  # (an empty model's prediction is no model's)
+        calibrate(sample_record, window_record, sample_record[0].error,
+                  ridge_record[0].leverage)
     if status == REFRESH:
         return REFRESH
     return continue_sample(sample_record, pruner_record, ridge_record, window_record, x,

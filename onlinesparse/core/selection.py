@@ -60,10 +60,13 @@ def continued_order(first: int, done: int) -> int:
 
 
 @jit
-def lambda_min(noise_variance: float, count: float) -> float:
-    """The floor on every λ: FGCV section 3.2, point 7, α_min = 1/N, i.e. λ_min = σ²/N in
-    Orr's units (λ = ασ²)."""
-    return noise_variance / max(count, 1.0)
+def lambda_min(noise_variance: float, count: float, target_variance: float) -> float:
+    """The floor on every λ: FGCV section 3.2, point 7, α_min = 1/N on weights in the
+    target's units, i.e. λ_min = (σ²/s²)/N with s² the target's variance. (FGCV's data are
+    standardised; read on raw targets, λ_min = σ²/N would scale with the square of their
+    unit, and a model in mN·m would be regularised 10⁶ times harder than one in N·m.)"""
+    ratio = noise_variance / target_variance if target_variance > 0.0 else 1.0
+    return ratio / max(count, 1.0)
 
 
 @jit

@@ -36,13 +36,13 @@ def _dtype(ints: tuple[str, ...], floats: tuple[str, ...]) -> np.dtype:
 
 WINDOW = _dtype(
     ("n_seen", "head", "n_stored", "n_columns", "n_model", "exact_since", "store_capacity"),
-    ("count", "yy", "refresh_credit", "factor"))
+    ("count", "yy", "sum_y", "refresh_credit", "factor"))
 RIDGE = _dtype(
     ("since_refresh", "since_check", "round_start", "version", "refresh_every",
      "check_every", "defer_refreshes", "pending", "summary_version"),
     # (training_error, gamma: the criteria's two numbers as of version summary_version)
     ("error_estimate", "statistics_error", "round_error", "drift_tolerance",
-     "training_error", "gamma"))
+     "training_error", "gamma", "leverage"))
 PRUNER = _dtype(
     ("turn", "basis_cursor", "candidate_cursor", "n_added", "n_deleted", "n_reestimated",
      "max_basis", "candidates_per_evaluation",
@@ -53,7 +53,11 @@ PRUNER = _dtype(
     ("min_gain",))
 SAMPLE = _dtype(
     ("n_learned", "noise_every", "propose"),
-    ("noise_variance", "novelty_sq", "error_threshold", "error", "nearest"))
+    # noise_variance 0 until the first estimate (the target's variance stands in);
+    # calibration log κ, the factor of the predictive deviation that keeps the 95 %
+    # interval's coverage (core.sample.calibrate).
+    ("noise_variance", "novelty_sq", "error_threshold", "error", "nearest",
+     "calibration"))
 # RIDGE.pending: no refresh waits, one of S alone, one of the statistics and S.
 NO_REFRESH, REFRESH_STATE, REFRESH_STATISTICS = -1, 0, 1
 

@@ -77,7 +77,8 @@ def slide_window(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n: 
     A.8 in O(M).
 
     ``out`` receives ``[1 − leverage of the old pattern, 1 + hᵀSh of the new one,
-    cancellation ratio of the removal, healthy (1/0, see :func:`is_healthy`)]``. Returns
+    cancellation ratio of the removal, healthy (1/0, see :func:`is_healthy`), the new
+    pattern's hᵀSh before the step]`` (the last is the prediction's variance factor). Returns
     False, with nothing changed, when removing the old pattern first would leave
     ``HᵀH + Λ`` singular (the caller then takes the add-first path).
     """
@@ -86,9 +87,11 @@ def slide_window(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n: 
     symmetric_matvec_pair(variance, h_old, h_new, m, u_old, u_new)
     leverage = 0.0
     fit_old = 0.0
+    prior = 0.0  # hᵀSh of the new pattern before anything changes
     for i in range(m):
         leverage += h_old[i] * u_old[i]
         fit_old += h_old[i] * weights[i]
+        prior += h_new[i] * u_new[i]
     removal = 1.0 - leverage
     if not removal > min_denominator:
         return False
@@ -139,6 +142,7 @@ def slide_window(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n: 
     out[1] = addition
     out[2] = worst
     out[3] = 1.0 if is_healthy(variance, weights) else 0.0
+    out[4] = prior
     return True
 
 
