@@ -40,6 +40,10 @@ _GROWTH_EVALUATIONS = 4
 # keeps.
 _DRIFT_DELTA = 0.002
 _MIN_MEMORY = 30
+# The detectors could see the mean of each block of this many errors (fewer updates, each
+# about a microsecond through river's Python interface); blocks of 2 and 4 made ADWIN miss
+# or delay the changes of FriedmanDrift (RMSE 2.98 and 3.14 against 2.76 with 1).
+_BLOCK = 1
 
 
 class SparseRBFRegressor(RecordOwner, base.Regressor):
@@ -215,6 +219,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     _n_learned = Field()
     _propose = Field()
     _error = Field()
+    _block_n = Field()
+    _block_abs = Field()
+    _block_z = Field()
 
     @property
     def model(self) -> IncrementalRidge | None:
@@ -345,30 +352,32 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             self._adapt_memory()
 
     def _adapt_memory(self) -> None:
-        """Adaptive memory: ADWIN (river's ``drift.ADWIN``) watches the prequential errors
-        in units of the noise level (clipped at three deviations, so that one outlier does
-        not make a change). When it finds that the recent errors are *larger* than the
-        older ones — the stream changed, not the model improved — the window forgets every
-        pattern before the recent stretch ADWIN kept (at least twice the basis functions
-        plus ten, and ``_MIN_MEMORY``), recomputing its statistics and S from the rest
+        """Adaptive memory: two ADWIN detectors (river's ``drift.ADWIN``) watch the
+        prequential errors in units of the noise level, clipped at three deviations so
+        that one outlier does not make a change: their size, and their sign. When the
+        recent errors are *larger* than the older ones (the stream changed, not the model
+        improved) or a bias appears, the window forgets every pattern before the recent
+        stretch the detector kept (at least twice the basis functions plus ten, and
+        ``_MIN_MEMORY``), recomputing its statistics and S from the rest
         (``IncrementalRidge.forget_oldest``, O(W·n² + M³): that sample's heavy work). The
         window then fills up to ``window`` again."""
-        window = self._model.window
-        noise = core.noise_level(self.record, window.record)
-        if not noise > 0.0:
+        if self._block_n < _BLOCK:
             return
+        mean_abs, mean_z = self._block_abs / _BLOCK, self._block_z / _BLOCK
+        self._block_n = 0
+        self._block_abs = self._block_z = 0.0
         detector = self._detector
         before = detector.estimation
-        z = self._error / math.sqrt(noise)
-        detector.update(min(abs(z), 3.0) / 3.0)
+        detector.update(mean_abs / 3.0)
         worse = detector.drift_detected and detector.estimation > before
         bias = self._bias_detector
-        bias.update(min(max(z, -3.0), 3.0) / 6.0 + 0.5)
+        bias.update(mean_z / 6.0 + 0.5)
         if not (worse or bias.drift_detected):
             return
         if not worse:
             detector = bias
-        keep = max(int(detector.width), 2 * self._model.size + 10, _MIN_MEMORY)
+        window = self._model.window
+        keep = max(_BLOCK * int(detector.width), 2 * self._model.size + 10, _MIN_MEMORY)
         if keep < window.n_stored:
             self._model.forget_oldest(window.n_stored - keep)
             self.n_memory_cuts += 1

@@ -154,14 +154,22 @@ def noise_level(sample_record: np.ndarray, window_record: np.ndarray) -> float:
 @jit
 def calibrate(sample_record: np.ndarray, window_record: np.ndarray, error: float,
               leverage: float) -> None:
-    """One step of the predictive deviation's calibration (adaptive conformal inference,
+    """The error in units of the noise level, clipped at three deviations, into the
+    current block of the memory's change detectors (``sample_record.block_*``), and one
+    step of the predictive deviation's calibration (adaptive conformal inference,
     Gibbs and Candès 2021, on a scale): κ grows by e^(0.95η) when the error before
     learning fell outside the 95 % interval ``±1.96·κ·σ·√(1 + hᵀSh)`` and shrinks by
     e^(−0.05η) when it fell inside, so that in the long run 5 % fall outside whatever the
     stream (a noise estimate from few patterns, heavy tails, drift, inputs far from the
     centres)."""
     s = sample_record[0]
-    spread = noise_level(sample_record, window_record) * (1.0 + leverage)
+    noise = noise_level(sample_record, window_record)
+    if noise > 0.0:
+        z = min(max(error / math.sqrt(noise), -3.0), 3.0)
+        s.block_abs += abs(z)
+        s.block_z += z
+        s.block_n += 1
+    spread = noise * (1.0 + leverage)
     if not spread > 0.0:
         return
     miss = abs(error) > Z95 * math.exp(s.calibration) * math.sqrt(spread)
