@@ -53,7 +53,7 @@ def test_online_path_reaches_the_batch_fixed_point(prior):
 
 def test_ard_flags_the_irrelevant_inputs():
     rows, y = _data(1, n=500)
-    model = VBLSRegressor()
+    model = VBLSRegressor(memory="unbounded")  # every pattern: the noise estimate is sharp
     model.learn_many(pd.DataFrame(rows), pd.Series(y))
     assert model.relevance() == {"a": True, "b": True, "c": True, "d": False, "e": False,
                                  "f": False}
@@ -127,7 +127,7 @@ def test_bounded_memories_track_a_change(memory):
 
 def test_prior_none_is_least_squares():
     rows, y = _data(6, n=100)
-    model = VBLSRegressor(prior="none", tol=1e-14, max_sweeps=200_000)
+    model = VBLSRegressor(prior="none", memory="unbounded", tol=1e-14, max_sweeps=200_000)
     model.learn_many(rows, y)
     H = np.hstack([np.ones((100, 1)), pd.DataFrame(rows)[NAMES].to_numpy()])
     ols = np.linalg.lstsq(H, np.array(y), rcond=None)[0]
