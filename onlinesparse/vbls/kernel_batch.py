@@ -27,6 +27,13 @@ pattern, pruning the ones whose ⟨α_m⟩ diverges, but with the full-covarianc
 eq. 5.2 in the precision update, whose fixed points are the RVM's (``⟨α_m⟩(μ_m² + Σ_mm) = 1``,
 the marginal likelihood's stationary points, where the inclusion threshold is t² = 1).
 
+Why the projection and the joint start matter online: under the factorised posterior a
+kernel is kept only if it explains enough of the residual *given the others* (above), and
+a newcomer judged against weights that have not yet made room for it (backfitting moves
+collinear weights slowly) is pruned before it can help. Overlapping
+kernels whose weights only matter together (the usual RVM solution) could therefore
+never be grown one at a time; they are stable once reached (e.g. after a batch fit).
+
 Kernel width and input metric. Kernels of several radii compete for the same data: every
 proposed centre enters the pool at each radius of a ladder, the admission test picks the
 width that explains the residual best, and ARD prunes the ones that stop mattering; the

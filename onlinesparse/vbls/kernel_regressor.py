@@ -14,6 +14,7 @@ import math
 from collections.abc import Hashable, Iterable, Mapping
 
 import numpy as np
+import pandas as pd
 from river import base, proba
 from scipy import linalg
 
@@ -22,6 +23,7 @@ from onlinesparse.buffer import BufferManager
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.vbls import engine, kernel_batch
+from onlinesparse.vbls._many import predict_series
 from onlinesparse.vbls.evidence import (  # noqa: F401  (re-exported: the public home before)
     evidence_hyperparameters,
     evidence_length_scale,
@@ -106,13 +108,6 @@ class VBLSKernelRegressor(base.Regressor):
     the updates taken at their fixed-point form, and a stop when the log-precisions change
     by less than ``tol``. The model is then rebuilt on the kept kernels and the online path
     continues from it.
-
-    Why the projection and the joint start matter online: under the factorised posterior a
-    kernel is kept only if it explains enough of the residual *given the others* (module
-    docstring), and a newcomer judged against weights that have not yet made room for it
-    (backfitting moves collinear weights slowly) is pruned before it can help. Overlapping
-    kernels whose weights only matter together (the usual RVM solution) could therefore
-    never be grown one at a time; they are stable once reached (e.g. after a batch fit).
 
     Kernel width and input metric. Kernels of several radii compete for the same data: every
     proposed centre enters the pool at each radius of a ladder, the admission test picks the
@@ -710,6 +705,11 @@ class VBLSKernelRegressor(base.Regressor):
         if with_dist:
             return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
         return mean
+
+    def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        """The posterior mean of every row of ``X``, as river's ``predict_many``: a ``Series``
+        on ``X``'s index, exactly :meth:`predict_one` row by row; nothing is learned."""
+        return predict_series(self.predict_one, X)
 
     # -- inspection -------------------------------------------------------------------------
     @property

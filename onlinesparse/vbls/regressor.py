@@ -6,6 +6,7 @@ import math
 from collections.abc import Hashable, Iterable, Mapping
 
 import numpy as np
+import pandas as pd
 from river import base, proba
 
 from onlinesparse._blas import single_blas_thread
@@ -13,6 +14,7 @@ from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.features import as_target as _as_target
 from onlinesparse.kernels import BasisSpec
 from onlinesparse.vbls import engine, schedule
+from onlinesparse.vbls._many import predict_series
 from onlinesparse.window import MEMORY_POLICIES, WindowStatistics
 
 __all__ = ["VBLSRegressor", "MEMORY_PER_WEIGHT"]
@@ -277,6 +279,11 @@ class VBLSRegressor(base.Regressor):
         if with_dist:
             return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
         return mean
+
+    def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        """The posterior mean of every row of ``X``, as river's ``predict_many``: a ``Series``
+        on ``X``'s index, exactly :meth:`predict_one` row by row; nothing is learned."""
+        return predict_series(self.predict_one, X)
 
     # -- inspection -------------------------------------------------------------------------
     def _ratios(self) -> np.ndarray:
