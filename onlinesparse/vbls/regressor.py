@@ -8,16 +8,19 @@ from collections.abc import Hashable, Iterable, Mapping
 import numpy as np
 import pandas as pd
 from river import base, proba
+from scipy import special
 
 from onlinesparse._blas import single_blas_thread
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.features import as_target as _as_target
 from onlinesparse.kernels import BasisSpec
-from onlinesparse.vbls import engine, schedule
+from onlinesparse.vbls import engine, schedule, student_t
 from onlinesparse.vbls._many import predict_series
 from onlinesparse.window import MEMORY_POLICIES, WindowStatistics
 
-__all__ = ["VBLSRegressor", "MEMORY_PER_WEIGHT"]
+__all__ = ["VBLSRegressor", "MEMORY_PER_WEIGHT", "FACTORISATIONS"]
+
+FACTORISATIONS = ("gaussian", "student_t")
 
 # The default memory forgets with the factor 1 − 1/(MEMORY_PER_WEIGHT·M): an effective memory
 # of MEMORY_PER_WEIGHT patterns per weight. Chosen by progressive RMSE on stationary streams
@@ -82,6 +85,12 @@ class VBLSRegressor(base.Regressor):
         Samples a restart from the neutral point runs beside the model before the one with
         the higher lower bound is kept (0: never). Restarts let the model leave a fixed point
         reached on few patterns; they double the work per sample.
+    factorisation
+        ``"gaussian"`` (default): ``Q(b)Q(α)``, sections 4.1–4.2, with the online schedule;
+        ``"student_t"``: ``Q(b, α)`` of section 4.3 (:mod:`onlinesparse.vbls.student_t`),
+        whose weights have Student-t marginals, relevance by a t-test and a Student-t
+        predictive; its sweeps are the paper's EM (the fixed-point schedule is derived for
+        the factorised model only), so one pass follows the batch fit more loosely.
     strict
         Passed to :class:`~onlinesparse.features.FeatureMap`: raise on missing or unseen
         features instead of imputing / ignoring them.
@@ -110,7 +119,7 @@ class VBLSRegressor(base.Regressor):
                  forgetting_factor: float | None = None, precision_cap: float = 10.0,
                  relevance_threshold: float = 1.0, tol: float = 1e-10,
                  max_sweeps: int = 20_000, restart_every: int = 20,
-                 strict: bool = False) -> None:
+                 factorisation: str = "gaussian", strict: bool = False) -> None:
         if prior not in engine.PRIORS:
             raise ValueError(f"prior must be one of {engine.PRIORS}, got {prior!r}")
         if memory not in MEMORY_POLICIES:
@@ -123,6 +132,11 @@ class VBLSRegressor(base.Regressor):
             raise ValueError(f"precision_cap must be > 0, got {precision_cap}")
         if not (isinstance(restart_every, int) and restart_every >= 0):
             raise ValueError(f"restart_every must be an integer ≥ 0, got {restart_every!r}")
+        if factorisation not in FACTORISATIONS:
+            raise ValueError(f"factorisation must be one of {FACTORISATIONS}, "
+                             f"got {factorisation!r}")
+        if factorisation == "student_t" and prior == "none":
+            raise ValueError("factorisation='student_t' needs a prior ('ard' or 'shared')")
         self.prior = prior
         self.sweeps_per_sample = sweeps_per_sample
         self.memory = memory
@@ -133,6 +147,7 @@ class VBLSRegressor(base.Regressor):
         self.tol = tol
         self.max_sweeps = max_sweeps
         self.restart_every = restart_every
+        self.factorisation = factorisation
         self.strict = strict
         self._features = FeatureMap(strict=strict)
         self._stats: WindowStatistics | None = None
@@ -177,9 +192,24 @@ class VBLSRegressor(base.Regressor):
         # each (WindowStatistics.refresh_step; DESIGN.md §4).
         stats.refresh_step()
 
-    def _sweep(self) -> None:
-        """The online schedule of :mod:`onlinesparse.vbls.schedule` for one sample."""
+    @property
+    def _student(self) -> bool:
+        return self.factorisation == "student_t"
+
+    def _centred(self) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, float]:
+        """The section 4.3 model's statistics (:func:`~onlinesparse.vbls.student_t.centre`)."""
         stats = self._stats
+        return student_t.centre(stats.gram_model, stats.cross_y_model, stats.yy)
+
+    def _sweep(self) -> None:
+        """The online schedule of :mod:`onlinesparse.vbls.schedule` for one sample (the
+        Student-t model: ``sweeps_per_sample`` of its EM sweeps)."""
+        stats = self._stats
+        if self._student:
+            gram, cross, yy, _, _ = self._centred()
+            for _ in range(self.sweeps_per_sample):
+                student_t.sweep(self._state, gram, cross, yy, stats.count, self.prior)
+            return
         if self._schedule is None:
             self._schedule = schedule.OnlineSchedule(self.prior, self.precision_cap,
                                                      self.sweeps_per_sample, self.restart_every)
@@ -188,7 +218,11 @@ class VBLSRegressor(base.Regressor):
 
     def _ensure_state(self) -> None:
         stats = self._stats
-        if self._state is None and stats is not None and stats.count > 0:
+        if self._state is None and stats is not None and stats.count > 0 and self._student:
+            _, _, yy, _, _ = self._centred()
+            self._state = student_t.initial_state(
+                stats.n_model - 1, (yy if yy > 0.0 else stats.yy) / stats.count, self.prior)
+        elif self._state is None and stats is not None and stats.count > 0:
             # The bias (column 0) has a flat prior: no shrinkage towards 0 (Ting et al.
             # assume centred targets).
             self._state = engine.initial_state(stats.n_model, stats.yy / stats.count,
@@ -251,6 +285,10 @@ class VBLSRegressor(base.Regressor):
             return 0
         stats = self._stats
         budget = self.max_sweeps if max_sweeps is None else max(int(max_sweeps), 0)
+        if self._student:
+            gram, cross, yy, _, _ = self._centred()
+            return student_t.fit(self._state, gram, cross, yy, stats.count, self.prior,
+                                 self.tol, budget)
         args = (stats.gram_model, stats.cross_y_model, stats.yy, stats.count)
         done = schedule.fit_fixed_point(self._state, *args, self.prior, self.precision_cap,
                                         self.tol, budget)
@@ -274,11 +312,26 @@ class VBLSRegressor(base.Regressor):
         vector = self._features.transform(x)
         if self._state is None:
             return proba.Gaussian._from_state(n=1, m=0.0, var=1.0, ddof=0) if with_dist else 0.0
+        if self._student:
+            return self._predict_student(vector, with_dist)
         row = np.concatenate(([1.0], vector))
         mean, var = engine.predictive_regression(self._state, row)
         if with_dist:
             return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
         return mean
+
+    def _predict_student(self, vector: np.ndarray, with_dist: bool
+                         ) -> float | student_t.StudentT:
+        """The section 4.3 predictive (:func:`~onlinesparse.vbls.student_t.predictive`) on the
+        centred inputs, plus the mean of the targets (the bias of the centred problem)."""
+        count = self._stats.count
+        _, _, _, sums, target_sum = self._centred()
+        mean, var, nu = student_t.predictive(self._state, vector - sums / count)
+        mean += target_sum / count
+        if not with_dist:
+            return mean
+        scale2 = var * (nu - 2.0) / nu if math.isfinite(nu) and nu > 2.0 else var
+        return student_t.StudentT(mean, math.sqrt(max(scale2, 0.0)), nu)
 
     def predict_many(self, X: pd.DataFrame) -> pd.Series:
         """The posterior mean of every row of ``X``, as river's ``predict_many``: a ``Series``
@@ -289,6 +342,9 @@ class VBLSRegressor(base.Regressor):
     def _ratios(self) -> np.ndarray:
         if self._state is None:
             return np.zeros(self._features.n_features + 1)
+        if self._student:  # the t-test decides; 0 (relevant) / inf (not), the bias first
+            return np.concatenate(([0.0], np.where(student_t.relevant(self._state), 0.0,
+                                                   np.inf)))
         return engine.precision_ratio(self._state, np.diagonal(self._stats.gram_model))
 
     @property
@@ -296,24 +352,31 @@ class VBLSRegressor(base.Regressor):
         """Posterior mean ⟨b_m⟩ of each input's weight."""
         if self._state is None:
             return {name: 0.0 for name in self._features.names}
-        return self._features.to_dict(self._state.weights[1:])
+        return self._features.to_dict(self._state.weights[int(not self._student):])
 
     @property
     def intercept(self) -> float:
-        return float(self._state.weights[0]) if self._state is not None else 0.0
+        if self._state is None:
+            return 0.0
+        if self._student:
+            _, _, _, sums, target_sum = self._centred()
+            return float((target_sum - sums @ self._state.weights) / self._stats.count)
+        return float(self._state.weights[0])
 
     def precisions(self) -> dict[Hashable, float]:
         """Posterior mean ⟨α_m⟩ of each input's prior precision (4.3 / 4.7)."""
         if self._state is None:
             return {name: 1.0 for name in self._features.names}
-        return self._features.to_dict(self._state.precisions[1:])
+        return self._features.to_dict(self._state.precisions[int(not self._student):])
 
     def relevance(self) -> dict[Hashable, bool]:
         """Every input seen → relevant (True) or judged irrelevant (False).
 
         Relevant while ``s⟨α_m⟩/Σx_m² < relevance_threshold``: the data's precision on the
         weight exceeds the prior's (with the default threshold 1, the weight keeps more than
-        half of its unregularised value). Before any data every input is relevant.
+        half of its unregularised value). With ``factorisation="student_t"``: the t-test of
+        Ting et al. (footnote 5) on the Student-t marginal of the weight rejects b_m = 0 at
+        the 5 % level. Before any data every input is relevant.
         """
         ratios = self._ratios()[1:]
         return {name: bool(r < self.relevance_threshold)
@@ -323,7 +386,12 @@ class VBLSRegressor(base.Regressor):
         """Every input → ``1/(1 + s⟨α_m⟩/Σx_m²)`` in [0, 1]: the fraction of its
         unregularised weight the prior lets it keep (1: the data decide; near 0: pruned).
         Scale-free; above ``1/(1 + relevance_threshold)`` exactly when :meth:`relevance` says
-        True."""
+        True. With ``factorisation="student_t"``: one minus the two-sided p-value of the
+        t-test on the weight (above 0.95 exactly when :meth:`relevance` says True)."""
+        if self._student and self._state is not None:
+            nu = student_t.degrees_of_freedom(self._state)
+            p_value = 2.0 * special.stdtr(nu, -student_t.t_statistics(self._state))
+            return self._features.to_dict(1.0 - p_value)
         ratios = self._ratios()[1:]
         return self._features.to_dict(1.0 / (1.0 + ratios))
 
@@ -341,15 +409,17 @@ class VBLSRegressor(base.Regressor):
                     "lower_bound": 0.0}
         state, stats = self._state, self._stats
         ratios = self._ratios()
+        noise = (state.output_noise + float(np.sum(state.branch_noise / state.precisions))
+                 if self._student else state.total_noise)
         return {
             "n_basis": float(np.sum(ratios < self.relevance_threshold)),
-            "noise_std": math.sqrt(state.total_noise),
+            "noise_std": math.sqrt(noise),
             "output_noise_std": math.sqrt(state.output_noise),
             "n_patterns": float(stats.count),
             "n_sweeps": float(state.n_sweeps),
             "last_change": float(state.last_change) if math.isfinite(state.last_change)
             else 0.0,
-            "lower_bound": engine.lower_bound_regression(
+            "lower_bound": math.nan if self._student else engine.lower_bound_regression(
                 state, stats.gram_model, stats.cross_y_model, stats.yy, stats.count,
                 self.prior),
         }
