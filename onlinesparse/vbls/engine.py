@@ -72,6 +72,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy import special
 
+from onlinesparse.vbls import _compiled
+
 __all__ = [
     "PRIOR_SHAPE",
     "PRIOR_RATE",
@@ -83,6 +85,7 @@ __all__ = [
     "classification_terms",
     "update_posteriors",
     "sweep_regression",
+    "sweep_regression_reference",
     "sweep_classification",
     "fit_regression",
     "predictive_regression",
@@ -374,6 +377,43 @@ def sweep_regression(state: VBLSState, gram: np.ndarray, cross_y: np.ndarray, yy
                      count: float, prior: str = "ard",
                      precision_cap: float = math.inf) -> float:
     """One EM sweep of VBLS regression (Ting et al. 3.1, 4.3/4.7, 4.8) in O(M²).
+
+    E-step (:func:`regression_terms`), then ``Q(b)``, ``Q(α)``, ψ_zm
+    (:func:`update_posteriors`), then the output noise, the ψ_y M-step of 3.1:
+    ``ψ_y ← (ψ_y/s)²·RSS/p + ψ_y(s − ψ_y)/s``. Returns the relative change of the weights.
+    Compiled (:mod:`onlinesparse.vbls._compiled`); :func:`sweep_regression_reference` is
+    the same sweep in NumPy.
+    """
+    if count <= 0.0:
+        return 0.0
+    if state.n_units == 0:
+        return sweep_regression_reference(state, gram, cross_y, yy, count, prior,
+                                          precision_cap)
+    weights = np.array(state.weights, dtype=float)
+    variances = np.array(state.weight_variances, dtype=float)
+    rate = np.array(state.precision_rate, dtype=float)
+    psi = np.array(state.branch_noise, dtype=float)
+    shape = np.ascontiguousarray(state.precision_shape, dtype=float)
+    psi_y, precision, change = _compiled.sweep_regression(
+        weights, variances, shape, rate, psi, float(state.output_noise),
+        np.ascontiguousarray(gram, dtype=float), np.ascontiguousarray(cross_y, dtype=float),
+        float(yy), float(count), _compiled.PRIOR_CODES[prior], float(precision_cap),
+        int(state.n_flat), _NOISE_FLOOR * state.scale, PRIOR_RATE)
+    state.weights, state.weight_variances, state.branch_noise = weights, variances, psi
+    if prior != "none":
+        state.precision_rate = rate
+    state.output_noise = psi_y
+    state.noise_precision = precision
+    state.n_sweeps += 1
+    state.last_change = change
+    return change
+
+
+def sweep_regression_reference(state: VBLSState, gram: np.ndarray, cross_y: np.ndarray,
+                               yy: float, count: float, prior: str = "ard",
+                               precision_cap: float = math.inf) -> float:
+    """One EM sweep of VBLS regression (Ting et al. 3.1, 4.3/4.7, 4.8) in O(M²), in NumPy:
+    the reference :func:`sweep_regression` (compiled) is tested against.
 
     E-step (:func:`regression_terms`), then ``Q(b)``, ``Q(α)``, ψ_zm
     (:func:`update_posteriors`), then the output noise, the ψ_y M-step of 3.1:

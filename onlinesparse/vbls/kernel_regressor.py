@@ -16,7 +16,7 @@ from collections.abc import Hashable, Iterable, Mapping
 import numpy as np
 import pandas as pd
 from river import base, proba
-from scipy import linalg
+from scipy.linalg import lapack
 
 from onlinesparse._blas import single_blas_thread
 from onlinesparse.buffer import BufferManager
@@ -379,17 +379,22 @@ class VBLSKernelRegressor(base.Regressor):
         alpha = self._state.precisions.copy()
         alpha[0] = 0.0
         system = gram + s * np.diag(alpha)
-        try:
-            factor = np.linalg.cholesky(system)
-        except np.linalg.LinAlgError:  # a column (numerically) inside the others' span
+        # LAPACK directly: at the small M of a stream, the wrappers' checks cost more than
+        # the factorisation (this runs every sample).
+        factor, info = lapack.dpotrf(system, lower=1, clean=1)
+        if info > 0:  # a column (numerically) inside the others' span
             jitter = 1e-10 * max(float(np.trace(system)) / len(system), _TINY)
-            factor = np.linalg.cholesky(system + jitter * np.eye(len(system)))
+            factor, info = lapack.dpotrf(system + jitter * np.eye(len(system)), lower=1,
+                                         clean=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"the posterior precision is not positive definite "
+                                        f"(potrf {info})")
         return gram, cross, factor, s
 
     @staticmethod
     def _solve(factor: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         """``P⁻¹ rhs`` from the Cholesky factor ``L`` of ``P = LLᵀ``."""
-        return linalg.cho_solve((factor, True), rhs)
+        return lapack.dpotrs(factor, rhs, lower=1)[0]
 
     def _score_pool(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Tipping and Faul's inclusion statistic of every candidate, O(M³ + M²·C).
@@ -411,7 +416,7 @@ class VBLSKernelRegressor(base.Regressor):
         k = stats.cross_candidates - np.outer(self._means, stats.cross_candidates[0])
         mean = self._solve(factor, cross)
         corr = stats.cross_y_candidates - k.T @ mean
-        half = linalg.solve_triangular(factor, k, lower=True)
+        half = lapack.dtrtrs(factor, k, lower=1)[0]
         sq = stats.candidate_sq_norms
         spread = sq - np.einsum("ij,ij->j", half, half)
         t2 = np.zeros(n - m)
