@@ -103,3 +103,77 @@ def sweep_regression(weights: np.ndarray, variances: np.ndarray, shape: np.ndarr
     change = biggest / top if top > 0.0 else 0.0
     new_psi_y = (psi_y / s) ** 2 * rss / count + psi_y * (s - psi_y) / s
     return max(new_psi_y, floor), curvature / count, change
+
+
+@_jit
+def _noise_excess(s: float, alpha: np.ndarray, gram_diag: np.ndarray, rss: float,
+                  count: float, floor: float) -> tuple[float, float]:
+    """``ψ_y + Σψ_zm(k(s)) − s`` and its derivative in s (schedule module docstring); the
+    excess is +inf where k ≤ 0."""
+    k = count / s - rss / (s * s)
+    if not k > 0.0:
+        return math.inf, math.nan
+    dk = -count / (s * s) + 2.0 * rss / (s * s * s)
+    total = floor
+    slope = 0.0
+    for j in range(alpha.shape[0]):
+        g = gram_diag[j]
+        if g > 0.0:
+            kg = k * g
+            psi = 2.0 * g / (kg + math.sqrt(kg * kg + 4.0 * k * alpha[j] * g))
+            if psi > floor:
+                a_psi = alpha[j] * psi
+                slope += -psi * (a_psi + g) / (k * (2.0 * a_psi + g))
+            else:
+                psi = floor
+        else:
+            psi = floor
+        total += psi
+    return total - s, slope * dk - 1.0
+
+
+@_jit
+def noise_root(alpha: np.ndarray, gram_diag: np.ndarray, rss: float, count: float,
+               floor: float, current: float, lowest: float) -> float:
+    """The root of the noise equation the EM moves s towards from ``current`` (schedule
+    module): bracketed on the side the excess's sign points to (between RSS/p and s, or
+    above s by doubling), then Newton's method kept inside the bracket, bisection where a
+    Newton step would leave it. NaN when there is no such root."""
+    value, _ = _noise_excess(current, alpha, gram_diag, rss, count, floor)
+    if value == 0.0:
+        return current
+    if value < 0.0:
+        low = lowest * (1.0 + 1e-12) + 1e-300
+        if not _noise_excess(low, alpha, gram_diag, rss, count, floor)[0] > 0.0:
+            return math.nan
+        high = current
+    else:
+        low = current
+        high = current
+        found = False
+        for _ in range(60):
+            high *= 2.0
+            if _noise_excess(high, alpha, gram_diag, rss, count, floor)[0] < 0.0:
+                found = True
+                break
+            low = high
+        if not found:
+            return math.nan
+    # The excess is positive at `low`, negative at `high`.
+    s = current if low < current < high else 0.5 * (low + high)
+    for _ in range(200):
+        f, df = _noise_excess(s, alpha, gram_diag, rss, count, floor)
+        if f == 0.0:
+            return s
+        if f > 0.0:
+            low = s
+        else:
+            high = s
+        step = f / df if df < 0.0 else math.nan
+        candidate = s - step
+        if not (low < candidate < high):
+            candidate = 0.5 * (low + high)
+        if abs(candidate - s) <= 1e-13 * candidate or high - low <= 1e-13 * high:
+            return candidate
+        s = candidate
+    return s

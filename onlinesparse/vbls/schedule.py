@@ -47,9 +47,9 @@ The online schedule (:class:`OnlineSchedule`) adds, for a stream:
 Work per sample, worst case: two fixed-point sweeps (the model's and the restart's) of
 ``sweeps_per_sample`` each, O(M²·(iterations + 4)) per sweep for M > EXACT_UNITS (the
 conjugate-gradient steps, the E-step's ``G⟨b⟩`` and the residual sum of squares) plus
-O(M) per evaluation of the noise equation (a few Newton steps, or Brent's method, at most
-:data:`_ROOT_ITERATIONS` evaluations, when Newton's lands elsewhere), and one lower bound,
-O(M²), when a restart ends; O(M³) ≤ EXACT_UNITS·M² for smaller models. Nothing depends
+O(M) per evaluation of the noise equation (Newton's method inside a bracket, compiled: a
+few evaluations, at most 60 to bracket and 200 to converge), and one lower bound, O(M²),
+when a restart ends; O(M³) ≤ EXACT_UNITS·M² for smaller models. Nothing depends
 on the number of patterns.
 """
 
@@ -58,9 +58,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import linalg, optimize
+from scipy.linalg import lapack
 
-from onlinesparse.vbls import engine
+from onlinesparse.vbls import _compiled, engine
 
 __all__ = ["EXACT_UNITS", "solve_weights", "noise_fixed_point", "fixed_point_sweep",
            "fit_fixed_point", "OnlineSchedule"]
@@ -72,8 +72,6 @@ EXACT_UNITS = 64
 # of benchmarks/vbls_synthetic.py 2, 5 and 10 steps per sample gave the same one-pass error
 # (warm starts: the system changes little from one sample to the next); 5 leaves a margin.
 CG_ITERATIONS = 5
-_ROOT_ITERATIONS = 100
-_NEWTON_STEPS = 8
 _TINY = float(np.finfo(float).tiny)
 
 
@@ -92,12 +90,14 @@ def solve_weights(state: engine.VBLSState, gram: np.ndarray, cross: np.ndarray,
     if iterations is None or m <= EXACT_UNITS:
         system = gram.copy()
         system[np.diag_indices(m)] += ridge
-        try:
-            factor = linalg.cho_factor(system, lower=True, check_finite=False)
-            solution = linalg.cho_solve(factor, cross, check_finite=False)
-        except (linalg.LinAlgError, ValueError):
+        if not np.all(np.isfinite(system)):
             return
-        if np.all(np.isfinite(solution)):
+        # LAPACK directly: at a stream's small M the wrappers cost more than the solve.
+        factor, info = lapack.dpotrf(system, lower=1)
+        if info != 0:
+            return
+        solution, info = lapack.dpotrs(factor, cross, lower=1)
+        if info == 0 and np.all(np.isfinite(solution)):
             state.weights = solution
         return
     # The system is applied as G·v + ridge∘v: forming it would copy G (M² numbers) per call.
@@ -137,75 +137,6 @@ def _branch_noises(k: float, alpha: np.ndarray, gram_diag: np.ndarray,
     return np.maximum(out, floor)
 
 
-class _NoiseEquation:
-    """``excess(s) = ψ_y + Σ_m ψ_zm(k(s)) − s`` with ``k(s) = p/s − RSS/s²`` and its
-    derivative ``Σ_m dψ_zm/dk · dk/ds − 1``, where ``dψ/dk = −ψ(αψ + G)/(k(2αψ + G))``
-    (differentiate ``kαψ² + kGψ − G = 0``) and ``dk/ds = −p/s² + 2RSS/s³``."""
-
-    def __init__(self, alpha: np.ndarray, gram_diag: np.ndarray, rss: float, count: float,
-                 floor: float) -> None:
-        self.alpha, self.gram_diag, self.rss, self.count, self.floor = (
-            alpha, gram_diag, rss, count, floor)
-
-    def k(self, s: float) -> float:
-        return self.count / s - self.rss / (s * s)
-
-    def excess(self, s: float) -> float:
-        k = self.k(s)
-        if not k > 0.0:
-            return math.inf
-        return self.floor + float(_branch_noises(k, self.alpha, self.gram_diag,
-                                                 self.floor).sum()) - s
-
-    def newton(self, s: float) -> tuple[float, float]:
-        """``(excess, slope)`` at s (``(inf, nan)`` where k ≤ 0)."""
-        k = self.k(s)
-        if not k > 0.0:
-            return math.inf, math.nan
-        psi = _branch_noises(k, self.alpha, self.gram_diag, self.floor)
-        a_psi = self.alpha * psi
-        dpsi = -psi * (a_psi + self.gram_diag) / (k * (2.0 * a_psi + self.gram_diag))
-        dk = -self.count / (s * s) + 2.0 * self.rss / (s * s * s)
-        return self.floor + float(psi.sum()) - s, float(dpsi.sum()) * dk - 1.0
-
-
-def _noise_root(equation: _NoiseEquation, current: float, lowest: float) -> float | None:
-    """The root of the noise equation the EM moves s towards from ``current``: Newton's
-    method from there (a few steps: s moves little between samples), kept when it lands on
-    the side the EM moves to with a falling excess (a stable root); otherwise Brent's
-    method on the bracket. ``None`` when there is no such root."""
-    value, slope = equation.newton(current)
-    if value == 0.0:
-        return current
-    s, f, df = current, value, slope
-    for _ in range(_NEWTON_STEPS):
-        if not (math.isfinite(f) and df < 0.0):
-            break
-        step = f / df
-        s_next = s - step
-        if not s_next > lowest:
-            break
-        if abs(step) <= 1e-12 * s_next:
-            if (s_next - current) * value >= 0.0:  # on the side the EM moves s to
-                return s_next
-            break
-        s = s_next
-        f, df = equation.newton(s)
-    if value < 0.0:  # EM lowers s: the root lies between RSS/p and s
-        low = lowest * (1.0 + 1e-12) + _TINY
-        if not equation.excess(low) > 0.0:
-            return None
-        return optimize.brentq(equation.excess, low, current, xtol=_TINY, rtol=1e-13,
-                               maxiter=_ROOT_ITERATIONS)
-    high = current
-    for _ in range(60):  # EM raises s: look for the root above
-        high *= 2.0
-        if equation.excess(high) < 0.0:
-            return optimize.brentq(equation.excess, current, high, xtol=_TINY, rtol=1e-13,
-                                   maxiter=_ROOT_ITERATIONS)
-    return None
-
-
 def noise_fixed_point(state: engine.VBLSState, gram_diag: np.ndarray, rss: float,
                       count: float) -> bool:
     """Set ψ_y and every ψ_zm to the fixed point of their M-step updates (Ting et al. 3.1)
@@ -215,13 +146,15 @@ def noise_fixed_point(state: engine.VBLSState, gram_diag: np.ndarray, rss: float
     if count <= 0.0 or state.n_units == 0:
         return False
     floor = engine._NOISE_FLOOR * state.scale
-    equation = _NoiseEquation(state.precisions, gram_diag, rss, count, floor)
+    alpha = np.ascontiguousarray(state.precisions, dtype=float)
     lowest = max(rss / count, floor)
-    target = _noise_root(equation, max(state.total_noise, lowest * (1.0 + 1e-9)), lowest)
-    if target is None or not math.isfinite(target):
+    target = _compiled.noise_root(alpha, np.ascontiguousarray(gram_diag, dtype=float),
+                                  float(rss), float(count), floor,
+                                  max(state.total_noise, lowest * (1.0 + 1e-9)), lowest)
+    if not math.isfinite(target):
         return False
-    state.branch_noise = _branch_noises(equation.k(target), state.precisions, gram_diag,
-                                        floor)
+    k = count / target - rss / (target * target)
+    state.branch_noise = _branch_noises(k, alpha, gram_diag, floor)
     state.output_noise = floor
     state.noise_precision = 1.0 / state.total_noise
     return True

@@ -34,7 +34,8 @@ at the 5 % level, ``|μ_m|/σ_m > t_{ν, 0.975}``.
 Predictive distribution (the analogue of eq. 4.12): marginalising z, b and α,
 ``y | x`` has mean ``μᵀf(x)`` and variance
 ``ψ_y + Σ_m ψ_zm E[1/α_m] + Σ_m f_m(x)² Var(b_m)`` with ``E[1/α_m] = b̂_m/(â_m − 1)`` and
-``Var(b_m) = σ²_m ν/(ν − 2)``; it is reported as a Student-t with ν = 2â degrees of freedom and
+``Var(b_m) = σ²_m ν/(ν − 2)`` (before these moments exist, â ≤ 1 or ν ≤ 2: 1/⟨α_m⟩ and
+σ²_m); it is reported as a Student-t with ν = 2â degrees of freedom and
 that variance (a sum of Student-t terms with the same ν, matched in its first two moments).
 """
 
@@ -212,9 +213,11 @@ def predictive(state: engine.VBLSState, row: np.ndarray) -> tuple[float, float, 
     centred row ``row``; the variance is the Student-t's (its scale² is variance·(ν − 2)/ν)."""
     shape, rate = state.precision_shape, state.precision_rate
     nu = float(np.min(degrees_of_freedom(state))) if state.n_units else math.inf
-    inverse_alpha = rate / np.maximum(shape - 1.0, _TINY)
-    weight_var = state.weight_variances * (nu / (nu - 2.0) if nu > 2.0 else math.inf)
+    # E[1/α] = b̂/(â − 1) exists for â > 1 (two patterns or more); before, 1/⟨α⟩ = b̂/â.
+    inverse_alpha = np.where(shape > 1.0, rate / np.maximum(shape - 1.0, _TINY), rate / shape)
+    # Var(b_m) = σ²ν/(ν − 2) exists for ν > 2; before, the squared scale σ².
+    inflation = nu / (nu - 2.0) if nu > 2.0 else 1.0
     mean = float(row @ state.weights)
     var = (state.output_noise + float(state.branch_noise @ inverse_alpha)
-           + float((row * row) @ weight_var))
+           + float((row * row) @ state.weight_variances) * inflation)
     return mean, var, nu
