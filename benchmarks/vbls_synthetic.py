@@ -211,7 +211,7 @@ def section_200(n_trials: int) -> None:
     table = {m: {"nmse": [], "med": [], "p99": []} for m in
              ("VBLS one pass", "VBLS learn_many", "LassoCV", "river LinearRegression",
               "Lin1Regressor")}
-    kept, flagged = [], []
+    kept, flagged, kept_batch, flagged_batch = [], [], [], []
     for trial in range(n_trials):
         X, y, X_test, y_test = make_high_dimensional(rng)
         rows = pd.DataFrame(X, columns=names).to_dict(orient="records")
@@ -229,6 +229,9 @@ def section_200(n_trials: int) -> None:
         batch.learn_many(pd.DataFrame(X, columns=names), pd.Series(y))
         table["VBLS learn_many"]["nmse"].append(nmse(batch.predict_many(test).to_numpy(),
                                                      y_test))
+        relevance = batch.relevance()
+        kept_batch.append(np.mean([relevance[n] for n in names[:15]]))
+        flagged_batch.append(np.mean([not relevance[n] for n in names[35:]]))
         lasso = LassoCV(cv=5, random_state=0).fit(X, y)
         table["LassoCV"]["nmse"].append(nmse(lasso.predict(X_test), y_test))
         for name, model in (("river LinearRegression", linear_model.LinearRegression()),
@@ -238,7 +241,7 @@ def section_200(n_trials: int) -> None:
             table[name]["nmse"].append(nmse(pred, y_test))
             table[name]["med"].append(np.median(times))
             table[name]["p99"].append(np.percentile(times, 99))
-        print(f"trial {trial}: " + "  ".join(f"{m} {v['nmse'][-1]:.4f}"
+        print(f"trial {trial}: " + "  ".join(f"{m} {v['nmse'][-1]:.4g}"
                                              for m, v in table.items())
               + f"  kept {kept[-1]:.2f} flagged {flagged[-1]:.3f}", flush=True)
     print(f"\n200 inputs (15 relevant, 20 redundant, 165 irrelevant), 1200 samples, "
@@ -247,12 +250,16 @@ def section_200(n_trials: int) -> None:
     for name, v in table.items():
         med = f"{np.mean(v['med']):10.1f}" if v["med"] else f"{'—':>10s}"
         p99 = f"{np.mean(v['p99']):10.1f}" if v["p99"] else f"{'—':>10s}"
-        print(f"{name:24s} {np.mean(v['nmse']):10.4f} {med} {p99}")
+        error = np.mean(v["nmse"])
+        # river's SGD (step 0.01) diverges on these targets (standard deviation ≈ 40).
+        shown = f"{error:10.4f}" if error < 1e6 else f"{'diverged':>10s}"
+        print(f"{name:24s} {shown} {med} {p99}")
     ratio = np.mean(table["VBLS one pass"]["nmse"]) / np.mean(table["VBLS learn_many"]["nmse"])
     versus = np.mean(table["VBLS one pass"]["nmse"]) / np.mean(table["LassoCV"]["nmse"])
     print(f"one pass / batch fixed point = {ratio:.3f} (target ≤ 1.2); one pass / LassoCV = "
           f"{versus:.3f} (target ≤ 1); relevant kept {np.mean(kept):.3f}, irrelevant flagged "
-          f"{np.mean(flagged):.3f} (targets ≥ 0.95)")
+          f"{np.mean(flagged):.3f} (targets ≥ 0.95); the batch fixed point keeps "
+          f"{np.mean(kept_batch):.3f} and flags {np.mean(flagged_batch):.3f}")
 
 
 def main() -> None:
