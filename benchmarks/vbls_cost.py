@@ -2,8 +2,9 @@
 
 Each sweep reads only HᵀH, Hᵀy, yᵀy and p, so the cost per sample is O(M²), M = d + 1 (the
 schedule's worst case is in onlinesparse/vbls/schedule.py), and does not grow with the
-stream: the µs per sample are printed for successive blocks of the stream. river's ``linear_model.BayesianLinearRegression`` is timed beside it for d = 10 and
-100. Run: ``.venv/bin/python benchmarks/vbls_cost.py`` (about a minute).
+stream: the µs per sample are printed for successive blocks of the stream. river's
+``linear_model.BayesianLinearRegression`` is timed beside it for d = 10 and 100.
+Run: ``.venv/bin/python benchmarks/vbls_cost.py`` (about a minute).
 """
 
 from __future__ import annotations
