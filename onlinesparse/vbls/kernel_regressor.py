@@ -379,8 +379,7 @@ class VBLSKernelRegressor(base.Regressor):
         alpha = self._state.precisions.copy()
         alpha[0] = 0.0
         system = gram + s * np.diag(alpha)
-        # LAPACK directly: at the small M of a stream, the wrappers' checks cost more than
-        # the factorisation (this runs every sample).
+        # LAPACK directly: at a stream's small M the wrappers cost more than the work.
         factor, info = lapack.dpotrf(system, lower=1, clean=1)
         if info > 0:  # a column (numerically) inside the others' span
             jitter = 1e-10 * max(float(np.trace(system)) / len(system), _TINY)
@@ -390,11 +389,6 @@ class VBLSKernelRegressor(base.Regressor):
             raise np.linalg.LinAlgError(f"the posterior precision is not positive definite "
                                         f"(potrf {info})")
         return gram, cross, factor, s
-
-    @staticmethod
-    def _solve(factor: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        """``P⁻¹ rhs`` from the Cholesky factor ``L`` of ``P = LLᵀ``."""
-        return lapack.dpotrs(factor, rhs, lower=1)[0]
 
     def _score_pool(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Tipping and Faul's inclusion statistic of every candidate, O(M³ + M²·C).
@@ -414,7 +408,7 @@ class VBLSKernelRegressor(base.Regressor):
         m, n = stats.n_model, stats.n_columns
         gram, cross, factor, s = self._posterior()
         k = stats.cross_candidates - np.outer(self._means, stats.cross_candidates[0])
-        mean = self._solve(factor, cross)
+        mean = lapack.dpotrs(factor, cross, lower=1)[0]  # P⁻¹c' from P = LLᵀ
         corr = stats.cross_y_candidates - k.T @ mean
         half = lapack.dtrtrs(factor, k, lower=1)[0]
         sq = stats.candidate_sq_norms
