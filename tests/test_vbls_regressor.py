@@ -146,3 +146,17 @@ def test_missing_features_are_imputed_unless_strict():
     strict.learn_one(rows[0], y[0])
     with pytest.raises(ValueError, match="'b'"):
         strict.predict_one({k: v for k, v in rows[0].items() if k != "b"})
+
+
+def test_default_memory_forgets_five_patterns_per_weight():
+    rows, y = _data(9, n=50)
+    model = VBLSRegressor()
+    assert model.effective_forgetting_factor == 1.0  # before any data
+    for x, target in zip(rows, y, strict=True):
+        model.learn_one(x, target)
+    m = len(NAMES) + 1
+    assert model.effective_forgetting_factor == pytest.approx(1.0 - 1.0 / (5 * m))
+    # The statistics hold the geometric sum of the weights, not the count.
+    factor = model.effective_forgetting_factor
+    assert model.diagnostics()["n_patterns"] == pytest.approx((1 - factor**50) / (1 - factor))
+    assert VBLSRegressor(forgetting_factor=0.9).effective_forgetting_factor == 0.9

@@ -177,3 +177,44 @@ def noise_root(alpha: np.ndarray, gram_diag: np.ndarray, rss: float, count: floa
             return candidate
         s = candidate
     return s
+
+
+@_jit
+def centred_statistics(gram: np.ndarray, cross: np.ndarray, means: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """``G' = TGTᵀ`` and ``c' = Tc`` for the basis ``[1, f_1 − μ_1, …]`` (``T`` subtracts μ_m
+    times the constant column 0 from column m): the kernel regressor's centred
+    parametrisation (its ``_statistics``), without the three M × M temporaries of
+    ``np.outer``. ``G'_jk = G_jk − μ_j G_0k − G_j0 μ_k + G_00 μ_j μ_k``."""
+    m = means.shape[0]
+    out = np.empty((m, m))
+    g00 = gram[0, 0]
+    for j in range(m):
+        mj = means[j]
+        for k in range(m):
+            mk = means[k]
+            out[j, k] = gram[j, k] - mj * gram[0, k] - gram[j, 0] * mk + g00 * mj * mk
+    c = np.empty(m)
+    for j in range(m):
+        c[j] = cross[j] - means[j] * cross[0]
+    return out, c
+
+
+@_jit
+def count_at_cap(shape: np.ndarray, rate: np.ndarray, n_flat: int, gram_diag: np.ndarray,
+                 noise_precision: float, radial: np.ndarray, counts: np.ndarray,
+                 threshold: float) -> int:
+    """The kernel regressor's pruning clock, in place: a radial unit whose precision ratio
+    ``⟨α_m⟩/(G_mm Σκ/p)`` (engine.precision_ratio; ∞ without data) is at least ``threshold``
+    gains one sweep at the cap, any other unit restarts from 0. Returns the largest count."""
+    largest = 0
+    for j in range(counts.shape[0]):
+        alpha = 0.0 if j < n_flat else shape[j] / rate[j]
+        data = gram_diag[j] * noise_precision
+        ratio = alpha / data if data > 0.0 else math.inf
+        if radial[j] and ratio >= threshold:
+            counts[j] += 1
+        else:
+            counts[j] = 0
+        largest = max(largest, counts[j])
+    return largest

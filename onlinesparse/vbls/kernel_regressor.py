@@ -22,7 +22,7 @@ from onlinesparse._blas import single_blas_thread
 from onlinesparse.buffer import BufferManager
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.kernels import KERNELS, BasisSpec
-from onlinesparse.vbls import engine, kernel_batch
+from onlinesparse.vbls import _compiled, engine, kernel_batch
 from onlinesparse.vbls._many import predict_series
 from onlinesparse.vbls.evidence import (  # noqa: F401  (re-exported: the public home before)
     evidence_hyperparameters,
@@ -307,11 +307,8 @@ class VBLSKernelRegressor(base.Regressor):
         """``G' = TGTᵀ`` and ``c' = Tc`` of the basis ``[1, f_1 − μ_1, …]`` the state uses
         (``T`` subtracts μ_m times the constant column from column m). O(M²), pure."""
         stats = self._stats
-        gram, cross, means = stats.gram_model, stats.cross_y_model, self._means
-        sums = gram[0]
-        out = gram - np.outer(means, sums) - np.outer(sums, means)
-        out += gram[0, 0] * np.outer(means, means)
-        return out, cross - means * cross[0]
+        return _compiled.centred_statistics(np.ascontiguousarray(stats.gram_model),
+                                            stats.cross_y_model, self._means)
 
     def _centred(self) -> tuple[np.ndarray, np.ndarray]:
         """Re-centre on the window's current means and return :meth:`_statistics`.
@@ -478,18 +475,21 @@ class VBLSKernelRegressor(base.Regressor):
         if n <= 0:
             return change
         gram, cross = self._centred()
+        radial = stats.basis.radial_mask[: stats.n_model]  # only kernels are pruned
         for _ in range(n):
             change = engine.sweep_regression(state, gram, cross, stats.yy, stats.count, "ard",
                                              self.precision_cap)
-            ratios = engine.precision_ratio(state, np.diagonal(gram))
-            at_cap = ratios >= self.precision_cap * _AT_CAP
-            at_cap &= stats.basis.radial_mask[: stats.n_model]  # only kernels are pruned
-            self._at_cap = np.where(at_cap, self._at_cap + 1, 0)
-            doomed = np.flatnonzero(self._at_cap >= self.prune_after)
-            if len(doomed):
+            # The precision ratio (engine.precision_ratio) at the cap: one more sweep there.
+            largest = _compiled.count_at_cap(
+                state.precision_shape, state.precision_rate, state.n_flat,
+                np.ascontiguousarray(np.diagonal(gram)), state.noise_precision, radial,
+                self._at_cap, self.precision_cap * _AT_CAP)
+            if largest >= self.prune_after:
+                doomed = np.flatnonzero(self._at_cap >= self.prune_after)
                 for j in doomed[::-1]:
                     self._prune_unit(int(j))
                 gram, cross = self._centred()
+                radial = stats.basis.radial_mask[: stats.n_model]
                 change = math.inf
         return change
 
