@@ -207,6 +207,13 @@ class VBLSRegressor(base.Regressor):
         stats = self._stats
         if self._student:
             gram, cross, yy, _, _ = self._centred()
+            if stats.count <= self._state.n_units:
+                # No lock-in while p ≤ M (as the schedule's warm-up): the EM starts from the
+                # neutral point once the data can determine the weights.
+                self._state = student_t.initial_state(
+                    self._state.n_units, (yy if yy > 0.0 else stats.yy) / stats.count,
+                    self.prior)
+                return
             for _ in range(self.sweeps_per_sample):
                 student_t.sweep(self._state, gram, cross, yy, stats.count, self.prior)
             return
