@@ -1,9 +1,10 @@
-"""Cost per ``learn_one`` of VBLSRegressor (one EM sweep per sample) for d = 10, 100, 1000.
+"""Cost per ``learn_one`` of VBLSRegressor (its online schedule) for d = 10, 100, 1000.
 
-Each sweep reads only HᵀH, Hᵀy, yᵀy and p, so the cost per sample is O(M²), M = d + 1, and
-does not grow with the stream: the µs per sample are printed for successive blocks of the
-stream. river's ``linear_model.BayesianLinearRegression`` is timed beside it for d = 10 and
-100. Run: ``.venv/bin/python benchmarks/vbls_cost.py`` (about a minute).
+Each sweep reads only HᵀH, Hᵀy, yᵀy and p, so the cost per sample is O(M²), M = d + 1 (the
+schedule's worst case is in onlinesparse/vbls/schedule.py), and does not grow with the
+stream: the µs per sample are printed for successive blocks of the stream. river's
+``linear_model.BayesianLinearRegression`` is timed beside it for d = 10 and 100.
+Run: ``.venv/bin/python benchmarks/vbls_cost.py`` (about a minute).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def main() -> None:
                                                    for b in range(BLOCKS)) + "   (µs / learn_one)")
     for d, n in ((10, 3000), (100, 3000), (1000, 1500)):
         data = list(stream(d, n, rng))
-        models = [("VBLSRegressor (1 sweep)", VBLSRegressor(sweeps_per_sample=1))]
+        models = [("VBLSRegressor (defaults)", VBLSRegressor())]
         if d <= 100:
             models.append(("river BayesianLinearRegression",
                            linear_model.BayesianLinearRegression()))

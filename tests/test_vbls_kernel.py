@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from river import checks, proba
 
 from onlinesparse.kernels import BasisSpec, radial_profile
-from onlinesparse.vbls import VBLSKernelRegressor
+from onlinesparse.vbls import VBLSKernelRegressor, evidence
 from onlinesparse.vbls import kernel_regressor as module
 
 # x is standardised the way a StandardScaler would: the uniform grid on [−10, 10] has std ≈ 5.8.
@@ -348,22 +348,22 @@ def test_evidence_length_scale_maximises_the_gp_marginal_likelihood(n, d, freq, 
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     y = np.sin(freq * X[:, 0]) + noise * rng.normal(size=n)
-    length = module.evidence_length_scale(X, y)
-    lengths, signal, noise_std = module.evidence_hyperparameters(X, y)
+    length = evidence.evidence_length_scale(X, y)
+    lengths, signal, noise_std = evidence.evidence_hyperparameters(X, y)
     assert lengths.tolist() == [length] * d
     scale = math.sqrt(d)
     # (the search runs in log ℓ: a length at a bound can be a rounding step outside it)
-    assert (scale / module._LENGTH_RANGE * (1 - 1e-12) <= length
-            <= scale * module._LENGTH_RANGE * (1 + 1e-12))
+    assert (scale / evidence._LENGTH_RANGE * (1 - 1e-12) <= length
+            <= scale * evidence._LENGTH_RANGE * (1 + 1e-12))
     v = float(np.var(y))
     point = {"length": length, "signal2": signal ** 2, "noise2": noise_std ** 2}
-    bounds = {"length": (scale / module._LENGTH_RANGE, scale * module._LENGTH_RANGE),
-              "signal2": (v * module._SIGNAL_RANGE[0], v * module._SIGNAL_RANGE[1]),
-              "noise2": (v * module._NOISE_RANGE[0], v * module._NOISE_RANGE[1])}
+    bounds = {"length": (scale / evidence._LENGTH_RANGE, scale * evidence._LENGTH_RANGE),
+              "signal2": (v * evidence._SIGNAL_RANGE[0], v * evidence._SIGNAL_RANGE[1]),
+              "noise2": (v * evidence._NOISE_RANGE[0], v * evidence._NOISE_RANGE[1])}
     at = _gp_log_evidence(X, y, **point)
     # L-BFGS-B stops once a step gains less than _EVIDENCE_FTOL of the evidence, which can
     # leave it some tens of times that below the top (seen: 7.5e-6 of it, at ftol 1e-6).
-    tolerance = 100.0 * module._EVIDENCE_FTOL * max(1.0, abs(at))
+    tolerance = 100.0 * evidence._EVIDENCE_FTOL * max(1.0, abs(at))
     for name, (low, high) in bounds.items():
         for factor in (0.9, 1.1):
             moved = point[name] * factor
@@ -377,8 +377,8 @@ def test_evidence_length_scale_subsamples_evenly():
     X = rng.normal(size=(90, 2))
     y = np.cos(2.0 * X[:, 1]) + 0.1 * rng.normal(size=90)
     picks = np.unique(np.linspace(0, 89, 30).round().astype(int))
-    assert module.evidence_length_scale(X, y, max_points=30) == pytest.approx(
-        module.evidence_length_scale(X[picks], y[picks]), rel=1e-12)
+    assert evidence.evidence_length_scale(X, y, max_points=30) == pytest.approx(
+        evidence.evidence_length_scale(X[picks], y[picks]), rel=1e-12)
 
 
 def test_batch_radii_follow_the_width_rule():
@@ -393,14 +393,14 @@ def test_batch_radii_follow_the_width_rule():
     np.testing.assert_array_equal(online.input_scales, [1.0])
     ard = VBLSKernelRegressor()
     ard.learn_many(X, y)
-    length = module.evidence_length_scale(X.to_numpy(), y.to_numpy())
+    length = evidence.evidence_length_scale(X.to_numpy(), y.to_numpy())
     # (the same optimum, the ARD search on the standardised input: to the optimiser's tolerance)
     assert ard.input_scales == pytest.approx([length], rel=1e-3)
     assert ard._buffer.radii == pytest.approx((math.sqrt(2.0), 2.0))
     model = VBLSKernelRegressor(width="evidence")
     model.learn_many(X, y)
     np.testing.assert_array_equal(model.input_scales, [1.0])
-    centre = math.sqrt(2.0) * module.evidence_length_scale(X.to_numpy(), y.to_numpy())
+    centre = math.sqrt(2.0) * evidence.evidence_length_scale(X.to_numpy(), y.to_numpy())
     expected = (centre, math.sqrt(2.0) * centre)
     assert model._buffer.radii == pytest.approx(expected, rel=1e-12)
     radii = {b["radius"] for b in model.basis_functions()[1:]}
@@ -469,7 +469,7 @@ def test_gp_log_evidence_and_gradient_match_a_from_scratch_computation(
     X = rng.normal(size=(n, d)) * rng.uniform(0.5, 2.0, d)
     y = rng.normal(size=n)
     lengths = np.exp(rng.uniform(-0.7, 0.7, d if ard else 1))
-    value, grad = module.gp_log_evidence(X, y, lengths, math.exp(log_signal),
+    value, grad = evidence.gp_log_evidence(X, y, lengths, math.exp(log_signal),
                                          math.exp(log_noise))
     theta = np.concatenate([np.log(lengths), [log_signal, log_noise]])
     assert value == pytest.approx(_log_evidence_at(X, y, theta), rel=1e-9, abs=1e-9)
@@ -491,20 +491,20 @@ def test_ard_evidence_scales_are_a_local_optimum(n, d, seed, noise):
     units = rng.uniform(0.2, 5.0, d)
     X = rng.normal(size=(n, d)) * units
     y = np.sin(1.5 * X[:, 0] / units[0]) + noise * rng.normal(size=n)
-    lengths, signal, noise_std = module.evidence_hyperparameters(X, y, ard=True)
+    lengths, signal, noise_std = evidence.evidence_hyperparameters(X, y, ard=True)
     assert lengths.shape == (d,)
     centred = y - y.mean()
     theta = np.concatenate([np.log(lengths), [math.log(signal), math.log(noise_std)]])
     at = _log_evidence_at(X, centred, theta)
     sd = X.std(axis=0)
     var = float(np.var(y))
-    lower = np.concatenate([np.log(sd / module._LENGTH_RANGE),
-                            [0.5 * math.log(var * module._SIGNAL_RANGE[0]),
-                             0.5 * math.log(var * module._NOISE_RANGE[0])]])
-    upper = np.concatenate([np.log(sd * module._LENGTH_CEILING),
-                            [0.5 * math.log(var * module._SIGNAL_RANGE[1]),
-                             0.5 * math.log(var * module._NOISE_RANGE[1])]])
-    _, grad = module.gp_log_evidence(X, centred, lengths, signal, noise_std)
+    lower = np.concatenate([np.log(sd / evidence._LENGTH_RANGE),
+                            [0.5 * math.log(var * evidence._SIGNAL_RANGE[0]),
+                             0.5 * math.log(var * evidence._NOISE_RANGE[0])]])
+    upper = np.concatenate([np.log(sd * evidence._LENGTH_CEILING),
+                            [0.5 * math.log(var * evidence._SIGNAL_RANGE[1]),
+                             0.5 * math.log(var * evidence._NOISE_RANGE[1])]])
+    _, grad = evidence.gp_log_evidence(X, centred, lengths, signal, noise_std)
     slack = 1e-3 * max(1.0, abs(at))
     for i, g in enumerate(grad):
         at_lower = theta[i] <= lower[i] + 1e-6
@@ -538,7 +538,7 @@ def test_ard_batch_fit_predicts_in_the_scaled_space():
     assert model.input_scales.shape == (0,)
     model.learn_many(X, y)
     scales = model.input_scales
-    expected, _, _ = module.evidence_hyperparameters(X.to_numpy(), y.to_numpy(), ard=True)
+    expected, _, _ = evidence.evidence_hyperparameters(X.to_numpy(), y.to_numpy(), ard=True)
     np.testing.assert_allclose(scales, expected, rtol=1e-6)
     assert scales[1] / 30.0 > 5.0 * scales[0]  # the irrelevant input is all but ignored
     assert model._buffer.radii == pytest.approx((math.sqrt(2.0), 2.0))
@@ -589,7 +589,7 @@ def test_one_length_per_input_with_one_input_is_the_isotropic_answer_on_every_pa
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 1))
     y = np.sin(2.0 * X[:, 0]) + 0.3 * rng.normal(size=400)
-    iso = module.evidence_hyperparameters(X, y, ard=False)
-    ard = module.evidence_hyperparameters(X, y, ard=True)
+    iso = evidence.evidence_hyperparameters(X, y, ard=False)
+    ard = evidence.evidence_hyperparameters(X, y, ard=True)
     np.testing.assert_allclose(ard[0], iso[0], rtol=1e-4)
     np.testing.assert_allclose(ard[1:], iso[1:], rtol=1e-4)

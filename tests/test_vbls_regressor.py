@@ -53,7 +53,7 @@ def test_online_path_reaches_the_batch_fixed_point(prior):
 
 def test_ard_flags_the_irrelevant_inputs():
     rows, y = _data(1, n=500)
-    model = VBLSRegressor()
+    model = VBLSRegressor(memory="unbounded")  # every pattern: the noise estimate is sharp
     model.learn_many(pd.DataFrame(rows), pd.Series(y))
     assert model.relevance() == {"a": True, "b": True, "c": True, "d": False, "e": False,
                                  "f": False}
@@ -127,7 +127,7 @@ def test_bounded_memories_track_a_change(memory):
 
 def test_prior_none_is_least_squares():
     rows, y = _data(6, n=100)
-    model = VBLSRegressor(prior="none", tol=1e-14, max_sweeps=200_000)
+    model = VBLSRegressor(prior="none", memory="unbounded", tol=1e-14, max_sweeps=200_000)
     model.learn_many(rows, y)
     H = np.hstack([np.ones((100, 1)), pd.DataFrame(rows)[NAMES].to_numpy()])
     ols = np.linalg.lstsq(H, np.array(y), rcond=None)[0]
@@ -146,3 +146,17 @@ def test_missing_features_are_imputed_unless_strict():
     strict.learn_one(rows[0], y[0])
     with pytest.raises(ValueError, match="'b'"):
         strict.predict_one({k: v for k, v in rows[0].items() if k != "b"})
+
+
+def test_default_memory_forgets_five_patterns_per_weight():
+    rows, y = _data(9, n=50)
+    model = VBLSRegressor()
+    assert model.effective_forgetting_factor == 1.0  # before any data
+    for x, target in zip(rows, y, strict=True):
+        model.learn_one(x, target)
+    m = len(NAMES) + 1
+    assert model.effective_forgetting_factor == pytest.approx(1.0 - 1.0 / (5 * m))
+    # The statistics hold the geometric sum of the weights, not the count.
+    factor = model.effective_forgetting_factor
+    assert model.diagnostics()["n_patterns"] == pytest.approx((1 - factor**50) / (1 - factor))
+    assert VBLSRegressor(forgetting_factor=0.9).effective_forgetting_factor == 0.9

@@ -6,12 +6,14 @@ import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 from river import base
 
 from onlinesparse._blas import single_blas_thread
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.vbls import engine
+from onlinesparse.vbls._many import proba_frame
 from onlinesparse.window import WindowStatistics
 
 __all__ = ["VBLSClassifier"]
@@ -337,6 +339,20 @@ class VBLSClassifier(base.Classifier):
         if isinstance(only, bool):
             return {False: 1.0 - p, True: p}
         return {only: 1.0}
+
+    def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
+        """Class probabilities of every row of ``X``, as river's ``predict_proba_many``: a
+        ``DataFrame`` on ``X``'s index with one column per class, exactly
+        :meth:`predict_proba_one` row by row; nothing is learned."""
+        return proba_frame(self.predict_proba_one, X)
+
+    def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        """The most probable class of every row of ``X`` (river's ``predict_many``), exactly
+        ``predict_one`` row by row."""
+        rows = as_rows(X)
+        labels = [self.predict_one(dict(row)) for row in rows]
+        index = X.index if isinstance(X, pd.DataFrame) else pd.RangeIndex(len(rows))
+        return pd.Series(labels, index=index, dtype=object)
 
     # -- inspection -------------------------------------------------------------------------
     def _ratios(self) -> np.ndarray:

@@ -75,6 +75,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy import special
 
+from onlinesparse.vbls import _compiled
+
 __all__ = [
     "PRIOR_SHAPE",
     "PRIOR_RATE",
@@ -86,6 +88,7 @@ __all__ = [
     "classification_terms",
     "update_posteriors",
     "sweep_regression",
+    "sweep_regression_reference",
     "sweep_classification",
     "fit_regression",
     "predictive_regression",
@@ -134,6 +137,10 @@ class VBLSState:
     scale
         Second moment of the targets (at the start, then at the last regression sweep):
         the unit of the floors.
+    n_flat
+        The first ``n_flat`` units have a flat prior (⟨α⟩ = 0: no shrinkage, never pruned),
+        e.g. a bias: the paper's models assume centred targets (section 6 standardises the
+        data), and a flat prior on the constant is the same model without that assumption.
     """
 
     weights: np.ndarray
@@ -146,6 +153,7 @@ class VBLSState:
     scale: float
     n_sweeps: int = 0
     last_change: float = field(default=math.inf)
+    n_flat: int = 0
 
     @property
     def n_units(self) -> int:
@@ -153,8 +161,10 @@ class VBLSState:
 
     @property
     def precisions(self) -> np.ndarray:
-        """``⟨α_m⟩ = â_m / b̂_m``."""
-        return self.precision_shape / self.precision_rate
+        """``⟨α_m⟩ = â_m / b̂_m`` (0 for the first ``n_flat`` units)."""
+        out = self.precision_shape / self.precision_rate
+        out[: self.n_flat] = 0.0
+        return out
 
     @property
     def total_noise(self) -> float:
@@ -230,14 +240,15 @@ def _prior_posterior(prior: str, n_units: int) -> tuple[float, float]:
 
 
 def initial_state(n_units: int, target_second_moment: float, prior: str = "ard",
-                  output_noise: bool = True) -> VBLSState:
+                  output_noise: bool = True, n_flat: int = 0) -> VBLSState:
     """Start of EM: ⟨b⟩ = 0, ``Q(α)`` the prior (a₀ = b₀ = 1e-8, so ⟨α⟩ = 1, Ting et al. 4.4).
 
     The noise is split evenly: ``ψ_y = ψ_zm = v/(M + 1)`` with ``v = yᵀy/p`` so that
     ``s = v``, the residual variance of the initial ⟨b⟩ = 0 (the paper does not say how ψ is
     initialised; this makes the first E-step consistent with the first residuals and is
     invariant to the scale of y). Without an output noise (the classifier) ``v`` is the
-    Jaakkola–Jordan noise ``1/(2φ(0)) = 4`` and ``ψ_zm = v/(M + 1)``.
+    Jaakkola–Jordan noise ``1/(2φ(0)) = 4`` and ``ψ_zm = v/(M + 1)``. The first ``n_flat``
+    units get a flat prior (:class:`VBLSState`).
     """
     if prior not in PRIORS:
         raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
@@ -256,6 +267,7 @@ def initial_state(n_units: int, target_second_moment: float, prior: str = "ard",
         output_noise=split if output_noise else 0.0,
         noise_precision=1.0 / v,
         scale=v,
+        n_flat=int(n_flat),
     )
 
 
@@ -343,14 +355,15 @@ def update_posteriors(state: VBLSState, gram_diag: np.ndarray, terms: ResidualTe
         new_mu = (gram_diag * mu + psi * terms.correlation) / denom
         new_var = psi / denom
         second_moment = new_mu * new_mu + new_var
+        flat = state.n_flat
         if prior == "ard":
             rate = PRIOR_RATE + 0.5 * second_moment
         else:
-            rate = np.full_like(mu, PRIOR_RATE + 0.5 * float(second_moment.sum()))
+            rate = np.full_like(mu, PRIOR_RATE + 0.5 * float(second_moment[flat:].sum()))
         if math.isfinite(precision_cap):
             data_precision = gram_diag * (terms.curvature / count)
-            if prior == "shared":
-                data_precision = np.full_like(mu, float(data_precision.mean()))
+            if prior == "shared" and len(mu) > flat:
+                data_precision = np.full_like(mu, float(data_precision[flat:].mean()))
             # ⟨α⟩ = â/b̂ ≤ cap·data precision  ⟺  b̂ ≥ â/(cap·data precision).
             cap = precision_cap * data_precision
             floor = np.divide(state.precision_shape, cap, out=np.zeros_like(mu),
@@ -389,6 +402,43 @@ def sweep_regression(state: VBLSState, gram: np.ndarray, cross_y: np.ndarray, yy
                      count: float, prior: str = "ard",
                      precision_cap: float = math.inf) -> float:
     """One EM sweep of VBLS regression (Ting et al. 3.1, 4.3/4.7, 4.8) in O(M²).
+
+    E-step (:func:`regression_terms`), then ``Q(b)``, ``Q(α)``, ψ_zm
+    (:func:`update_posteriors`), then the output noise, the ψ_y M-step of 3.1:
+    ``ψ_y ← (ψ_y/s)²·RSS/p + ψ_y(s − ψ_y)/s``. Returns the relative change of the weights.
+    Compiled (:mod:`onlinesparse.vbls._compiled`); :func:`sweep_regression_reference` is
+    the same sweep in NumPy.
+    """
+    if count <= 0.0:
+        return 0.0
+    if state.n_units == 0:
+        return sweep_regression_reference(state, gram, cross_y, yy, count, prior,
+                                          precision_cap)
+    weights = np.array(state.weights, dtype=float)
+    variances = np.array(state.weight_variances, dtype=float)
+    rate = np.array(state.precision_rate, dtype=float)
+    psi = np.array(state.branch_noise, dtype=float)
+    shape = np.ascontiguousarray(state.precision_shape, dtype=float)
+    psi_y, precision, change = _compiled.sweep_regression(
+        weights, variances, shape, rate, psi, float(state.output_noise),
+        np.ascontiguousarray(gram, dtype=float), np.ascontiguousarray(cross_y, dtype=float),
+        float(yy), float(count), _compiled.PRIOR_CODES[prior], float(precision_cap),
+        int(state.n_flat), _NOISE_FLOOR * state.scale, PRIOR_RATE)
+    state.weights, state.weight_variances, state.branch_noise = weights, variances, psi
+    if prior != "none":
+        state.precision_rate = rate
+    state.output_noise = psi_y
+    state.noise_precision = precision
+    state.n_sweeps += 1
+    state.last_change = change
+    return change
+
+
+def sweep_regression_reference(state: VBLSState, gram: np.ndarray, cross_y: np.ndarray,
+                               yy: float, count: float, prior: str = "ard",
+                               precision_cap: float = math.inf) -> float:
+    """One EM sweep of VBLS regression (Ting et al. 3.1, 4.3/4.7, 4.8) in O(M²), in NumPy:
+    the reference :func:`sweep_regression` (compiled) is tested against.
 
     E-step (:func:`regression_terms`), then ``Q(b)``, ``Q(α)``, ψ_zm
     (:func:`update_posteriors`), then the output noise, the ψ_y M-step of 3.1:
@@ -496,10 +546,15 @@ def lower_bound_regression(state: VBLSState, gram: np.ndarray, cross_y: np.ndarr
     if prior == "none":
         return bound
     var = state.weight_variances
+    flat = state.n_flat
     if np.any(var <= 0.0):
         return -math.inf  # Q(b) is a point mass before the first sweep: its entropy is −∞
     bound -= 0.5 * float(np.sum(var * np.diagonal(gram) / state.branch_noise))
-    shape, rate = state.precision_shape, state.precision_rate
+    # A unit with a flat prior has no prior term (a constant of the improper prior), only
+    # the entropy of its Q(b).
+    bound += float(np.sum(0.5 * np.log(var[:flat]) + 0.5))
+    mu, var = mu[flat:], var[flat:]
+    shape, rate = state.precision_shape[flat:], state.precision_rate[flat:]
     mean_alpha = shape / rate
     mean_log_alpha = special.digamma(shape) - np.log(rate)
     # ⟨log N(b; 0, 1/α)⟩ + H[N(μ, σ²)]: the ½log 2π terms cancel.

@@ -4,22 +4,8 @@ The weights are fitted by the VBLS engine (:mod:`onlinesparse.vbls.engine`, eqs.
 window statistics); the kernel centres come from the shared
 :class:`~onlinesparse.buffer.BufferManager`; the ARD precisions decide which kernels stay.
 
-A property of the factorised posterior that shapes the results (derived from the fixed point
-of 4.7 for an isolated unit, with ``u = s⟨α_m⟩/G_mm`` its precision ratio, ``t²`` its squared
-t-statistic and ``ρ = ψ_zm/s`` its share of the noise): a finite ⟨α_m⟩ needs
-``t² = (1 + u)²/(u(1 + ρu))`` to have a solution. With one unit (ρ = 1) that is t² > 1, the
-RVM's own threshold (Tipping and Faul's ``q² > s``); with M units sharing the noise, ρ ≈ 1/M
-and the minimum is close to t² = 4. VBLS-RVM therefore keeps fewer, stronger kernels than
-an RVM on the same data (the paper's table 3 shows the same on sinc: 4.8 against 6.7), and
-grown one kernel at a time under this posterior it under-fits (on Tipping's sinc 3–4
-kernels and an nMSE about twice the RVM's).
-
-The online path lives with this (its sweeps are O(M²), the bounded work a stream needs). The
-batch path (:meth:`VBLSKernelRegressor.refine`, :meth:`~VBLSKernelRegressor.learn_many`)
-does not have to: it runs VBLS-RVM as the paper's 5.2 does, from a kernel on every stored
-pattern, pruning the ones whose ⟨α_m⟩ diverges, but with the full-covariance posterior of
-eq. 5.2 in the precision update, whose fixed points are the RVM's (``⟨α_m⟩(μ_m² + Σ_mm) = 1``,
-the marginal likelihood's stationary points, where the inclusion threshold is t² = 1).
+Why the online path (factorised posterior, O(M²) sweeps) and the batch path (full
+covariance of eq. 5.2, :mod:`onlinesparse.vbls.kernel_batch`) differ is explained there.
 """
 
 from __future__ import annotations
@@ -28,15 +14,21 @@ import math
 from collections.abc import Hashable, Iterable, Mapping
 
 import numpy as np
+import pandas as pd
 from river import base, proba
-from scipy import linalg, optimize
 from scipy.linalg import lapack
 
 from onlinesparse._blas import single_blas_thread
 from onlinesparse.buffer import BufferManager
 from onlinesparse.features import FeatureMap, as_rows
-from onlinesparse.kernels import KERNELS, BasisSpec, radial_profile
-from onlinesparse.vbls import engine
+from onlinesparse.kernels import KERNELS, BasisSpec
+from onlinesparse.vbls import _compiled, engine, kernel_batch
+from onlinesparse.vbls._many import predict_series
+from onlinesparse.vbls.evidence import (  # noqa: F401  (re-exported: the public home before)
+    evidence_hyperparameters,
+    evidence_length_scale,
+    gp_log_evidence,
+)
 from onlinesparse.vbls.regressor import _as_target
 from onlinesparse.window import WindowStatistics
 
@@ -48,203 +40,13 @@ __all__ = ["VBLSKernelRegressor", "evidence_hyperparameters", "evidence_length_s
 # * the online pool's ladder until a batch fit (``refine``/``learn_many``) replaces it. It
 #   reaches half an octave below the batch ladder: grown one kernel at a time under the
 #   factorised posterior, the online model cannot build a feature narrower than its
-#   narrowest kernel out of overlapping broader ones (module docstring), the batch fit can;
+#   narrowest kernel out of overlapping broader ones (kernel_batch), the batch fit can;
 _AUTO_RADII = (0.5, math.sqrt(0.5), math.sqrt(2.0))
-# * the batch start set with ``width="fixed"`` (the rule before the evidence width).
-_FIXED_RADII = (math.sqrt(0.5), math.sqrt(2.0))
-# The evidence width rule (``width="evidence"``): the batch start set has the radii
-# r̂·(1, √2), where r̂ = √2·ℓ̂ is the radius of the kernels in the posterior-mean expansion of
-# the Gaussian process whose marginal likelihood is largest on the window (ℓ̂ its length
-# scale, :func:`evidence_length_scale`): the sparse model replaces that dense expansion by a
-# few kernels, each of which has to cover the data of many, so no narrower than r̂, and the
-# ladder goes half an octave up from there.
-_EVIDENCE_LADDER = (1.0, math.sqrt(2.0))
-# The batch fit's width rules (``width``): see :meth:`VBLSKernelRegressor._batch_metric`.
-_WIDTHS = ("evidence", "ard", "fixed")
-# The length scales are searched within this factor either side of √d (isotropic, for
-# standardised inputs) and, with one length per input, between 1/_LENGTH_RANGE and
-# _LENGTH_CEILING times the input's standard deviation (an input whose length reaches the
-# ceiling is all but ignored: its kernel factor varies by less than 10⁻⁶ over the data); at
-# most this many stored patterns (evenly spaced over the window) are used: every evaluation
-# of the evidence costs O(n³) (about 6 ms at n = 404, d = 13, one BLAS thread). The metric is
-# estimated from these patterns alone, so the more the better: on Boston (404 training
-# patterns, 10 splits) all of them give test nMSE 0.130 against 0.139 from 256.
-_LENGTH_RANGE = 20.0
-_LENGTH_CEILING = 1e3
-_LENGTH_POINTS = 512
-# With one length per input, the isotropic search that gives the start uses at most this many.
-_START_POINTS = 128
-# Bounds on the signal variance σ_f² and the noise variance σ_n² as multiples of the targets'
-# variance, and the start grid of the isotropic search (lengths × noise shares).
-_SIGNAL_RANGE = (1e-4, 1e4)
-_NOISE_RANGE = (1e-6, 10.0)
-_START_LENGTHS = 9
-_START_NOISE = (0.01, 0.1, 0.5)
-_LOG_2PI = math.log(2.0 * math.pi)
-# L-BFGS-B stops when the log evidence improves by less than this fraction per step: with a
-# log evidence of order n = 100s, steps of 10⁻⁴ or less, far below its sampling noise (which
-# is of order one). On Boston, 10⁻⁸ took 125 evaluations per fit and 10⁻⁶ 95, for the same
-# test error (0.130 / 0.130).
-_EVIDENCE_FTOL = 1e-6
+# The batch fit's width rules (``width``): see :func:`kernel_batch.batch_metric`.
+_WIDTHS = kernel_batch.WIDTHS
 # A unit counts as "at the precision cap" when its ratio is within this of the cap.
 _AT_CAP = 1.0 - 1e-6
 _TINY = float(np.finfo(float).tiny)
-
-
-def _evenly_spaced(n: int, k: int) -> np.ndarray:
-    """Indices of at most ``k`` of ``n`` items spread evenly from the first to the last (all
-    of them when ``n ≤ k``)."""
-    if n <= k:
-        return np.arange(n)
-    return np.unique(np.linspace(0, n - 1, k).round().astype(int))
-
-
-def gp_log_evidence(X: np.ndarray, y: np.ndarray, lengths: np.ndarray | float,
-                    signal: float, noise: float, gradient: bool = True
-                    ) -> tuple[float, np.ndarray | None]:
-    """The log marginal likelihood of a Gaussian process with the squared-exponential
-    covariance ``σ_f²·exp(−½Σ_i (x_i − x'_i)²/ℓ_i²) + σ_n²δ`` on ``(X, y)`` (``y`` as given:
-    centre it first for a constant mean), and its gradient with respect to
-    ``(log ℓ_1, …, log ℓ_k, log σ_f, log σ_n)``; ``lengths`` holds one ℓ per input (ARD) or a
-    single one (isotropic, k = 1); ``signal`` = σ_f, ``noise`` = σ_n.
-
-    With ``C = K + σ_n²I = LLᵀ`` and ``a = C⁻¹y``: ``log p(y) = −½yᵀa − Σ log L_jj −
-    ½n log 2π`` and ``∂ log p/∂θ = ½ tr((aaᵀ − C⁻¹)∂C/∂θ)`` (Rasmussen and Williams 5.9). With
-    ``W = C⁻¹ − aaᵀ``, ``A = W∘K`` and the scaled inputs ``z = x/ℓ``:
-    ``∂/∂log σ_f = −Σ_jk A_jk``, ``∂/∂log σ_n = −σ_n² tr W`` and
-    ``∂/∂log ℓ_i = −½Σ_jk A_jk (z_ji − z_ki)² = −(Σ_j (A1)_j z_ji² − (ZᵀAZ)_ii)``: O(n³ + n²d)
-    for all of them. Without ``gradient`` only the Cholesky factor is needed (O(n³/3))."""
-    X = np.asarray(X, dtype=float)
-    y = np.asarray(y, dtype=float)
-    n = len(y)
-    lengths = np.atleast_1d(np.asarray(lengths, dtype=float))
-    Z = X / lengths
-    sq = np.einsum("ij,ij->i", Z, Z)
-    kernel = Z @ Z.T  # −½‖z_j − z_k‖², in place (n² work, no temporaries)
-    kernel -= 0.5 * sq[:, None]
-    kernel -= 0.5 * sq[None, :]
-    np.minimum(kernel, 0.0, out=kernel)
-    np.exp(kernel, out=kernel)
-    kernel *= signal * signal
-    covariance = kernel.copy()
-    covariance[np.diag_indices(n)] += noise * noise
-    factor = linalg.cholesky(covariance, lower=True, check_finite=False)
-    weights = linalg.cho_solve((factor, True), y, check_finite=False)
-    value = -0.5 * float(y @ weights) - float(np.sum(np.log(np.diagonal(factor)))) \
-        - 0.5 * n * _LOG_2PI
-    if not gradient:
-        return value, None
-    # C⁻¹ from the factor (LAPACK potri fills the lower triangle; the upper one of the
-    # lower factor is zero).
-    inverse, info = lapack.dpotri(factor, lower=1)
-    if info != 0:
-        raise linalg.LinAlgError(f"potri failed ({info})")
-    diagonal = np.diagonal(inverse).copy()
-    inverse += inverse.T
-    inverse[np.diag_indices(n)] = diagonal
-    spread = inverse
-    spread -= np.outer(weights, weights)
-    product = spread * kernel
-    per_input = product.sum(axis=1) @ (Z * Z) - np.einsum("ij,ij->j", Z, product @ Z)
-    out = np.empty(len(lengths) + 2)
-    out[:-2] = -per_input if len(lengths) > 1 else -per_input.sum()
-    out[-2] = -float(product.sum())
-    out[-1] = -(noise * noise) * float(np.trace(spread))
-    return value, out
-
-
-def _negative_log_evidence(theta: np.ndarray, X: np.ndarray, y: np.ndarray,
-                           gradient: bool = True):
-    """``−log p(y)`` of :func:`gp_log_evidence` at ``θ = (log ℓ…, log σ_f, log σ_n)``, with
-    its gradient for L-BFGS-B (a numerically indefinite covariance counts as impossible)."""
-    lengths, signal, noise = np.exp(theta[:-2]), math.exp(theta[-2]), math.exp(theta[-1])
-    try:
-        value, grad = gp_log_evidence(X, y, lengths, signal, noise, gradient)
-    except linalg.LinAlgError:
-        return (1e300, np.zeros_like(theta)) if gradient else 1e300
-    return (-value, -grad) if gradient else -value
-
-
-def evidence_hyperparameters(X: np.ndarray, y: np.ndarray, ard: bool = False,
-                             max_points: int = _LENGTH_POINTS
-                             ) -> tuple[np.ndarray, float, float]:
-    """The hyper-parameters ``(ℓ, σ_f, σ_n)`` of the Gaussian process with the largest
-    marginal likelihood on ``(X, y)`` (:func:`gp_log_evidence`, constant mean: the targets are
-    centred); ``ℓ`` has one length per input, all equal unless ``ard``.
-
-    Ting et al. (5.2, after eq. 5.4) caution against maximising the RVM's own likelihood over
-    the distance metric and recommend the Gaussian-process route: treat the metric as the
-    hyper-parameters of a model with few of them. Isotropic (``ard=False``): L-BFGS-B over
-    ``(log ℓ, log σ_f, log σ_n)`` with the analytic gradient, started from the best point of a
-    small grid (9 lengths spread over ``[√d/20, 20√d]``, the range searched, for standardised
-    inputs, × 3 noise shares). With ``ard``: the same isotropic search, with more than one
-    input on at most 128 of the patterns (it only finds a start), with the inputs divided by
-    their standard deviations (so the result does not depend on the inputs' units), then
-    L-BFGS-B over ``(log ℓ_1, …, log ℓ_d, log σ_f, log σ_n)`` from there, each ℓ_i within
-    ``[1/20, 1000]`` standard deviations of its input (an irrelevant input's length runs to the
-    ceiling, where it no longer matters). At most ``max_points`` patterns, evenly spaced, are
-    used; every evaluation costs O(n³ + n²d). Degenerate data (fewer than two patterns,
-    constant targets) give ``ℓ = √d`` (times the standard deviations with ``ard``)."""
-    X = np.asarray(X, dtype=float)
-    y = np.asarray(y, dtype=float)
-    n, d = X.shape
-    if n > max_points:
-        picks = _evenly_spaced(n, max_points)
-        X, y = X[picks], y[picks]
-        n = len(y)
-    units = np.ones(d)
-    if ard and n > 1:
-        spread = X.std(axis=0)
-        units = np.where(spread > 0.0, spread, 1.0)
-    Z = X / units
-    centred = y - y.mean() if n else y
-    # With ``ard`` (and several inputs) the isotropic search only finds a start, and on a
-    # subset it costs a fraction: (128/404)³ ≈ 3 % per evaluation on Boston housing. With
-    # one input it is the answer, so it sees every pattern.
-    if ard and d > 1 and n > _START_POINTS:
-        picks = _evenly_spaced(n, _START_POINTS)
-        Z_start, y_start = Z[picks], centred[picks]
-    else:
-        Z_start, y_start = Z, centred
-    variance = float(centred @ centred) / max(n, 1)
-    scale = math.sqrt(max(d, 1))
-    if n < 2 or not variance > 0.0:
-        return np.full(d, scale) * units, 0.0, 0.0
-    half_log_var = 0.5 * math.log(variance)
-    bounds_sigma = [(half_log_var + 0.5 * math.log(_SIGNAL_RANGE[0]),
-                     half_log_var + 0.5 * math.log(_SIGNAL_RANGE[1])),
-                    (half_log_var + 0.5 * math.log(_NOISE_RANGE[0]),
-                     half_log_var + 0.5 * math.log(_NOISE_RANGE[1]))]
-    low, high = math.log(scale / _LENGTH_RANGE), math.log(scale * _LENGTH_RANGE)
-    # The isotropic search: grid start, then L-BFGS-B.
-    starts = [np.array([log_length, half_log_var + 0.5 * math.log(1.0 - share),
-                        half_log_var + 0.5 * math.log(share)])
-              for log_length in np.linspace(low, high, _START_LENGTHS)
-              for share in _START_NOISE]
-    start = min(starts,
-                key=lambda theta: _negative_log_evidence(theta, Z_start, y_start, False))
-    best = optimize.minimize(_negative_log_evidence, start, args=(Z_start, y_start), jac=True,
-                             method="L-BFGS-B", bounds=[(low, high), *bounds_sigma],
-                             options={"ftol": _EVIDENCE_FTOL})
-    theta = best.x
-    if ard and d > 1:
-        start = np.concatenate([np.full(d, theta[0]), theta[1:]])
-        bounds = [(-math.log(_LENGTH_RANGE), math.log(_LENGTH_CEILING))] * d
-        start[:d] = np.clip(start[:d], bounds[0][0], bounds[0][1])
-        best = optimize.minimize(_negative_log_evidence, start, args=(Z, centred), jac=True,
-                                 method="L-BFGS-B", bounds=[*bounds, *bounds_sigma],
-                                 options={"ftol": _EVIDENCE_FTOL})
-        theta = best.x
-    lengths = np.exp(theta[:-2]) * np.ones(d) * units
-    return lengths, math.exp(theta[-2]), math.exp(theta[-1])
-
-
-def evidence_length_scale(X: np.ndarray, y: np.ndarray,
-                          max_points: int = _LENGTH_POINTS) -> float:
-    """The length scale ℓ of the isotropic Gaussian process (covariance
-    ``σ_f²·exp(−‖x − x'‖²/(2ℓ²)) + σ_n²``, constant mean) with the largest marginal likelihood
-    on ``(X, y)``: :func:`evidence_hyperparameters` with ``ard=False``."""
-    return float(evidence_hyperparameters(X, y, ard=False, max_points=max_points)[0][0])
 
 
 class VBLSKernelRegressor(base.Regressor):
@@ -302,48 +104,19 @@ class VBLSKernelRegressor(base.Regressor):
     batch fit of the window, the VBLS-RVM of 5.2 run as the paper runs it: a kernel of every
     radius on every stored pattern (at most ``max_start`` kernels), all precisions updated
     every sweep, kernels whose ⟨α_m⟩ diverges pruned; but with the full posterior covariance
-    of eq. 5.2 in the precision update (the factorised one under-fits, module docstring),
+    of eq. 5.2 in the precision update (the factorised one under-fits, see kernel_batch),
     the updates taken at their fixed-point form, and a stop when the log-precisions change
     by less than ``tol``. The model is then rebuilt on the kept kernels and the online path
     continues from it.
-
-    Why the projection and the joint start matter online: under the factorised posterior a
-    kernel is kept only if it explains enough of the residual *given the others* (module
-    docstring), and a newcomer judged against weights that have not yet made room for it
-    (backfitting moves collinear weights slowly) is pruned before it can help. Overlapping
-    kernels whose weights only matter together (the usual RVM solution) could therefore
-    never be grown one at a time; they are stable once reached (e.g. after a batch fit).
 
     Kernel width and input metric. Kernels of several radii compete for the same data: every
     proposed centre enters the pool at each radius of a ladder, the admission test picks the
     width that explains the residual best, and ARD prunes the ones that stop mattering; the
     batch fit starts from every width. With ``radii=None`` the batch fit chooses the distance
-    metric the Gaussian-process way, by the evidence (the route Ting et al. recommend after
-    eq. 5.4 instead of maximising the RVM's own likelihood over the metric, which favours
-    narrow kernels that fit the noise):
-
-    * ``width="ard"`` (default): the squared-exponential Gaussian process with one length
-      scale per input, ``σ_f²·exp(−½Σ_i (x_i − x'_i)²/ℓ_i²) + σ_n²``, of largest marginal
-      likelihood on the window (:func:`evidence_hyperparameters`, analytic gradients,
-      L-BFGS-B). From then on every input, stored and future, is divided by its ℓ_i
-      (:attr:`input_scales`) before a kernel sees it, and the kernels are isotropic in that
-      scaled space with the radii ``r̂·(1, √2)``, ``r̂ = √2``: the radius of the kernels in the
-      Gaussian process's own posterior-mean expansion; the sparse model replaces that dense
-      expansion by a few kernels, each covering the data of many, so the ladder starts there
-      and goes half an octave up. An input the evidence finds irrelevant gets a length of
-      up to 1000 standard deviations and all but drops out of the distance. Measured
-      (benchmarks/vbls_kernel.py and five further data sets): equal to ``"evidence"`` with
-      one input, better on every data set with several (Friedman 1: nMSE 0.009 against
-      0.128). Cost: O(n³ + n²d) per evaluation of the evidence on at most 512 stored
-      patterns (the isotropic start on at most 128), about a hundred evaluations on Boston
-      housing's 404 × 13 training set (0.4 s of CPU here, about half of that batch fit).
-    * ``width="evidence"``: the isotropic special case, one length ℓ̂ for every input
-      (:func:`evidence_length_scale`); the inputs are not rescaled and the radii are
-      ``r̂·(1, √2)`` with ``r̂ = √2·ℓ̂``, the same rule.
-    * ``width="fixed"``: ``(1/√2, √2)·√d``, the earlier rule (chosen on sinc and Boston
-      housing; it over-fits data whose noise is large or whose inputs are many).
-    * Given ``radii`` are in input units and win over ``width`` (no rescaling).
-
+    metric by the evidence of a Gaussian process (``width``, the route Ting et al. recommend
+    after eq. 5.4; the rules are in :mod:`onlinesparse.vbls.kernel_batch`); with
+    ``width="ard"`` every input, stored and future, is then divided by its length scale
+    (:attr:`input_scales`) before a kernel sees it.
     Online, before any batch fit, the input scales are 1 and the pool's ladder is
 
     * ``(1/2, 1/√2, √2)·√d``, for
@@ -534,11 +307,8 @@ class VBLSKernelRegressor(base.Regressor):
         """``G' = TGTᵀ`` and ``c' = Tc`` of the basis ``[1, f_1 − μ_1, …]`` the state uses
         (``T`` subtracts μ_m times the constant column from column m). O(M²), pure."""
         stats = self._stats
-        gram, cross, means = stats.gram_model, stats.cross_y_model, self._means
-        sums = gram[0]
-        out = gram - np.outer(means, sums) - np.outer(sums, means)
-        out += gram[0, 0] * np.outer(means, means)
-        return out, cross - means * cross[0]
+        return _compiled.centred_statistics(np.ascontiguousarray(stats.gram_model),
+                                            stats.cross_y_model, self._means)
 
     def _centred(self) -> tuple[np.ndarray, np.ndarray]:
         """Re-centre on the window's current means and return :meth:`_statistics`.
@@ -606,17 +376,16 @@ class VBLSKernelRegressor(base.Regressor):
         alpha = self._state.precisions.copy()
         alpha[0] = 0.0
         system = gram + s * np.diag(alpha)
-        try:
-            factor = np.linalg.cholesky(system)
-        except np.linalg.LinAlgError:  # a column (numerically) inside the others' span
+        # LAPACK directly: at a stream's small M the wrappers cost more than the work.
+        factor, info = lapack.dpotrf(system, lower=1, clean=1)
+        if info > 0:  # a column (numerically) inside the others' span
             jitter = 1e-10 * max(float(np.trace(system)) / len(system), _TINY)
-            factor = np.linalg.cholesky(system + jitter * np.eye(len(system)))
+            factor, info = lapack.dpotrf(system + jitter * np.eye(len(system)), lower=1,
+                                         clean=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"the posterior precision is not positive definite "
+                                        f"(potrf {info})")
         return gram, cross, factor, s
-
-    @staticmethod
-    def _solve(factor: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        """``P⁻¹ rhs`` from the Cholesky factor ``L`` of ``P = LLᵀ``."""
-        return linalg.cho_solve((factor, True), rhs)
 
     def _score_pool(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Tipping and Faul's inclusion statistic of every candidate, O(M³ + M²·C).
@@ -636,9 +405,9 @@ class VBLSKernelRegressor(base.Regressor):
         m, n = stats.n_model, stats.n_columns
         gram, cross, factor, s = self._posterior()
         k = stats.cross_candidates - np.outer(self._means, stats.cross_candidates[0])
-        mean = self._solve(factor, cross)
+        mean = lapack.dpotrs(factor, cross, lower=1)[0]  # P⁻¹c' from P = LLᵀ
         corr = stats.cross_y_candidates - k.T @ mean
-        half = linalg.solve_triangular(factor, k, lower=True)
+        half = lapack.dtrtrs(factor, k, lower=1)[0]
         sq = stats.candidate_sq_norms
         spread = sq - np.einsum("ij,ij->j", half, half)
         t2 = np.zeros(n - m)
@@ -706,18 +475,21 @@ class VBLSKernelRegressor(base.Regressor):
         if n <= 0:
             return change
         gram, cross = self._centred()
+        radial = stats.basis.radial_mask[: stats.n_model]  # only kernels are pruned
         for _ in range(n):
             change = engine.sweep_regression(state, gram, cross, stats.yy, stats.count, "ard",
                                              self.precision_cap)
-            ratios = engine.precision_ratio(state, np.diagonal(gram))
-            at_cap = ratios >= self.precision_cap * _AT_CAP
-            at_cap &= stats.basis.radial_mask[: stats.n_model]  # only kernels are pruned
-            self._at_cap = np.where(at_cap, self._at_cap + 1, 0)
-            doomed = np.flatnonzero(self._at_cap >= self.prune_after)
-            if len(doomed):
+            # The precision ratio (engine.precision_ratio) at the cap: one more sweep there.
+            largest = _compiled.count_at_cap(
+                state.precision_shape, state.precision_rate, state.n_flat,
+                np.ascontiguousarray(np.diagonal(gram)), state.noise_precision, radial,
+                self._at_cap, self.precision_cap * _AT_CAP)
+            if largest >= self.prune_after:
+                doomed = np.flatnonzero(self._at_cap >= self.prune_after)
                 for j in doomed[::-1]:
                     self._prune_unit(int(j))
                 gram, cross = self._centred()
+                radial = stats.basis.radial_mask[: stats.n_model]
                 change = math.inf
         return change
 
@@ -809,17 +581,16 @@ class VBLSKernelRegressor(base.Regressor):
         that a weight's posterior variance includes what its correlated neighbours leave
         undetermined (under the factorised ``Q(b)`` the variance is conditional on the
         others, so overlapping kernels look more certain, their ⟨α⟩ grows and the model
-        under-fits; see the module docstring). Each sweep is O(M³) in the M kernels still
-        in the model, which shrinks quickly from the start set.
+        under-fits; see :mod:`~onlinesparse.vbls.kernel_batch`). Each sweep is O(M³) in the
+        M kernels still in the model, which shrinks quickly from the start set.
 
-        A sweep (:meth:`_full_posterior`, :meth:`_precision_fixed_point`,
-        :meth:`_noise_fixed_point`): the posterior of the weights for the current ⟨α⟩ and
-        noise s, then ⟨α⟩ and s moved to the fixed points of their updates, then every kernel
-        whose precision ratio ``s⟨α_m⟩/G_mm`` exceeds ``precision_cap`` is pruned (the rule of
-        the online path, without the wait). The fit stops when no log⟨α_m⟩ moved by more
-        than ``tol`` and nothing was pruned, or after ``max_sweeps`` sweeps (default: the
-        parameter). If more kernels than the budget remain, the ones with the largest ratios
-        go and the sweeps go on.
+        A sweep (:func:`~onlinesparse.vbls.kernel_batch.fit_window`): the posterior of the
+        weights for the current ⟨α⟩ and noise s, then ⟨α⟩ and s moved to the fixed points of
+        their updates, then every kernel whose precision ratio ``s⟨α_m⟩/G_mm`` exceeds
+        ``precision_cap`` is pruned (the rule of the online path, without the wait). The fit
+        stops when no log⟨α_m⟩ moved by more than ``tol`` and nothing was pruned, or after
+        ``max_sweeps`` sweeps (default: the parameter). If more kernels than the budget
+        remain, the ones with the largest ratios go and the sweeps go on.
 
         The model is then rebuilt on the surviving kernels: the window statistics, an empty
         candidate pool, and the VBLS state with the batch posterior (weights at the fixed
@@ -833,56 +604,13 @@ class VBLSKernelRegressor(base.Regressor):
         stats = self._stats
         scales, radii = self._batch_metric()
         inputs = self._window_inputs(scales)
-        specs, design = self._start_design(radii, inputs)
-        targets = stats.stored_targets()
-        count = float(len(targets))
-        centred_y = targets - targets.mean()
-        variance = float(centred_y @ centred_y) / count
-        scale = max(stats.yy / count, _TINY)
-        # (a variance below the smallest normal float: targets whose squares underflow, of
-        # order 1e-155, cannot be fitted in these units; 1/variance would overflow)
-        if not (variance > 1e-12 * scale and variance >= _TINY) or budget == 0:
+        specs, design = kernel_batch.start_design(self.kernel, self.max_start, radii, inputs)
+        fit = kernel_batch.fit_window(design, stats.stored_targets(), stats.yy / stats.count,
+                                      self.precision_cap, self.tol, budget,
+                                      self.max_basis - 1)
+        if fit is None:
             return 0  # nothing to explain (or no time): keep the model as it is
-        design -= design.mean(axis=0)  # the centred parametrisation: the bias decouples
-        gram = design.T @ design
-        cross = design.T @ centred_y
-        yy = float(centred_y @ centred_y)
-        limit = self.max_basis - 1  # kernels the budget allows beside the constant
-        active = np.arange(len(specs))
-        # Ting et al. 4.4 starts every ⟨α⟩ at 1 for standardised data; 1/variance keeps that
-        # start invariant to the scale of the targets. The noise starts at a tenth of the
-        # variance: the kernels are expected to explain most of it.
-        precisions = np.full(len(specs), 1.0 / variance)
-        noise = 0.1 * variance
-        floor = max(1e-12 * variance, _TINY)
-        done, change = 0, math.inf
-        while done < budget and len(active):
-            sub_gram = gram[np.ix_(active, active)]
-            sub_cross = cross[active]
-            mean, variances, _ = self._full_posterior(sub_gram, sub_cross,
-                                                      precisions[active], noise)
-            rss = max(yy - 2.0 * float(mean @ sub_cross) + float(mean @ sub_gram @ mean), 0.0)
-            new, determined = self._precision_fixed_point(mean, variances, precisions[active])
-            # The bias (flat prior, centred out) is fully determined: γ₀ = 1.
-            noise = max(self._noise_fixed_point(rss, count, 1.0 + float(determined.sum())),
-                        floor)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                steps = np.abs(np.log(new) - np.log(precisions[active]))
-            finite = np.isfinite(new)
-            change = float(np.max(steps[finite])) if finite.any() else 0.0
-            precisions[active] = new
-            done += 1
-            ratios = np.full(len(active), np.inf)
-            diag = np.diagonal(sub_gram)
-            np.divide(noise * new, diag, out=ratios, where=finite & (diag > 0.0))
-            keep = ratios < self.precision_cap
-            if keep.all() and change < self.tol and len(active) > limit:
-                # Converged over budget: the kernels the prior shrinks most go first.
-                keep[np.argsort(ratios, kind="stable")[limit:]] = False
-            converged = keep.all() and change < self.tol
-            active = active[keep]
-            if converged:
-                break
+        active, precisions, noise, done, change = fit
         self._install([specs[j] for j in active], precisions[active], noise, radii, scales,
                       inputs)
         # Every start kernel counts as admitted, the ones the sweeps removed as pruned.
@@ -893,32 +621,10 @@ class VBLSKernelRegressor(base.Regressor):
         return done
 
     def _batch_metric(self) -> tuple[np.ndarray | None, tuple[float, ...]]:
-        """The input metric and the radii of the batch fit's start set, O(n³) per evaluation
-        of the evidence on n ≤ 512 stored patterns. Returns the input scales (``None``: the
-        inputs as they come) and the radii, in the space of the inputs divided by the scales.
-
-        * the ``radii`` parameter if given (no scales: the radii are in input units);
-        * ``width="ard"``: scales ``ℓ_1 … ℓ_d`` and radii ``r̂·(1, √2)`` with ``r̂ = √2``, the
-          ℓ_i the length scales of the ARD Gaussian process of largest evidence on the window
-          (:func:`evidence_hyperparameters` with ``ard=True``): in the scaled inputs
-          ``x_i/ℓ_i`` its covariance is isotropic with unit length, i.e. its posterior mean is
-          an expansion in kernels of radius √2 on the training inputs, the expansion the RVM
-          sparsifies; the ladder goes half an octave up from there, as for ``"evidence"``;
-        * ``width="evidence"``: no scales, ``r̂·(1, √2)`` with ``r̂ = √2·ℓ̂`` from the isotropic
-          process (:func:`evidence_length_scale`), the same rule with one length for all;
-        * ``width="fixed"``: no scales, ``(1/√2, √2)·√d``.
-        """
-        if self.radii is not None:
-            return None, tuple(float(r) for r in self.radii)
-        stats = self._stats
-        if self.width == "fixed":
-            return None, tuple(r * math.sqrt(max(stats.n_features, 1)) for r in _FIXED_RADII)
-        raw = self._window_inputs(None)
-        if self.width == "ard":
-            scales, _, _ = evidence_hyperparameters(raw, stats.stored_targets(), ard=True)
-            return scales, tuple(math.sqrt(2.0) * r for r in _EVIDENCE_LADDER)
-        centre = math.sqrt(2.0) * evidence_length_scale(raw, stats.stored_targets())
-        return None, tuple(centre * r for r in _EVIDENCE_LADDER)
+        """The input metric and radii of the batch fit
+        (:func:`~onlinesparse.vbls.kernel_batch.batch_metric` on the stored inputs)."""
+        return kernel_batch.batch_metric(self.width, self.radii, self._window_inputs(None),
+                                         self._stats.stored_targets())
 
     def _scaled(self, vector: np.ndarray) -> np.ndarray:
         """An input vector in the space the kernels measure distance in (``x_i/ℓ_i``)."""
@@ -941,79 +647,6 @@ class VBLSKernelRegressor(base.Regressor):
             return self._input_scales.copy()
         return np.ones(0 if self._stats is None else self._stats.n_features)
 
-    def _start_design(self, radii: tuple[float, ...],
-                      X: np.ndarray) -> tuple[list[BasisSpec], np.ndarray]:
-        """The batch fit's start set: kernels of every radius centred on (at most
-        ``max_start // len(radii)``) of the stored patterns ``X`` (already in the batch fit's
-        metric) spread evenly over the window, and their W × K design matrix over them.
-        O(W²·(d + R))."""
-        per_radius = max(self.max_start // len(radii), 1)
-        picks = _evenly_spaced(len(X), per_radius)
-        centres = X[picks]
-        sq = np.einsum("ij,ij->i", X, X)
-        dist = np.maximum(sq[:, None] + sq[picks][None, :] - 2.0 * X @ centres.T, 0.0)
-        kind = KERNELS[self.kernel]
-        specs, blocks = [], []
-        for radius in radii:
-            blocks.append(radial_profile(kind, dist / (radius * radius)))
-            specs.extend(BasisSpec.radial(c, radius, self.kernel) for c in centres)
-        return specs, np.hstack(blocks)
-
-    @staticmethod
-    def _full_posterior(gram: np.ndarray, cross: np.ndarray, precisions: np.ndarray,
-                        noise: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The Gaussian posterior of the weights with full covariance, Ting et al. eq. 5.2:
-        ``Σ_b = (diag⟨α⟩ + G/s)⁻¹ = s·P⁻¹`` with ``P = G + s·diag⟨α⟩``, and its mean
-        ``μ = Σ_b c/s = P⁻¹c``. Returns μ, the diagonal of Σ_b and the inverse Cholesky factor
-        ``L⁻¹`` of P (``Σ_b = s·L⁻ᵀL⁻¹``). O(M³)."""
-        system = gram + noise * np.diag(precisions)
-        if not np.all(np.isfinite(system)):  # (raw LAPACK would not say)
-            raise linalg.LinAlgError("the posterior precision has non-finite entries")
-        # LAPACK directly: this runs hundreds of times per batch fit, at M in the hundreds
-        # for the first sweeps. potrf (M³/3) and trtri (M³/3, where a triangular solve
-        # against the identity costs M³); clean=1 zeroes the upper triangle.
-        factor, info = lapack.dpotrf(system, lower=1, clean=1)
-        if info > 0:  # a column (numerically) inside the others' span
-            jitter = 1e-10 * max(float(np.trace(system)) / len(system), _TINY)
-            factor, info = lapack.dpotrf(system + jitter * np.eye(len(system)), lower=1,
-                                         clean=1)
-        if info != 0:
-            raise linalg.LinAlgError(f"the posterior precision is not positive definite "
-                                     f"(potrf {info})")
-        inverse, info = lapack.dtrtri(factor, lower=1)
-        if info != 0:
-            raise linalg.LinAlgError(f"the posterior precision is singular (trtri {info})")
-        mean = inverse.T @ (inverse @ cross)
-        return mean, noise * np.einsum("ij,ij->j", inverse, inverse), inverse
-
-    @staticmethod
-    def _precision_fixed_point(mean: np.ndarray, variances: np.ndarray,
-                               precisions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The ARD precision update of Ting et al. eq. 4.7 with the full-covariance ``Q(b)``
-        of eq. 5.2, ``⟨α_m⟩ = (a₀ + ½)/(b₀ + ⟨b_m²⟩/2)`` with ``⟨b_m²⟩ = μ_m² + Σ_mm``, taken
-        in the form that converges fastest to the same fixed point.
-
-        With the flat prior of 4.4 (a₀ = b₀ = 10⁻⁸) the update is ``⟨α_m⟩ ← 1/(μ_m² + Σ_mm)``
-        and its fixed point satisfies ``⟨α_m⟩μ_m² = 1 − ⟨α_m⟩Σ_mm = γ_m``. Iterated as written,
-        a weight the data do not need loses precision only linearly and the fit takes
-        thousands of O(M³) sweeps; iterated as ``⟨α_m⟩ ← γ_m/μ_m²`` (MacKay's form, the
-        RVM's re-estimation) it reaches the same fixed point in a few hundred. ``γ_m`` is the
-        well-determinedness of weight m (1 when the data fix it, 0 when the prior does).
-        Returns the new precisions (``inf`` where μ_m = 0) and γ."""
-        determined = np.clip(1.0 - precisions * variances, 0.0, 1.0)
-        square = mean * mean
-        new = np.full(len(mean), np.inf)
-        np.divide(np.maximum(determined, _TINY), square, out=new, where=square > 0.0)
-        return new, determined
-
-    @staticmethod
-    def _noise_fixed_point(rss: float, count: float, determined: float) -> float:
-        """The noise update of the M-step of Ting et al. 3.1 under the full-covariance
-        ``Q(b)``: ``s ← (RSS + tr(GΣ_b))/p = (RSS + s·Σγ_m)/p``, taken at its fixed point
-        ``s = RSS/(p − Σγ_m)`` (as :meth:`_precision_fixed_point`; γ as there, the sum over
-        every weight, the bias's γ₀ = 1 included: its prior is flat). The whole noise
-        s = ψ_y + Σψ_zm: a kernel model needs only the total."""
-        return rss / max(count - determined, 1.0)
 
     def _install(self, specs: list[BasisSpec], precisions: np.ndarray, noise: float,
                  radii: tuple[float, ...], scales: np.ndarray | None, X: np.ndarray) -> None:
@@ -1054,7 +687,7 @@ class VBLSKernelRegressor(base.Regressor):
         self._at_cap = np.zeros(m, dtype=np.int64)
         self._jump()
         gram, _ = self._statistics()
-        _, _, inverse = self._full_posterior(gram, np.zeros(m), state.precisions, noise)
+        _, _, inverse = kernel_batch.full_posterior(gram, np.zeros(m), state.precisions, noise)
         self._covariance = noise * (inverse.T @ inverse)
         psi = state.branch_noise
         state.weight_variances = psi / (np.diagonal(gram) + psi * state.precisions)  # eq. 4.7
@@ -1073,6 +706,11 @@ class VBLSKernelRegressor(base.Regressor):
         if with_dist:
             return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
         return mean
+
+    def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        """The posterior mean of every row of ``X``, as river's ``predict_many``: a ``Series``
+        on ``X``'s index, exactly :meth:`predict_one` row by row; nothing is learned."""
+        return predict_series(self.predict_one, X)
 
     # -- inspection -------------------------------------------------------------------------
     @property

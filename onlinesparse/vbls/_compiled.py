@@ -1,0 +1,220 @@
+"""The VBLS regression sweep compiled (numba), for the small models of a stream.
+
+:func:`onlinesparse.vbls.engine.sweep_regression` is about thirty NumPy calls on vectors of
+length M; at the M ≈ 10–20 of a kernel model on a stream each call's interpreter and
+allocation overhead is larger than its arithmetic, so a sweep cost ~80 µs of which a few were
+arithmetic. This is the same sweep (the engine's docstrings carry the equations and their
+references: Ting et al. 3.1, 4.3 / 4.7, 4.8) written as loops and compiled once
+(``cache=True``), in place. ``error_model="numpy"`` keeps NumPy's division semantics
+(inf / NaN rather than an exception), so that it agrees with the NumPy reference
+(:func:`onlinesparse.vbls.engine.sweep_regression_reference`) to rounding; the tests check
+that.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+__all__ = ["sweep_regression"]
+
+_jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+
+PRIOR_CODES = {"ard": 0, "shared": 1, "none": 2}
+
+
+@_jit
+def sweep_regression(weights: np.ndarray, variances: np.ndarray, shape: np.ndarray,
+                     rate: np.ndarray, psi: np.ndarray, psi_y: float, gram: np.ndarray,
+                     cross: np.ndarray, yy: float, count: float, prior: int, cap: float,
+                     n_flat: int, floor: float, prior_rate: float
+                     ) -> tuple[float, float, float]:
+    """One sweep in place on the state's arrays; returns ``(ψ_y, Σκ/p, change)``."""
+    m = weights.shape[0]
+    s = psi_y
+    for j in range(m):
+        s += psi[j]
+    # E-step (regression_terms): ρ = (c − G⟨b⟩)/s, RSS, Σe² = RSS/s², Σκ = p/s.
+    corr = np.empty(m)
+    fit = 0.0
+    for j in range(m):
+        acc = 0.0
+        for k in range(m):
+            acc += gram[j, k] * weights[k]
+        corr[j] = cross[j] - acc
+        fit += weights[j] * (cross[j] + corr[j])
+    rss = max(yy - fit, 0.0)
+    for j in range(m):
+        corr[j] /= s
+    sq_sum = rss / (s * s)
+    curvature = count / s
+    # Q(b), Q(α) (update_posteriors).
+    new_mu = np.empty(m)
+    new_var = np.zeros(m)
+    if prior == 2:
+        for j in range(m):
+            g = gram[j, j]
+            step = psi[j] * corr[j] / g if g > 0.0 else 0.0
+            new_mu[j] = weights[j] + step
+    else:
+        total = 0.0
+        for j in range(m):
+            g = gram[j, j]
+            alpha = 0.0 if j < n_flat else shape[j] / rate[j]
+            denom = g + psi[j] * alpha
+            new_mu[j] = (g * weights[j] + psi[j] * corr[j]) / denom
+            new_var[j] = psi[j] / denom
+            if j >= n_flat:
+                total += new_mu[j] * new_mu[j] + new_var[j]
+        mean_precision = 0.0
+        if prior == 1 and m > n_flat:
+            for j in range(n_flat, m):
+                mean_precision += gram[j, j] * (curvature / count)
+            mean_precision /= m - n_flat
+        for j in range(m):
+            if prior == 0:
+                new_rate = prior_rate + 0.5 * (new_mu[j] * new_mu[j] + new_var[j])
+            else:
+                new_rate = prior_rate + 0.5 * total
+            if math.isfinite(cap):
+                data_precision = gram[j, j] * (curvature / count)
+                if prior == 1 and m > n_flat:
+                    data_precision = mean_precision
+                limit = cap * data_precision
+                low = shape[j] / limit if limit > 0.0 else 0.0
+                new_rate = max(new_rate, low)
+            rate[j] = new_rate
+    # ψ_zm (the M-step of 3.1 under Q(Z)Q(b)), then the weights.
+    top = 0.0
+    biggest = 0.0
+    for j in range(m):
+        g = gram[j, j]
+        delta = weights[j] - new_mu[j]
+        p = psi[j]
+        value = (delta * delta * g + 2.0 * delta * p * corr[j] + p * p * sq_sum + count * p
+                 - p * p * curvature + new_var[j] * g) / count
+        psi[j] = max(value, floor)
+        weights[j] = new_mu[j]
+        variances[j] = new_var[j]
+        top = max(top, abs(new_mu[j]))
+        biggest = max(biggest, abs(delta))
+    change = biggest / top if top > 0.0 else 0.0
+    new_psi_y = (psi_y / s) ** 2 * rss / count + psi_y * (s - psi_y) / s
+    return max(new_psi_y, floor), curvature / count, change
+
+
+@_jit
+def _noise_excess(s: float, alpha: np.ndarray, gram_diag: np.ndarray, rss: float,
+                  count: float, floor: float) -> tuple[float, float]:
+    """``ψ_y + Σψ_zm(k(s)) − s`` and its derivative in s (schedule module docstring); the
+    excess is +inf where k ≤ 0."""
+    k = count / s - rss / (s * s)
+    if not k > 0.0:
+        return math.inf, math.nan
+    dk = -count / (s * s) + 2.0 * rss / (s * s * s)
+    total = floor
+    slope = 0.0
+    for j in range(alpha.shape[0]):
+        g = gram_diag[j]
+        if g > 0.0:
+            kg = k * g
+            psi = 2.0 * g / (kg + math.sqrt(kg * kg + 4.0 * k * alpha[j] * g))
+            if psi > floor:
+                a_psi = alpha[j] * psi
+                slope += -psi * (a_psi + g) / (k * (2.0 * a_psi + g))
+            else:
+                psi = floor
+        else:
+            psi = floor
+        total += psi
+    return total - s, slope * dk - 1.0
+
+
+@_jit
+def noise_root(alpha: np.ndarray, gram_diag: np.ndarray, rss: float, count: float,
+               floor: float, current: float, lowest: float) -> float:
+    """The root of the noise equation the EM moves s towards from ``current`` (schedule
+    module): bracketed on the side the excess's sign points to (between RSS/p and s, or
+    above s by doubling), then Newton's method kept inside the bracket, bisection where a
+    Newton step would leave it. NaN when there is no such root."""
+    value, _ = _noise_excess(current, alpha, gram_diag, rss, count, floor)
+    if value == 0.0:
+        return current
+    if value < 0.0:
+        low = lowest * (1.0 + 1e-12) + 1e-300
+        if not _noise_excess(low, alpha, gram_diag, rss, count, floor)[0] > 0.0:
+            return math.nan
+        high = current
+    else:
+        low = current
+        high = current
+        found = False
+        for _ in range(60):
+            high *= 2.0
+            if _noise_excess(high, alpha, gram_diag, rss, count, floor)[0] < 0.0:
+                found = True
+                break
+            low = high
+        if not found:
+            return math.nan
+    # The excess is positive at `low`, negative at `high`.
+    s = current if low < current < high else 0.5 * (low + high)
+    for _ in range(200):
+        f, df = _noise_excess(s, alpha, gram_diag, rss, count, floor)
+        if f == 0.0:
+            return s
+        if f > 0.0:
+            low = s
+        else:
+            high = s
+        step = f / df if df < 0.0 else math.nan
+        candidate = s - step
+        if not (low < candidate < high):
+            candidate = 0.5 * (low + high)
+        if abs(candidate - s) <= 1e-13 * candidate or high - low <= 1e-13 * high:
+            return candidate
+        s = candidate
+    return s
+
+
+@_jit
+def centred_statistics(gram: np.ndarray, cross: np.ndarray, means: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """``G' = TGTᵀ`` and ``c' = Tc`` for the basis ``[1, f_1 − μ_1, …]`` (``T`` subtracts μ_m
+    times the constant column 0 from column m): the kernel regressor's centred
+    parametrisation (its ``_statistics``), without the three M × M temporaries of
+    ``np.outer``. ``G'_jk = G_jk − μ_j G_0k − G_j0 μ_k + G_00 μ_j μ_k``."""
+    m = means.shape[0]
+    out = np.empty((m, m))
+    g00 = gram[0, 0]
+    for j in range(m):
+        mj = means[j]
+        for k in range(m):
+            mk = means[k]
+            out[j, k] = gram[j, k] - mj * gram[0, k] - gram[j, 0] * mk + g00 * mj * mk
+    c = np.empty(m)
+    for j in range(m):
+        c[j] = cross[j] - means[j] * cross[0]
+    return out, c
+
+
+@_jit
+def count_at_cap(shape: np.ndarray, rate: np.ndarray, n_flat: int, gram_diag: np.ndarray,
+                 noise_precision: float, radial: np.ndarray, counts: np.ndarray,
+                 threshold: float) -> int:
+    """The kernel regressor's pruning clock, in place: a radial unit whose precision ratio
+    ``⟨α_m⟩/(G_mm Σκ/p)`` (engine.precision_ratio; ∞ without data) is at least ``threshold``
+    gains one sweep at the cap, any other unit restarts from 0. Returns the largest count."""
+    largest = 0
+    for j in range(counts.shape[0]):
+        alpha = 0.0 if j < n_flat else shape[j] / rate[j]
+        data = gram_diag[j] * noise_precision
+        ratio = alpha / data if data > 0.0 else math.inf
+        if radial[j] and ratio >= threshold:
+            counts[j] += 1
+        else:
+            counts[j] = 0
+        largest = max(largest, counts[j])
+    return largest
