@@ -1,7 +1,7 @@
 """Resident memory of a long stream through SparseRBFRegressor: it must not grow.
 
 100 000 samples of ``datasets.synth.Friedman(seed=7)`` go through
-``preprocessing.StandardScaler() | SparseRBFRegressor(max_basis=50, window=500,
+``preprocessing.StandardScaler() | SparseRBFRegressor(max_basis=50, window_size=500,
 evaluations_per_sample=2)`` with progressive validation (predict, then learn). Every 5000
 samples the script runs the garbage collector and records the resident set size of the
 process (``psutil`` if installed, else ``VmRSS`` of ``/proc/self/status``, else
@@ -62,10 +62,10 @@ def main() -> None:
     args = parser.parse_args()
 
     model = preprocessing.StandardScaler() | SparseRBFRegressor(
-        max_basis=50, window=500, evaluations_per_sample=2)
+        max_basis=50, window_size=500, evaluations_per_sample=2)
     gc.collect()
     start_rss, how = rss_mib()
-    print(f"SparseRBFRegressor(max_basis=50, window=500, evaluations_per_sample=2) behind "
+    print(f"SparseRBFRegressor(max_basis=50, window_size=500, evaluations_per_sample=2) behind "
           f"StandardScaler, Friedman #1 (seed 7), {args.samples} samples")
     print(f"resident memory from {how}; garbage collected before each reading; "
           f"BLAS threads {os.environ['OPENBLAS_NUM_THREADS']}")

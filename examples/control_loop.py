@@ -41,7 +41,7 @@ physical world).
 ``n_candidates=8``, ``evaluations_per_sample=1``. It learns from every 10th tick (100 Hz):
 consecutive 1 kHz samples are nearly the same point, so learning from all of them spends the
 budget on redundant data and, for a given window, remembers ten times less of the motion.
-``window=300`` learning samples then hold the last 3 s of motion — more than one period of
+``window_size=300`` learning samples then hold the last 3 s of motion — more than one period of
 the reference, so the model never forgets one half of the swing while it is in the other —
 and the slack of the nine other ticks goes to ``refine``. The mandatory work per tick
 (``learn_one`` + ``predict_one``) is bounded by these parameters.

@@ -20,7 +20,7 @@ def main() -> None:
     dataset = datasets.TrumpApproval()
 
     # 1. Progressive validation, exactly as for any river regressor.
-    model = preprocessing.StandardScaler() | SparseRBFRegressor(max_basis=30, window=500)
+    model = preprocessing.StandardScaler() | SparseRBFRegressor(max_basis=30, window_size=500)
     score = evaluate.progressive_val_score(dataset, model, metrics.RMSE() + metrics.MAE())
     baseline = preprocessing.StandardScaler() | linear_model.LinearRegression()
     base_score = evaluate.progressive_val_score(dataset, baseline,
@@ -45,7 +45,7 @@ def main() -> None:
           f"95 % interval [{low:.2f}, {high:.2f}] (σ = {dist.sigma:.3f})")
 
     # 4. Are the intervals honest? Coverage of the 95 % interval, predicted before learning.
-    fresh = preprocessing.StandardScaler() | SparseRBFRegressor(max_basis=30, window=500)
+    fresh = preprocessing.StandardScaler() | SparseRBFRegressor(max_basis=30, window_size=500)
     inside = total = 0
     for i, (x, y) in enumerate(dataset):
         dist = fresh.predict_one(x, with_dist=True)

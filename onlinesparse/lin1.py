@@ -1,16 +1,16 @@
-"""lin-1: the DELVE linear baseline (Rasmussen 1996, seed 004) as river regressors.
+"""lin-1: the DELVE linear baseline (Rasmussen 1996) as river regressors.
 
 The model is ``f(x) = w₀ + Σᵢ wᵢxᵢ`` fitted by maximum likelihood (least squares). Its
-equations, lost in the machine-converted text of seed 004, are restated in DESIGN.md §5:
+equations (Rasmussen, *The linear model lin-1*, DELVE):
 
 * ``A = XᵀX`` over the inputs augmented with a constant 1 (``m + 1`` square);
 * SVD ``A = U diag(s) Vᵀ``; the reciprocal of ``sᵢ`` is set to 0 whenever
-  ``sᵢ < 10⁻⁶ · max(s)``, giving the regularised inverse ``A⁺`` (seed 004 eq. 5);
+  ``sᵢ < 10⁻⁶ · max(s)``, giving the regularised inverse ``A⁺`` (eq. 5);
 * ``w = A⁺ Xᵀy`` (eq. 6);
 * ``σ̂² = SSE / (n − k)`` with ``k`` the number of singular values kept (eq. 7);
 * the predictive distribution at ``x*`` is Gaussian with mean ``wᵀx*`` and variance
   ``σ̂²(1 + x*ᵀA⁺x*)`` (eq. 9);
-* several outputs share the one decomposition of ``A`` (last paragraph of seed 004).
+* several outputs share the one decomposition of ``A`` (Rasmussen, lin-1, last paragraph).
 
 Streaming
 ---------
@@ -115,7 +115,7 @@ class _Lin1Base(base.Estimator):
         self._fit = None
         self._feature_map.commit(row, x)
 
-    # -- the lin-1 fit (seed 004 eqs. 5–7) ---------------------------------------------------
+    # -- the lin-1 fit (Rasmussen, lin-1, eqs. 5–7) ------------------------------------------
     def _raw_statistics(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Augmented ``XᵀX`` ((d+1)²), ``XᵀY`` ((d+1) × t) and ``diag(YᵀY)`` (t,)."""
         d = self._feature_map.n_features
@@ -135,13 +135,13 @@ class _Lin1Base(base.Estimator):
         return gram, cross, yy
 
     def _ensure_fit(self) -> dict[str, Any]:
-        """Decompose ``A`` once per batch of new data (lazy, DESIGN.md §5)."""
+        """Decompose ``A`` once per batch of new data (lazy: only a prediction needs it)."""
         if self._fit is not None:
             return self._fit
         d = self._feature_map.n_features
         n = float(self._count)
         gram, cross, _ = self._raw_statistics()
-        # seed 004 eq. 5: SVD of A, reciprocal of sᵢ set to 0 when sᵢ < rcond·max(s).
+        # lin-1 eq. 5: SVD of A, reciprocal of sᵢ set to 0 when sᵢ < rcond·max(s).
         u, s, vt = np.linalg.svd(gram)
         top = s[0] if len(s) else 0.0
         keep = s >= self.rcond * top if top > 0.0 else np.zeros(len(s), dtype=bool)
@@ -176,7 +176,7 @@ class _Lin1Base(base.Estimator):
         return self._fit
 
     def _predict_arrays(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Predictive means and variances (one per target) at ``x`` (seed 004 eq. 9)."""
+        """Predictive means and variances (one per target) at ``x`` (lin-1 eq. 9)."""
         n_targets = max(len(self._targets), 1)
         row = self._parse_inputs(x, learning=False)
         if self._count == 0:
@@ -244,15 +244,15 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
     """The DELVE linear model lin-1 (Rasmussen 1996) learnt from a stream.
 
     Maximum-likelihood linear regression with a bias, whose normal equations are solved through
-    an SVD of ``A = XᵀX`` with the reciprocals of tiny singular values set to zero (seed 004
-    eqs. 5–6; DESIGN.md §5). Only ``XᵀX``, ``Xᵀy``, ``yᵀy`` and ``n`` are kept (as running means
+    an SVD of ``A = XᵀX`` with the reciprocals of tiny singular values set to zero (Rasmussen,
+    lin-1, eqs. 5–6). Only ``XᵀX``, ``Xᵀy``, ``yᵀy`` and ``n`` are kept (as running means
     and centred co-moments), so each ``learn_one`` costs O(d²) and memory does not grow with
     the stream. The decomposition is redone lazily when a prediction follows new data, O(d³).
 
     Parameters
     ----------
     rcond
-        Relative cut-off of seed 004 eq. 5: the reciprocal of a singular value ``sᵢ`` of ``A``
+        Relative cut-off of lin-1 eq. 5: the reciprocal of a singular value ``sᵢ`` of ``A``
         is set to 0 when ``sᵢ < rcond · max(s)``. The paper's value, 10⁻⁶, is a conservative
         estimate of machine precision for normalised inputs; ``A``'s conditioning depends on
         the scale of the inputs, so put a ``preprocessing.StandardScaler`` in front of the
@@ -266,7 +266,7 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
 
     Notes
     -----
-    * **Noise and predictive distribution.** ``σ̂² = SSE/(n − k)`` (seed 004 eq. 7) with ``k``
+    * **Noise and predictive distribution.** ``σ̂² = SSE/(n − k)`` (lin-1 eq. 7) with ``k``
       the number of singular values kept; the training error comes from the statistics,
       ``yᵀy − 2wᵀXᵀy + wᵀXᵀXw``. ``predict_one(x, with_dist=True)`` returns a
       ``river.proba.Gaussian`` with mean ``wᵀx*`` and variance ``σ̂²(1 + x*ᵀA⁺x*)`` (eq. 9),
@@ -324,7 +324,7 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
         self._learn(x, row, np.array([target]))
 
     def predict_one(self, x: dict, with_dist: bool = False) -> float | proba.Gaussian:
-        """Predictive mean ``wᵀx*``, or the Gaussian predictive distribution (seed 004 eq. 9).
+        """Predictive mean ``wᵀx*``, or the Gaussian predictive distribution (lin-1 eq. 9).
 
         Parameters
         ----------
@@ -373,7 +373,7 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
 
     @property
     def weights(self) -> dict[Hashable, float]:
-        """Fitted slope of each input (``w₁ … w_d`` of seed 004 eq. 1)."""
+        """Fitted slope of each input (``w₁ … w_d`` of lin-1 eq. 1)."""
         if self._count == 0:
             return {}
         slopes = self._ensure_fit()["weights"][1:, 0]
@@ -400,11 +400,11 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
 
 
 class Lin1MultiTargetRegressor(_Lin1Base, base.MultiTargetRegressor):
-    """lin-1 with several outputs sharing one decomposition of ``A = XᵀX`` (seed 004).
+    """lin-1 with several outputs sharing one decomposition of ``A = XᵀX`` (Rasmussen, lin-1).
 
     The weights of every output come from the same regularised inverse ``A⁺``; each output has
     its own noise estimate ``σ̂ⱼ² = SSEⱼ/(n − k)`` and its own Gaussian predictive distribution
-    (the joint density is taken as Gaussian with diagonal covariance, as in seed 004). The
+    (the joint density is taken as Gaussian with diagonal covariance, as in lin-1). The
     first sample fixes the set of targets; a sample with a missing or new target is rejected.
     Everything else — parameters, streaming statistics, bad-input handling, ``n ≤ k`` — is as
     in :class:`Lin1Regressor`.
@@ -412,7 +412,7 @@ class Lin1MultiTargetRegressor(_Lin1Base, base.MultiTargetRegressor):
     Parameters
     ----------
     rcond
-        Relative cut-off for singular values of ``A`` (seed 004 eq. 5).
+        Relative cut-off for singular values of ``A`` (lin-1 eq. 5).
     strict
         Input policy for features (see :class:`Lin1Regressor`).
 

@@ -19,13 +19,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from onlinesparse._blas import pin_this_process
 from onlinesparse.parallel import (
     JobResult,
     ReplayJob,
     _execute_in_worker,
     _failed,
     _JobProgress,
-    _pin_blas_in_this_worker,
     _sigint_ignored_by_children,
 )
 from onlinesparse.replay.config import Job, ReplayConfig, StopFlag, TargetResult
@@ -163,7 +163,7 @@ def _dask_target(job: Job, topic: str, stop_name: str) -> TargetResult:
     progress sent to the client as events and a stop flag fed by a Dask ``Event``."""
     from distributed import Event, get_client, get_worker
 
-    _pin_blas_in_this_worker()
+    pin_this_process()  # (the package's one BLAS rule, onlinesparse._blas)
     worker = get_worker()
     stop = StopFlag()
     finished = threading.Event()

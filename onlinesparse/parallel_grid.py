@@ -69,8 +69,8 @@ def parse_grid(assignments: Sequence[str], model: str) -> dict[str, list[Any]]:
 
     Examples
     --------
-    >>> parse_grid(["max-basis=10,20", "window=200,500"], "rbf")
-    {'max_basis': [10, 20], 'window': [200, 500]}
+    >>> parse_grid(["max-basis=10,20", "window_size=200,500"], "rbf")
+    {'max_basis': [10, 20], 'window_size': [200, 500]}
     >>> parse_grid(["radii=(0.5,),(1.0, 2.0)", "kernel=gaussian,cauchy"], "rbf")
     {'radii': [(0.5,), (1.0, 2.0)], 'kernel': ['gaussian', 'cauchy']}
     >>> parse_grid(["model=rbf,lin1", "max-basis=10,20"], "rbf")

@@ -49,7 +49,7 @@ _BLOCK = 1
 class SparseRBFRegressor(RecordOwner, base.Regressor):
     """Sparse radial-basis-function regression learned one sample at a time.
 
-    Every ``learn_one`` adds the sample to a sliding window of the last ``window``
+    Every ``learn_one`` adds the sample to a sliding window of the last ``window_size``
     patterns and updates the weights exactly by Orr's incremental operations (add the
     pattern, remove the oldest: Orr eqs. (A.8) and (A.11), O(M²)). Between samples, a bounded
     amount of model selection runs (:class:`~onlinesparse.pruner.GCVPruner`): each basis
@@ -61,7 +61,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     are subject to the same decisions.
 
     The work per ``learn_one`` is bounded by the parameters — ``max_basis``,
-    ``n_candidates``, ``window`` and ``evaluations_per_sample`` — and does not grow with
+    ``n_candidates``, ``window_size`` and ``evaluations_per_sample`` — and does not grow with
     the length of the stream; :meth:`refine` spends extra idle time the same way. A
     sample does at most one heavy piece of work, so that the worst case is the largest
     of them rather than their sum: a refresh of the variance matrix that rounding calls
@@ -93,9 +93,16 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     max_basis
         Maximum number of basis functions in the model. When it is reached a candidate
         enters only if removing the least useful basis function and adding it lowers GCV.
-    window
-        Number of most recent patterns the model is fitted to (a bounded window keeps the
-        cost per sample and the memory constant, and lets the model follow drift).
+    window_size
+        The most patterns the model is fitted to: the sliding window's length, and with
+        adaptive memory its upper bound. A bounded window keeps the cost per sample and the
+        memory constant; a shorter one follows drift faster but fits less.
+    memory
+        ``"adaptive"`` (the default) forgets the patterns before a change of the stream
+        that the prequential errors show (ADWIN on their size and sign, see
+        ``docs/rbf_on_streams.md``); ``"window"`` keeps a fixed sliding window of
+        ``window_size``. Adaptive memory follows drift, at the cost of an O(W·n² + M³)
+        recomputation on a sample that detects a change.
     kernel
         ``"gaussian"``, ``"multiquadric"``, ``"inverse_multiquadric"`` or ``"cauchy"``.
     radii
@@ -156,7 +163,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     --------
     >>> from river import datasets, evaluate, metrics, preprocessing
     >>> from onlinesparse import SparseRBFRegressor
-    >>> model = preprocessing.StandardScaler() | SparseRBFRegressor(max_basis=30, window=300)
+    >>> model = preprocessing.StandardScaler() | SparseRBFRegressor(max_basis=30, window_size=300)
     >>> evaluate.progressive_val_score(
     ...     datasets.synth.Friedman(seed=42).take(1000), model, metrics.RMSE())
     RMSE: ...
@@ -164,14 +171,14 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     True
     """
 
-    def __init__(self, max_basis: int = 100, window: int = 1000, memory: str = "adaptive",
+    def __init__(self, max_basis: int = 100, window_size: int = 1000, memory: str = "adaptive",
                  kernel: str = "gaussian",
                  radii: tuple[float, ...] | None = None, n_candidates: int = 10,
                  evaluations_per_sample: int = 1, candidate_every: int = 3,
                  linear: bool = True, novelty: float = 0.25, error_threshold: float = 2.0,
                  noise_every: int = 20, strict: bool = False):
         self.max_basis = max_basis
-        self.window = window
+        self.window_size = window_size
         self.memory = memory
         self.kernel = kernel
         self.radii = radii
@@ -193,7 +200,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
 
     def _validate_parameters(self) -> None:
         check_int("max_basis", self.max_basis)
-        check_int("window", self.window, 2)
+        check_int("window_size", self.window_size, 2)
         check_int("n_candidates", self.n_candidates)
         check_int("evaluations_per_sample", self.evaluations_per_sample, 0)
         check_int("candidate_every", self.candidate_every)
@@ -262,8 +269,8 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     # -- learning -------------------------------------------------------------------------
     def _start(self, n_features: int) -> None:
         radii = self.radii or tuple(r * math.sqrt(max(n_features, 1)) for r in _AUTO_RADII)
-        self.model = IncrementalRidge(n_features, memory="window", size=self.window,
-                                      refresh_every=_REFRESH_WINDOWS * self.window,
+        self.model = IncrementalRidge(n_features, memory="window", size=self.window_size,
+                                      refresh_every=_REFRESH_WINDOWS * self.window_size,
                                       defer_refreshes=True)
         self._buffer = BufferManager(radii=tuple(radii), kernel=self.kernel,
                                      capacity=self.n_candidates + 1 + n_features,
@@ -360,7 +367,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         stretch the detector kept (at least twice the basis functions plus ten, and
         ``_MIN_MEMORY``), recomputing its statistics and S from the rest
         (``IncrementalRidge.forget_oldest``, O(W·n² + M³): that sample's heavy work). The
-        window then fills up to ``window`` again."""
+        window then fills up to ``window_size`` again."""
         if self._block_n < _BLOCK:
             return
         mean_abs, mean_z = self._block_abs / _BLOCK, self._block_z / _BLOCK
@@ -675,7 +682,7 @@ def warm_up(seed: int = 0) -> None:
     of any model. Takes well under a second once the cache exists.
     """
     rng = np.random.default_rng(seed)
-    model = SparseRBFRegressor(max_basis=6, window=40, n_candidates=6)
+    model = SparseRBFRegressor(max_basis=6, window_size=40, n_candidates=6)
     for k in range(400):
         x = rng.uniform(-1.0, 1.0, 2)
         y = float(np.sin(3.0 * x[0]) + x[1] ** 2 + 0.05 * rng.standard_normal())

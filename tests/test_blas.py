@@ -50,7 +50,7 @@ def test_the_estimator_learns_with_one_thread(unpinned, monkeypatch):
         pytest.skip("no BLAS library that threadpoolctl can control")
     from onlinesparse.ridge import IncrementalRidge
 
-    model = SparseRBFRegressor(max_basis=5, window=20)
+    model = SparseRBFRegressor(max_basis=5, window_size=20)
     seen = []
     original = IncrementalRidge.maintain  # (every learn_one runs it first)
 

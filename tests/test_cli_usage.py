@@ -50,8 +50,8 @@ def test_models_name_lists_every_constructor_parameter_with_its_default(name, ca
 def test_models_name_says_what_a_parameter_does_and_how_to_set_it(capsys):
     assert main(["models", "rbf"]) == 0
     out = capsys.readouterr().out
-    window = next(ln for ln in out.splitlines() if ln.startswith("window "))
-    assert "1000" in window and "most recent patterns" in window
+    window = next(ln for ln in out.splitlines() if ln.startswith("window_size "))
+    assert "1000" in window and "most patterns the model is fitted to" in window
     max_basis = next(ln for ln in out.splitlines() if ln.startswith("max_basis "))
     assert "--max-basis" in max_basis
 

@@ -32,7 +32,7 @@ FLOAT_MAX = sys.float_info.max
 
 # Small models: the property is about the numbers, not about the size of the model.
 FACTORIES: dict[str, Callable[[], object]] = {
-    "SparseRBFRegressor": lambda: SparseRBFRegressor(max_basis=6, window=30, n_candidates=4),
+    "SparseRBFRegressor": lambda: SparseRBFRegressor(max_basis=6, window_size=30, n_candidates=4),
     "VBLSRegressor": lambda: VBLSRegressor(),
     "VBLSClassifier": lambda: VBLSClassifier(window_size=30),
     "VBLSKernelRegressor": lambda: VBLSKernelRegressor(max_basis=6, window_size=30,

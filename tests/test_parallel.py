@@ -32,7 +32,7 @@ OPTIONS = {"time": "time", "features": ["n1", "n2", "n3", "n4"], "warmup": 50}
 SETTINGS = [
     ("linear", {}),
     ("vbls", {}),
-    ("rbf", {"max_basis": 10, "window": 100, "evaluations_per_sample": 2}),
+    ("rbf", {"max_basis": 10, "window_size": 100, "evaluations_per_sample": 2}),
     ("lin1", {}),
 ]
 #: What depends on the clock, not on the data and the model.
@@ -202,8 +202,8 @@ def test_without_dask_installed_the_error_says_how_to_install_it(
 
 
 def test_grid_values_parse_to_the_models_types_and_ranges():
-    assert parse_grid(["max-basis=10,20", "window=200,500"], "rbf") == {
-        "max_basis": [10, 20], "window": [200, 500]}
+    assert parse_grid(["max-basis=10,20", "window_size=200,500"], "rbf") == {
+        "max_basis": [10, 20], "window_size": [200, 500]}
     assert parse_grid(["max_basis=1e1"], "rbf") == {"max_basis": [10]}
     assert parse_grid(["radii=(0.5,),(1.0, 2.0)", "kernel=gaussian,cauchy"], "rbf") == {
         "radii": [(0.5,), (1.0, 2.0)], "kernel": ["gaussian", "cauchy"]}
@@ -350,8 +350,8 @@ def test_a_grid_compares_models_and_their_defaults(recording, capsys):
     assert grid_candidates({"model": ["linear", "rbf"]}, "rbf", {"max_basis": 10}) == [
         ("linear", {}, "grid"), ("rbf", {"max_basis": 10}, "grid"), ("lin1", {}, "baseline")]
     # The default row is the model's defaults for the grid's keys, shared keywords kept.
-    assert grid_candidates({"window": [50]}, "rbf", {"max_basis": 10}) == [
-        ("rbf", {"max_basis": 10, "window": 50}, "grid"), ("rbf", {"max_basis": 10}, "default"),
+    assert grid_candidates({"window_size": [50]}, "rbf", {"max_basis": 10}) == [
+        ("rbf", {"max_basis": 10, "window_size": 50}, "grid"), ("rbf", {"max_basis": 10}, "default"),
         ("lin1", {}, "baseline")]
     assert main(["grid", str(recording), "--target", "y1", "--grid", "model=linear,lin1",
                  "--param", "depth=3", "--workers", "1"]) == 2

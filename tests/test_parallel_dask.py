@@ -109,7 +109,7 @@ def test_grid_command_with_its_own_local_cluster_ranks_as_the_local_pool(
     client, recording, tmp_path, capsys
 ):
     args = ["grid", str(recording), "--target", "y1", "--target", "y2", "--time", "time",
-            "--model", "rbf", "--grid", "max-basis=5,10", "--param", "window=100",
+            "--model", "rbf", "--grid", "max-basis=5,10", "--param", "window_size=100",
             "--warmup", "50"]
     assert main([*args, "--workers", "1", "--out", str(tmp_path / "local")]) == 0
     local = capsys.readouterr().out
@@ -132,7 +132,7 @@ def test_grid_command_with_its_own_local_cluster_ranks_as_the_local_pool(
 
     # The Python API on the module's cluster agrees too.
     result = evaluate_grid(recording, ["y1", "y2"], {"max_basis": [5, 10]}, model="rbf",
-                           params={"window": 100}, options={"time": "time", "warmup": 50},
+                           params={"window_size": 100}, options={"time": "time", "warmup": 50},
                            client=client)
     assert [row.score for row in result.rows] == [s["score"] for s in local_saved["settings"]]
 

@@ -42,7 +42,7 @@ def test_predicts_zero_before_any_data():
 
 
 def test_learns_a_nonlinear_function_with_calibrated_uncertainty():
-    model = SparseRBFRegressor(max_basis=40, window=400)
+    model = SparseRBFRegressor(max_basis=40, window_size=400)
     data = list(_stream(1500))
     for x, y in data[:1200]:
         model.learn_one(x, y)
@@ -63,7 +63,7 @@ def test_learns_a_nonlinear_function_with_calibrated_uncertainty():
 def test_window_weights_equal_batch_ridge_on_the_last_patterns():
     """With the basis set and λ's frozen, learn_one over a bounded window W gives the batch
     ridge solution on the last W patterns (1e-8)."""
-    model = SparseRBFRegressor(window=60, max_basis=15)
+    model = SparseRBFRegressor(window_size=60, max_basis=15)
     data = list(_stream(400, seed=3))
     for x, y in data[:200]:
         model.learn_one(x, y)
@@ -84,7 +84,7 @@ def test_window_weights_equal_batch_ridge_on_the_last_patterns():
 
 
 def test_pickling_mid_stream_continues_identically():
-    model = SparseRBFRegressor(max_basis=20, window=100)
+    model = SparseRBFRegressor(max_basis=20, window_size=100)
     data = list(_stream(300, seed=5))
     for x, y in data[:150]:
         model.learn_one(x, y)
@@ -105,7 +105,7 @@ def test_pickling_mid_stream_continues_identically():
     ({"x0": 0.0, "x1": 0.0, "x2": 0.0}, None, "target"),
 ])
 def test_bad_input_raises_naming_it_and_changes_nothing(x, y, match):
-    model = SparseRBFRegressor(max_basis=10, window=50)
+    model = SparseRBFRegressor(max_basis=10, window_size=50)
     for xx, yy in _stream(60):
         model.learn_one(xx, yy)
     before = pickle.dumps(model)
@@ -128,7 +128,7 @@ def test_strict_mode_rejects_missing_and_new_features():
 
 
 def test_budget_is_respected_and_refine_spends_idle_time():
-    model = SparseRBFRegressor(max_basis=8, window=200, n_candidates=10)
+    model = SparseRBFRegressor(max_basis=8, window_size=200, n_candidates=10)
     for x, y in _stream(400, seed=2):
         model.learn_one(x, y)
         assert model.n_basis <= 8
@@ -144,7 +144,7 @@ def test_learn_many_equals_learn_one_and_predict_many_equals_predict_one():
     data = list(_stream(120, seed=8))
     X = pd.DataFrame([x for x, _ in data])
     y = pd.Series([t for _, t in data])
-    one, many = SparseRBFRegressor(window=50), SparseRBFRegressor(window=50)
+    one, many = SparseRBFRegressor(window_size=50), SparseRBFRegressor(window_size=50)
     for x, t in data:
         one.learn_one(x, t)
     many.learn_many(X, y)
@@ -159,7 +159,7 @@ def test_works_behind_a_standard_scaler_in_a_pipeline():
     scores = []
     for seed in (1, 2, 3, 4, 5, 6):
         pipeline = (preprocessing.StandardScaler()
-                    | SparseRBFRegressor(max_basis=30, window=300))
+                    | SparseRBFRegressor(max_basis=30, window_size=300))
         errors = []
         for i, (x, y) in enumerate(datasets.synth.Friedman(seed=seed).take(1200)):
             if i >= 1000:
@@ -213,7 +213,7 @@ def test_from_batch_starts_from_the_selected_basis_and_keeps_streaming():
     centres = X.to_numpy()
     F = batch.gaussian_candidates(X.to_numpy(), centres, 0.3)
     result = batch.regularised_forward_selection(F, y.to_numpy(), centres=centres)
-    model = SparseRBFRegressor.from_batch(result, X, y, radius=0.3, window=200)
+    model = SparseRBFRegressor.from_batch(result, X, y, radius=0.3, window_size=200)
     assert model.n_basis == result.n_selected
     # The window holds exactly the batch data, so the weights are the batch ridge weights.
     np.testing.assert_allclose(model.model.weights, result.weights, rtol=1e-7,
@@ -230,7 +230,7 @@ def test_inputs_on_a_curve_never_make_learn_one_raise_and_memory_stays_bounded()
     columns are nearly collinear; a trade at the budget used to fail its undo and raise
     after the sample had been learned. Every pruner move is now atomic or skipped."""
     rng = np.random.default_rng(0)
-    model = SparseRBFRegressor(max_basis=20, window=1000, evaluations_per_sample=1,
+    model = SparseRBFRegressor(max_basis=20, window_size=1000, evaluations_per_sample=1,
                                n_candidates=8)
     for k in range(3000):
         t = k * 1e-3
@@ -246,7 +246,7 @@ def test_inputs_on_a_curve_never_make_learn_one_raise_and_memory_stays_bounded()
 
 
 def test_snapshot_and_restore_undo_a_removal_bit_for_bit():
-    model = SparseRBFRegressor(max_basis=6, window=200)
+    model = SparseRBFRegressor(max_basis=6, window_size=200)
     for x, y in _stream(300, seed=4):
         model.learn_one(x, y)
     ridge = model.model
@@ -298,7 +298,7 @@ def test_random_streams_through_the_estimator_match_the_reference(
     λ's (tests/reference.py), its criteria match, and its predictions are h(x)ᵀw. A pickle
     round trip (pickle_every) and refine() between samples (refine_every) change nothing
     of that. Ill-conditioned states (inputs on a curve) are held to the health check."""
-    params = dict(max_basis=max_basis, window=window, evaluations_per_sample=evaluations,
+    params = dict(max_basis=max_basis, window_size=window, evaluations_per_sample=evaluations,
                   candidate_every=candidate_every, n_candidates=n_candidates, kernel=kernel,
                   linear=linear)
     model = SparseRBFRegressor(**params)
@@ -351,7 +351,7 @@ def test_a_slide_the_compiled_sample_refuses_takes_the_add_first_order(monkeypat
         return compiled(x, y, means, committed, evaluations, first, *arrays)
 
     monkeypatch.setattr(core, "stream_sample", refusing)
-    model = SparseRBFRegressor(max_basis=10, window=40)
+    model = SparseRBFRegressor(max_basis=10, window_size=40)
     for x, y in _curve_or_cloud(200, 3, 2, False):
         model.learn_one(x, y)
     assert calls["refused"] >= 10
@@ -367,7 +367,7 @@ def test_a_sample_does_at_most_one_heavy_piece_of_work_at_the_budget(monkeypatch
     # Refreshes of S are rare by default (periodic ones every ten windows); one every
     # window makes enough of them happen here to test.
     monkeypatch.setattr("onlinesparse.rbf._REFRESH_WINDOWS", 1)
-    model = SparseRBFRegressor(max_basis=15, window=200)
+    model = SparseRBFRegressor(max_basis=15, window_size=200)
     scaler = preprocessing.StandardScaler()
     seen = {"refresh": 0, "add": 0, "column": 0}
     for x, y in datasets.synth.Friedman(seed=3).take(1500):
@@ -404,7 +404,7 @@ def test_no_array_grows_and_the_gram_is_never_recomputed_whole_mid_stream(monkey
         calls["_ensure_columns_grew"] += needed > self._gram.shape[0]
         return ensure(self, needed)
 
-    model = SparseRBFRegressor(max_basis=15, window=120, n_candidates=10)
+    model = SparseRBFRegressor(max_basis=15, window_size=120, n_candidates=10)
     scaler = preprocessing.StandardScaler()
     stream = list(datasets.synth.Friedman(seed=5).take(700))
     x0 = scaler.learn_one(stream[0][0]) or scaler.transform_one(stream[0][0])
@@ -427,7 +427,7 @@ def test_no_array_grows_and_the_gram_is_never_recomputed_whole_mid_stream(monkey
     ({"max_basis": 0}, "max_basis must be an integer ≥ 1"),
     ({"max_basis": True}, "max_basis must be an integer"),
     ({"max_basis": 2.0}, "max_basis must be an integer"),
-    ({"window": 1}, "window must be an integer ≥ 2"),
+    ({"window_size": 1}, "window_size must be an integer ≥ 2"),
     ({"candidate_every": 0}, "candidate_every"),
     ({"noise_every": 0}, "noise_every"),
     ({"evaluations_per_sample": -1}, "evaluations_per_sample"),
@@ -451,8 +451,8 @@ def test_the_model_is_equivariant_to_the_units_of_its_target(factor):
     scale, so over 2000 samples of Friedman #1 every prediction scales by the factor and
     the basis set is the same."""
     scaler_a, scaler_b = preprocessing.StandardScaler(), preprocessing.StandardScaler()
-    a, b = SparseRBFRegressor(max_basis=30, window=300), SparseRBFRegressor(max_basis=30,
-                                                                           window=300)
+    a, b = SparseRBFRegressor(max_basis=30, window_size=300), SparseRBFRegressor(max_basis=30,
+                                                                           window_size=300)
     for k, (x, y) in enumerate(datasets.synth.Friedman(seed=7).take(2000)):
         scaler_a.learn_one(x)
         scaler_b.learn_one(x)
@@ -485,7 +485,7 @@ def test_intervals_are_calibrated_on_a_heavy_tailed_stream():
     """Issue 18: the 95 % interval covers 93–97 % after the first 100 samples even where
     the noise is Student-t with 3 degrees of freedom (the calibration, core.calibrate)."""
     rng = np.random.default_rng(3)
-    model = SparseRBFRegressor(max_basis=20, window=200)
+    model = SparseRBFRegressor(max_basis=20, window_size=200)
     covered = []
     for k in range(2000):
         x = rng.uniform(-2, 2, 2)

@@ -151,7 +151,7 @@ def test_the_page_records_command_version_date_run_time_parameters_and_features(
     assert "onlinesparse replay rec.csv --target y --model rbf" in text
     assert f"<td>{onlinesparse.__version__}</td>" in text
     assert " UTC</td>" in text and "12.3 s" in text
-    assert "max_basis=20" in text and "window=1000" in text  # the default is recorded too
+    assert "max_basis=20" in text and "window_size=1000" in text  # the default is recorded too
     assert "features (3)" in text and "a, b, c" in text
     assert "500 µs per sample" in text
     assert "looks like an identifier" in text

@@ -9,8 +9,8 @@ formed: the algorithms work with ``P·F`` and ``P·y`` (Orr A.12–A.15).
 * :func:`regularised_forward_selection` — Orr section 7.2 (A.14) with one pass of the global λ
   re-estimation (eq. 6.5) after each selection.
 * :func:`regularised_orthogonal_least_squares` — Orr section 7.3 (A.15).
-* :func:`tcr` — Hagiwara's thresholding of the cost reduction (seed 002).
-* :func:`fast_gcv` — Sundararajan, Shevade and Keerthi's fast GCV (seed 000): adds, deletes
+* :func:`tcr` — Hagiwara's thresholding of the cost reduction (Hagiwara).
+* :func:`fast_gcv` — Sundararajan, Shevade and Keerthi's fast GCV: adds, deletes
   and re-estimates local ridge parameters by the largest GCV reduction. It takes kernels
   (centres, radius, type) rather than ``F``; :func:`fast_gcv_design` evaluates them.
 """

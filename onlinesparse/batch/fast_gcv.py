@@ -1,4 +1,4 @@
-"""Fast generalised cross-validation, FGCV (Sundararajan, Shevade and Keerthi; seed 000).
+"""Fast generalised cross-validation, FGCV (Sundararajan, Shevade and Keerthi).
 
 FGCV builds a sparse local-ridge model (one regularisation parameter per basis function)
 from the empty model. Every candidate basis function is a tracked column of one
@@ -221,7 +221,7 @@ def fast_gcv(inputs: np.ndarray, y: np.ndarray, *, radius: float,
              alpha_min: float | None = None, noise_every: int = 5,
              max_iterations: int = 2000, tol: float = 1e-3,
              n_starts: int = 1, alpha_min_floor: bool = False) -> SelectionResult:
-    """Sparse local-ridge model by the fast GCV algorithm (seed 000, section 3.1).
+    """Sparse local-ridge model by the fast GCV algorithm (FGCV section 3.1).
 
     Candidates are the kernels ``φ(‖x − cⱼ‖²/r²)`` (Orr A.3; FGCV's Gaussian
     ``exp(−‖x − c‖²/2z²)`` is ``radius = √2·z``) at ``centres`` (default: the training

@@ -1,4 +1,4 @@
-"""Thresholding of the cost reduction, TCR (Hagiwara, seed 002, sections 2.2, 3.1 and 3.3).
+"""Thresholding of the cost reduction, TCR (Hagiwara, sections 2.2, 3.1 and 3.3).
 
 TCR runs the greedy regularised forward selection of Hagiwara section 2.2 (Orr section 7.2
 with a small fixed λ, choosing by cost reduction) for ``k̄`` steps, picks ``k̂_LCV`` by

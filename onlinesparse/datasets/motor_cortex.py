@@ -1,4 +1,4 @@
-"""A simulated primary-motor-cortex session with EMG, in the spirit of seed 001 section 6.2.
+"""A simulated primary-motor-cortex session with EMG, in the spirit of Ting et al. section 6.2.
 
 A monkey makes centre-out reaches to eight targets on a circle (Sergio & Kalaska's task):
 hold at the centre, reach, hold at the target, return. Each neuron's firing rate is
@@ -10,7 +10,7 @@ Each muscle's EMG is a sparse function of a *known* subset of the recorded rates
 noise: linear for most muscles, softly rectified (softplus, a mild nonlinearity: a muscle is
 silent below a threshold) for a few. The ground truth (relevant neurons, their weights, which
 muscles are nonlinear) comes with the data, so a replay can be judged on how well it
-recovers the relevant neurons, as seed 001's Table 1 does against its ModelSearch baseline.
+recovers the relevant neurons, as Ting et al.'s Table 1 does against its ModelSearch baseline.
 
 Everything is drawn from one ``numpy.random.Generator`` seeded by ``seed``, so a seed always
 gives the same recording, bit for bit.

@@ -28,7 +28,7 @@ class RegressionAccumulator:
     """MAE, RMSE, nMSE, R² and interval coverage, updated one prediction at a time.
 
     nMSE is the mean squared error divided by the variance of the truth over the same
-    samples (seed 001's measure), so ``R² = 1 − nMSE``. The variance is a Welford running
+    samples (Ting et al.'s measure), so ``R² = 1 − nMSE``. The variance is a Welford running
     variance: summing squares would lose the digits that matter when the target has a large
     mean and a small spread, as EMG often does.
 

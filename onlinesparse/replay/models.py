@@ -350,8 +350,8 @@ def parse_param_assignment(text: str) -> tuple[str, Any]:
 
     Examples
     --------
-    >>> parse_param_assignment("window=500")
-    ('window', 500)
+    >>> parse_param_assignment("window_size=500")
+    ('window_size', 500)
     >>> parse_param_assignment("kernel=gaussian")
     ('kernel', 'gaussian')
 

@@ -230,7 +230,7 @@ class VBLSClassifier(base.Classifier):
         self._xi = np.append(self._xi, xi)
         # Adding and subtracting patterns accumulates rounding: a full window recomputes its
         # statistics from the stored rows a column at a time, about once per window for
-        # each (WindowStatistics.refresh_step; DESIGN.md §4).
+        # each (WindowStatistics.refresh_step; FGCV 3.2 point 5).
         stats.refresh_step()
 
     def _sweep(self, n: int) -> float:

@@ -1,9 +1,11 @@
 """The mathematics of variational Bayesian least squares (Ting, D'Souza, Vijayakumar, Schaal).
 
-Everything here operates on the sufficient statistics of DESIGN.md §2 and knows nothing about
+Everything here operates on the sufficient statistics ``G = HᵀH``, ``c = Hᵀy``, ``yᵀy``, ``p``
+and knows nothing about
 where the basis functions come from (inputs, kernels…), so the linear regressor, the
-classifier and a kernel regressor share it. Section and equation numbers refer to the paper
-(``shared/seeds/001_…``).
+classifier and a kernel regressor share it. Section and equation numbers refer to Ting,
+D'Souza, Vijayakumar and Schaal, *Efficient Learning and Feature Selection in
+High-Dimensional Regression*.
 
 The model (eq. 3.1, with the priors of 4.1 / 4.5)
 -------------------------------------------------

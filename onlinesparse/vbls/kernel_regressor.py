@@ -500,7 +500,7 @@ class VBLSKernelRegressor(base.Regressor):
         stats.push(vector, target, row)
         # Adding and subtracting patterns accumulates rounding: a full window recomputes its
         # statistics from the stored rows a column at a time, about once per window for
-        # each (WindowStatistics.refresh_step; DESIGN.md §4).
+        # each (WindowStatistics.refresh_step; FGCV 3.2 point 5).
         stats.refresh_step()
         if self._state is None:
             self._state = engine.initial_state(stats.n_model, stats.yy / stats.count, "ard")

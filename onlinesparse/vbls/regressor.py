@@ -189,7 +189,7 @@ class VBLSRegressor(base.Regressor):
         stats.push(vector, y, np.concatenate(([1.0], vector)))
         # Adding and subtracting patterns accumulates rounding: a full window recomputes its
         # statistics from the stored rows a column at a time, about once per window for
-        # each (WindowStatistics.refresh_step; DESIGN.md §4).
+        # each (WindowStatistics.refresh_step; FGCV 3.2 point 5).
         stats.refresh_step()
 
     @property
