@@ -351,8 +351,8 @@ def test_a_grid_compares_models_and_their_defaults(recording, capsys):
         ("linear", {}, "grid"), ("rbf", {"max_basis": 10}, "grid"), ("lin1", {}, "baseline")]
     # The default row is the model's defaults for the grid's keys, shared keywords kept.
     assert grid_candidates({"window_size": [50]}, "rbf", {"max_basis": 10}) == [
-        ("rbf", {"max_basis": 10, "window_size": 50}, "grid"), ("rbf", {"max_basis": 10}, "default"),
-        ("lin1", {}, "baseline")]
+        ("rbf", {"max_basis": 10, "window_size": 50}, "grid"),
+        ("rbf", {"max_basis": 10}, "default"), ("lin1", {}, "baseline")]
     assert main(["grid", str(recording), "--target", "y1", "--grid", "model=linear,lin1",
                  "--param", "depth=3", "--workers", "1"]) == 2
     assert "no model of the grid (linear, lin1) takes a parameter 'depth'" in \
