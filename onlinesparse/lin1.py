@@ -35,7 +35,6 @@ a feature first seen later is ignored, and ``strict=True`` rejects both instead.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +42,7 @@ import numpy as np
 from river import base, proba
 
 from onlinesparse._blas import single_blas_thread
+from onlinesparse._validation import check_real
 from onlinesparse.features import FeatureMap, as_target
 
 if TYPE_CHECKING:
@@ -67,8 +67,7 @@ class _Lin1Base(base.Estimator):
     """
 
     def __init__(self, rcond: float = 1e-6, strict: bool = False) -> None:
-        if not (isinstance(rcond, numbers.Real) and 0.0 <= float(rcond) < 1.0):
-            raise ValueError(f"rcond must be in [0, 1), got {rcond!r}")
+        check_real("rcond", rcond, 0.0, 1.0, high_open=True)
         self.rcond = rcond
         self.strict = strict
         self._feature_map = FeatureMap(strict=strict)

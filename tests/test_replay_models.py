@@ -83,3 +83,15 @@ def test_optional_protocol_lookups():
 
     assert models.supports_with_dist(WithProtocol())
     assert models.input_relevance(WithProtocol())[0] == {"a": 2.0}
+
+
+def test_the_registry_and_the_estimator_agree_on_a_parameter_s_range():
+    """One validation rule (onlinesparse._validation, in the estimator): rcond = 0 is a
+    valid lin-1 setting from the command line too, and max_basis = 0 is refused by the
+    estimator's own message."""
+    from onlinesparse.lin1 import Lin1Regressor
+
+    built = models.build_model("lin1", {"rcond": 0.0}, standardize=False)
+    assert built.rcond == Lin1Regressor(rcond=0.0).rcond == 0.0
+    with pytest.raises(UsageError, match="max_basis must be an integer ≥ 1"):
+        models.build_model("rbf", {"max_basis": 0})

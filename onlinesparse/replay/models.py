@@ -212,10 +212,8 @@ MODELS: dict[str, ModelSpec] = {
             "onlinesparse:SparseRBFRegressor",
             "sparse RBF network pruned and grown by GCV (Orr local ridge, FGCV)",
             (
-                ModelParam(
-                    "max-basis", "max_basis", int, low=1, high=100_000,
-                    help="budget of basis functions",
-                ),
+                # (its range is the estimator's own check: one rule for both)
+                ModelParam("max-basis", "max_basis", int, help="budget of basis functions"),
             ),
         ),
         ModelSpec(
@@ -228,10 +226,8 @@ MODELS: dict[str, ModelSpec] = {
             "onlinesparse:VBLSKernelRegressor",
             "VBLS over kernel basis functions (VBLS-RVM)",
             (
-                ModelParam(
-                    "max-basis", "max_basis", int, low=1, high=100_000,
-                    help="budget of basis functions",
-                ),
+                # (its range is the estimator's own check: one rule for both)
+                ModelParam("max-basis", "max_basis", int, help="budget of basis functions"),
             ),
         ),
         ModelSpec(
@@ -240,8 +236,7 @@ MODELS: dict[str, ModelSpec] = {
             "DELVE lin-1: least squares through an SVD, Gaussian predictive distribution",
             (
                 ModelParam(
-                    "rcond", "rcond", float, low=0.0, high=1.0, low_inclusive=False,
-                    high_inclusive=False,
+                    "rcond", "rcond", float,
                     help="singular values below rcond × the largest are treated as zero",
                 ),
             ),
