@@ -140,17 +140,35 @@ def test_budget_is_respected_and_refine_spends_idle_time():
     assert model.diagnostics()["gcv"] <= gcv * (1 + 1e-9)  # every move lowers GCV
 
 
-def test_learn_many_equals_learn_one_and_predict_many_equals_predict_one():
+def test_learn_many_is_learn_one_then_refine_to_convergence_and_refuses_a_bad_batch():
+    """learn_many's meaning in every estimator: the rows learned in order, then the model
+    refined to convergence on its memory; a bad row refuses the batch with nothing
+    changed. predict_many is predict_one row by row."""
     data = list(_stream(120, seed=8))
     X = pd.DataFrame([x for x, _ in data])
     y = pd.Series([t for _, t in data])
     one, many = SparseRBFRegressor(window_size=50), SparseRBFRegressor(window_size=50)
     for x, t in data:
         one.learn_one(x, t)
+    while True:  # refine until a round changes nothing, as learn_many does
+        pruner = one._pruner
+        before = (pruner.n_added, pruner.n_deleted, pruner.n_reestimated)
+        one.refine(2 * (one.model.size + one.model.window.n_candidates) + 2)
+        if (pruner.n_added, pruner.n_deleted, pruner.n_reestimated) == before:
+            break
     many.learn_many(X, y)
     np.testing.assert_array_equal(one.model.weights, many.model.weights)
+    gcv = many.diagnostics()["gcv"]
+    many.refine(50)
+    assert many.diagnostics()["gcv"] == pytest.approx(gcv, rel=1e-9)  # converged
     predictions = many.predict_many(X)
     assert list(predictions) == [many.predict_one(x) for x, _ in data]
+    before = pickle.dumps(many)
+    bad = X.copy()
+    bad.iloc[7, 1] = float("nan")
+    with pytest.raises(ValueError, match="x1"):
+        many.learn_many(bad, y)
+    assert pickle.dumps(many) == before
 
 
 def test_works_behind_a_standard_scaler_in_a_pipeline():
