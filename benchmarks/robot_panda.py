@@ -47,8 +47,6 @@ import argparse  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
-import pybullet as p  # noqa: E402
-import pybullet_data  # noqa: E402
 from stream_real import MODELS, WARM, coverage, run_progressive  # noqa: E402
 
 from onlinesparse import warm_up  # noqa: E402
@@ -68,8 +66,9 @@ def _smoothstep(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             60 * s * (1 - s) * (1 - 2 * s))
 
 
-def joint_limits(robot: int) -> tuple[np.ndarray, np.ndarray]:
-    info = [p.getJointInfo(robot, j) for j in range(ARM)]
+def joint_limits(p, robot: int, client: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper position limits of the 7 arm joints, from the URDF."""
+    info = [p.getJointInfo(robot, j, physicsClientId=client) for j in range(ARM)]
     return np.array([i[8] for i in info]), np.array([i[9] for i in info])
 
 
@@ -105,6 +104,10 @@ def trajectory(n: int, lower: np.ndarray, upper: np.ndarray,
 
 def panda_stream(n: int, noise: float, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
     """(features n × 21, torques n × 7) of the Panda on the wandering trajectory."""
+    # Imported here so that the trajectory can be built (and tested) without pybullet.
+    import pybullet as p
+    import pybullet_data
+
     client = p.connect(p.DIRECT)
     try:
         p.setAdditionalSearchPath(pybullet_data.getDataPath(), physicsClientId=client)
@@ -112,7 +115,7 @@ def panda_stream(n: int, noise: float, seed: int = SEED) -> tuple[np.ndarray, np
         robot = p.loadURDF("franka_panda/panda.urdf", useFixedBase=True,
                            physicsClientId=client)
         rng = np.random.default_rng(seed)
-        q, qd, qdd = trajectory(n, *joint_limits(robot), rng)
+        q, qd, qdd = trajectory(n, *joint_limits(p, robot, client), rng)
         fingers = [0.0, 0.0]  # the two prismatic finger joints, at rest
         tau = np.array([
             p.calculateInverseDynamics(robot, list(q[i]) + fingers, list(qd[i]) + fingers,
@@ -220,7 +223,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     print(f"machine: {os.cpu_count()} CPUs, load average "
-          f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}; pybullet {p.getAPIVersion()}")
+          f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}")
     started = time.perf_counter()
     X, tau = panda_stream(args.samples, args.noise)
     print(f"Franka Panda stream: {args.samples} samples at {RATE:g} Hz "
