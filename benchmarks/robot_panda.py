@@ -1,0 +1,250 @@
+"""Robot inverse dynamics as a stream: pybullet's Franka Panda, posture wandering into new regions.
+
+The stream. pybullet's shipped Franka Panda model (``pybullet_data`` →
+``franka_panda/panda.urdf``, fixed base, gravity 9.81 m/s², DIRECT mode, no GUI) follows a
+continuous, smooth trajectory sampled at 50 Hz. Each of the 7 arm joints moves as
+
+    q_j(t) = c_j(t) + Σ_k a_jk sin(2π f_jk t + φ_jk),   k = 1..3, f_jk in [0.1, 0.7] Hz,
+
+a_jk up to min(8 % of the joint's range, 0.25 rad) (peak accelerations of several rad/s²,
+so inertial and Coriolis terms matter besides gravity), where the offset c_j(t) WANDERS:
+every 10 s it moves to a new waypoint (a random-walk step of up to ±30 % of the joint's
+range, kept inside the joint limits with room for the oscillation) along a quintic
+smoothstep, so q, q̇ and q̈ stay continuous and the posture keeps entering regions of the
+state space the learner has not seen. q̇ and q̈ are exact
+derivatives. The targets are the 7 joint torques from ``p.calculateInverseDynamics`` (the
+two finger joints held at rest), plus Gaussian noise of ``--noise`` × each joint's torque
+standard deviation (default 0.02), as a torque sensor would add. Inputs: q, q̇, q̈ of the 7
+joints (21 features).
+
+The learners. One model per joint (all 7 joints by default; ``--joints 3`` for the first
+three), each behind its own ``preprocessing.StandardScaler()``, default parameters: ours
+(``SparseRBFRegressor()``) and river's ``LinearRegression``, ``BayesianLinearRegression``,
+``KNNRegressor``, ``HoeffdingAdaptiveTreeRegressor``, ``ARFRegressor``, ``AMFRegressor``
+(seeded), with the same progressive validation as ``benchmarks/stream_real.py``.
+
+Printed: nMSE per joint (progressive MSE / variance of that joint's torque over the stream)
+for every model, over the whole stream and over its last quarter; for the models with a
+predictive distribution (ours, ``BayesianLinearRegression``) the 95 % interval coverage after
+the first 100 samples and the fraction of samples (after the first 100) with
+|error| > 5 predictive standard deviations (issue 18's target for ours: < 0.3 %); our nMSE and
+5σ-tail per 10 s segment (the tails cluster where the posture enters a new region); µs per
+sample (median over samples, mean over joints).
+
+Run: ``.venv/bin/python benchmarks/robot_panda.py`` (a few minutes; ARF and AMF take most of
+it), ``--quick`` (1500 samples, 3 joints), ``--samples N``, ``--joints 3``,
+``--models ours,linear,bayes``, ``--noise 0.02``. Needs the ``bench`` extra (pybullet).
+"""
+
+from __future__ import annotations
+
+import os
+
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+from stream_real import MODELS, WARM, coverage, run_progressive  # noqa: E402
+
+from onlinesparse import warm_up  # noqa: E402
+
+SEED = 42
+RATE = 50.0  # Hz
+SEGMENT = 10.0  # s between waypoints of the wandering offset
+ARM = 7
+TAIL = 5.0  # "far" errors, in predictive standard deviations
+TAIL_TARGET = 0.003
+
+
+def _smoothstep(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Quintic 10s³ − 15s⁴ + 6s⁵ and its first two derivatives: zero slope and curvature at
+    both ends, so joined segments keep q, q̇ and q̈ continuous."""
+    return (s**3 * (10 - 15 * s + 6 * s**2), 30 * s**2 * (1 - s) ** 2,
+            60 * s * (1 - s) * (1 - 2 * s))
+
+
+def joint_limits(p, robot: int, client: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper position limits of the 7 arm joints, from the URDF."""
+    info = [p.getJointInfo(robot, j, physicsClientId=client) for j in range(ARM)]
+    return np.array([i[8] for i in info]), np.array([i[9] for i in info])
+
+
+def trajectory(n: int, lower: np.ndarray, upper: np.ndarray,
+               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """q, q̇, q̈ (each n × 7) of the wandering sum-of-sinusoids trajectory described above."""
+    t = np.arange(n) / RATE
+    span = upper - lower
+    amp = rng.uniform(0.3, 1.0, (3, ARM)) * np.minimum(0.08 * span, 0.25)
+    freq = rng.uniform(0.1, 0.7, (3, ARM))
+    phase = rng.uniform(0, 2 * np.pi, (3, ARM))
+    room = amp.sum(axis=0) + 0.05 * span  # the oscillation never reaches a limit
+    lo, hi = lower + room, upper - room
+    home = np.clip(np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]), lo, hi)
+    n_seg = int(np.ceil(n / (SEGMENT * RATE))) + 1
+    way = [home]
+    for _ in range(n_seg):
+        way.append(np.clip(way[-1] + rng.uniform(-0.3, 0.3, ARM) * span, lo, hi))
+    way = np.array(way)
+    k = np.minimum((t // SEGMENT).astype(int), n_seg - 1)
+    s, ds, dds = _smoothstep((t - k * SEGMENT)[:, None] / SEGMENT)
+    step = way[k + 1] - way[k]
+    q = way[k] + step * s
+    qd = step * ds / SEGMENT
+    qdd = step * dds / SEGMENT**2
+    w = 2 * np.pi * freq  # (3, 7)
+    arg = t[:, None, None] * w + phase  # (n, 3, 7)
+    q += (amp * np.sin(arg)).sum(axis=1)
+    qd += (amp * w * np.cos(arg)).sum(axis=1)
+    qdd -= (amp * w**2 * np.sin(arg)).sum(axis=1)
+    return q, qd, qdd
+
+
+def panda_stream(n: int, noise: float, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
+    """(features n × 21, torques n × 7) of the Panda on the wandering trajectory."""
+    # Imported here so that the trajectory can be built (and tested) without pybullet.
+    import pybullet as p
+    import pybullet_data
+
+    client = p.connect(p.DIRECT)
+    try:
+        p.setAdditionalSearchPath(pybullet_data.getDataPath(), physicsClientId=client)
+        p.setGravity(0, 0, -9.81, physicsClientId=client)
+        robot = p.loadURDF("franka_panda/panda.urdf", useFixedBase=True,
+                           physicsClientId=client)
+        rng = np.random.default_rng(seed)
+        q, qd, qdd = trajectory(n, *joint_limits(p, robot, client), rng)
+        fingers = [0.0, 0.0]  # the two prismatic finger joints, at rest
+        tau = np.array([
+            p.calculateInverseDynamics(robot, list(q[i]) + fingers, list(qd[i]) + fingers,
+                                       list(qdd[i]) + fingers, physicsClientId=client)[:ARM]
+            for i in range(n)])
+    finally:
+        p.disconnect(client)
+    tau += rng.normal(size=tau.shape) * noise * tau.std(axis=0)
+    return np.hstack([q, qd, qdd]), tau
+
+
+def feature_dicts(X: np.ndarray) -> list[dict]:
+    names = [f"{kind}{j + 1}" for kind in ("q", "qd", "qdd") for j in range(ARM)]
+    return [dict(zip(names, map(float, row), strict=True)) for row in X]
+
+
+def tail_fraction(errors: np.ndarray, sigma: np.ndarray, start: int = WARM) -> float:
+    """Share of samples after ``start`` with |error| > 5 predictive standard deviations."""
+    return float(np.mean(np.abs(errors[start:]) > TAIL * sigma[start:]))
+
+
+def print_tables(results: dict[str, list[dict]], tau: np.ndarray) -> None:
+    """nMSE per joint per model, the distribution numbers, µs per sample."""
+    names = list(results)
+    joints = len(next(iter(results.values())))
+    var = tau[:, :joints].var(axis=0)
+    quarter = len(tau) - len(tau) // 4
+    for label, start in (("whole stream", 0), (f"last quarter (samples {quarter + 1}–)",
+                                               quarter)):
+        print(f"\nnMSE per joint, {label}:")
+        print("| model | " + " | ".join(f"joint {j + 1}" for j in range(joints))
+              + " | mean | median µs/sample |")
+        print("|---" * (joints + 3) + "|")
+        for name in names:
+            nmse = [np.mean(r["errors"][start:] ** 2) / var[j]
+                    for j, r in enumerate(results[name])]
+            us = np.mean([np.median(r["seconds"]) for r in results[name]]) * 1e6
+            print(f"| {MODELS[name][0]} | " + " | ".join(f"{v:.4f}" for v in nmse)
+                  + f" | {np.mean(nmse):.4f} | {us:.1f} |")
+    dist = [k for k in names if MODELS[k][3]]
+    if dist:
+        print(f"\npredictive distribution, after the first {WARM} samples "
+              f"(95 % coverage / share with |error| > {TAIL:g} σ / max |error|/σ):")
+        print("| model | " + " | ".join(f"joint {j + 1}" for j in range(joints)) + " |")
+        print("|---" * (joints + 1) + "|")
+        for name in dist:
+            cells = [f"{100 * coverage(r['errors'], r['sigma']):.1f} % / "
+                     f"{100 * tail_fraction(r['errors'], r['sigma']):.2f} % / "
+                     f"{np.max(np.abs(r['errors'][WARM:]) / r['sigma'][WARM:]):.1f}"
+                     for r in results[name]]
+            print(f"| {MODELS[name][0]} | " + " | ".join(cells) + " |")
+
+
+def print_segments(ours: list[dict], tau: np.ndarray) -> None:
+    """Our nMSE and 5σ tail per 10 s segment, averaged over joints."""
+    seg = int(SEGMENT * RATE)
+    var = tau[:, :len(ours)].var(axis=0)
+    print(f"\nours per {SEGMENT:g} s segment (a new waypoint region each), mean over joints:")
+    print(f"| samples | nMSE | share |error| > {TAIL:g} σ | 95 % coverage |")
+    print("|---|---|---|---|")
+    for start in range(0, len(tau), seg):
+        stop = min(start + seg, len(tau))
+        nmse = np.mean([np.mean(r["errors"][start:stop] ** 2) / var[j]
+                        for j, r in enumerate(ours)])
+        lo = max(start, WARM)
+        tail = np.mean([np.mean(np.abs(r["errors"][lo:stop]) > TAIL * r["sigma"][lo:stop])
+                        for r in ours]) if stop > lo else float("nan")
+        cover = np.mean([coverage(r["errors"][:stop], r["sigma"][:stop], lo)
+                         for r in ours]) if stop > lo else float("nan")
+        print(f"| {start + 1}–{stop} | {nmse:.4f} | {100 * tail:.2f} % | {100 * cover:.1f} % |")
+
+
+def print_targets(ours: list[dict]) -> None:
+    tails = [tail_fraction(r["errors"], r["sigma"]) for r in ours]
+    covers = [coverage(r["errors"], r["sigma"]) for r in ours]
+    worst = max(tails)
+    print(f"\nours: share with |error| > {TAIL:g} σ, worst joint {100 * worst:.2f} % "
+          f"(mean {100 * np.mean(tails):.2f} %), target < {100 * TAIL_TARGET:.1f} %: "
+          f"{'met' if worst < TAIL_TARGET else 'NOT met'}; 95 % coverage per joint "
+          f"{min(covers) * 100:.1f}–{max(covers) * 100:.1f} % (target 93–97 %)")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=4000, help="samples at 50 Hz")
+    parser.add_argument("--joints", type=int, default=ARM, choices=range(1, ARM + 1),
+                        help="learn the torques of the first JOINTS joints")
+    parser.add_argument("--models", default=",".join(MODELS),
+                        help=f"comma-separated subset of {','.join(MODELS)}")
+    parser.add_argument("--noise", type=float, default=0.02,
+                        help="torque noise, in units of each joint's torque std")
+    parser.add_argument("--quick", action="store_true", help="1500 samples, 3 joints")
+    args = parser.parse_args()
+    args.models = [m.strip() for m in args.models.split(",") if m.strip()]
+    unknown = [m for m in args.models if m not in MODELS]
+    if unknown:
+        parser.error(f"unknown models {unknown}; choose from {list(MODELS)}")
+    if args.samples < 2 * WARM or args.noise < 0:
+        parser.error(f"need --samples ≥ {2 * WARM} and --noise ≥ 0")
+    if args.quick:
+        args.samples, args.joints = 1500, 3
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    print(f"machine: {os.cpu_count()} CPUs, load average "
+          f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    started = time.perf_counter()
+    X, tau = panda_stream(args.samples, args.noise)
+    print(f"Franka Panda stream: {args.samples} samples at {RATE:g} Hz "
+          f"({args.samples / RATE:g} s), 21 features, torques of joints 1–{args.joints}, "
+          f"noise {args.noise:g} × torque std; built in {time.perf_counter() - started:.1f} s")
+    print("torque std per joint (N·m): " + ", ".join(f"{v:.3g}" for v in tau.std(axis=0)))
+    warm_up()
+    data_x = feature_dicts(X)
+    results: dict[str, list[dict]] = {}
+    for name in args.models:
+        started = time.perf_counter()
+        results[name] = [
+            run_progressive(MODELS[name][1], list(zip(data_x, tau[:, j], strict=True)),
+                            MODELS[name][3])
+            for j in range(args.joints)]
+        print(f"  {MODELS[name][0]}: {time.perf_counter() - started:.1f} s", flush=True)
+    print_tables(results, tau)
+    if "ours" in results:
+        print_segments(results["ours"], tau)
+        print_targets(results["ours"])
+
+
+if __name__ == "__main__":
+    main()
