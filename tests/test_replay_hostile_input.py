@@ -175,3 +175,11 @@ def test_an_extra_field_costs_exactly_its_row_wherever_it_is(tmp_path, row, chun
         tmp_path, {row: ("extra", 0, b"\xff")}, chunksize)
     assert "wrong column count" in metrics["corrupt_examples"][0]["reason"]
     assert "expected 4 fields, saw 5" in metrics["corrupt_examples"][0]["reason"]
+
+
+@pytest.mark.parametrize("k", [0, 3])
+def test_an_open_quote_on_the_first_data_line_costs_exactly_its_row(tmp_path, k):
+    # The header is parsed with the first data line: an open quote there used to make the
+    # whole recording unreadable ("EOF inside string").
+    metrics = _assert_corruptions_cost_exactly_their_rows(tmp_path, {0: ("quote", k, b"")}, 9)
+    assert "unterminated quote" in metrics["corrupt_examples"][0]["reason"]
