@@ -158,6 +158,9 @@ def test_unreadable_inputs_are_usage_errors(tmp_path):
     (tmp_path / "empty.csv").write_text("")
     with pytest.raises(UsageError, match="empty"):
         open_recording(tmp_path / "empty.csv")
+    (tmp_path / "blank-first.csv").write_text("\nx,y\n1,2\n")
+    with pytest.raises(UsageError, match="first line is blank"):
+        open_recording(tmp_path / "blank-first.csv")
 
 
 def test_npz_with_python_objects_is_refused_with_a_reason(frame, tmp_path):

@@ -389,11 +389,16 @@ class _CsvSource(_Source):
             # Through _CheckedLines: pandas parses the first data line along with the header,
             # and an open quote or extra field there must cost that row, not the recording.
             with _open_binary(path) as raw:
-                header = pd.read_csv(_CheckedLines(raw, self.sep), nrows=0, sep=self.sep)
+                # skip_blank_lines=False as in frames(): the header is line 1, whatever it is.
+                header = pd.read_csv(_CheckedLines(raw, self.sep), nrows=0, sep=self.sep,
+                                     skip_blank_lines=False)
         except pd.errors.EmptyDataError:
-            raise UsageError(f"{path} is empty: a CSV recording needs a header line") from None
+            header = None
         except (UnicodeDecodeError, pd.errors.ParserError, OSError) as exc:
             raise UsageError(f"cannot read {path} as CSV: {exc}") from None
+        if header is None or header.columns.empty:
+            raise UsageError(f"{path} is empty or its first line is blank: a CSV recording "
+                             "starts with its header line")
         self.columns = [str(c) for c in header.columns]
         self.n_rows = self._count_rows()
 
