@@ -129,14 +129,9 @@ def corruptions(draw, n_rows):
     }
 
 
-@settings(max_examples=25)
-@given(data=st.data())
-def test_random_corruptions_cost_exactly_their_rows(tmp_path_factory, data):
-    n_rows = 160
+def _assert_corruptions_cost_exactly_their_rows(d, damage, chunksize, n_rows=160):
+    """Replay the file with ``damage`` done and the file without those rows: the same."""
     lines = _lines(n=n_rows, seed=3)
-    damage = data.draw(corruptions(n_rows))
-    chunksize = data.draw(st.integers(1, 70))
-    d = tmp_path_factory.mktemp("random")
     bad_lines = list(lines)
     for row, (kind, k, byte) in damage.items():
         bad_lines[row + 1] = _DAMAGES[kind](bad_lines[row + 1], k, byte)
@@ -159,3 +154,32 @@ def test_random_corruptions_cost_exactly_their_rows(tmp_path_factory, data):
     assert got["row"].tolist() == kept
     columns = ["truth", "mean", "std"]
     pd.testing.assert_frame_equal(got[columns], want[columns])
+    return metrics
+
+
+@settings(max_examples=25)
+@given(data=st.data())
+def test_random_corruptions_cost_exactly_their_rows(tmp_path_factory, data):
+    damage = data.draw(corruptions(160))
+    chunksize = data.draw(st.integers(1, 70))
+    _assert_corruptions_cost_exactly_their_rows(tmp_path_factory.mktemp("random"), damage,
+                                                chunksize)
+
+
+@pytest.mark.parametrize("chunksize", [1, 7, 70])
+@pytest.mark.parametrize("row", [0, 80, 159], ids=["first-row", "middle-row", "last-row"])
+def test_an_extra_field_costs_exactly_its_row_wherever_it_is(tmp_path, row, chunksize):
+    # Regression: hypothesis found {0: ('extra', 0, b'\xff')}, an extra field on the first
+    # data line, turning all 159 other rows corrupt.
+    metrics = _assert_corruptions_cost_exactly_their_rows(
+        tmp_path, {row: ("extra", 0, b"\xff")}, chunksize)
+    assert "wrong column count" in metrics["corrupt_examples"][0]["reason"]
+    assert "expected 4 fields, saw 5" in metrics["corrupt_examples"][0]["reason"]
+
+
+@pytest.mark.parametrize("k", [0, 3])
+def test_an_open_quote_on_the_first_data_line_costs_exactly_its_row(tmp_path, k):
+    # The header is parsed with the first data line: an open quote there used to make the
+    # whole recording unreadable ("EOF inside string").
+    metrics = _assert_corruptions_cost_exactly_their_rows(tmp_path, {0: ("quote", k, b"")}, 9)
+    assert "unterminated quote" in metrics["corrupt_examples"][0]["reason"]

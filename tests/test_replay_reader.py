@@ -158,6 +158,9 @@ def test_unreadable_inputs_are_usage_errors(tmp_path):
     (tmp_path / "empty.csv").write_text("")
     with pytest.raises(UsageError, match="empty"):
         open_recording(tmp_path / "empty.csv")
+    (tmp_path / "blank-first.csv").write_text("\nx,y\n1,2\n")
+    with pytest.raises(UsageError, match="first line is blank"):
+        open_recording(tmp_path / "blank-first.csv")
 
 
 def test_npz_with_python_objects_is_refused_with_a_reason(frame, tmp_path):
@@ -165,3 +168,34 @@ def test_npz_with_python_objects_is_refused_with_a_reason(frame, tmp_path):
     np.savez(path, data=frame.to_numpy(), columns=np.array(list(frame.columns), dtype=object))
     with pytest.raises(UsageError, match="'columns' holds Python objects"):
         open_recording(path)
+
+
+
+@pytest.mark.parametrize(
+    "first, end, reason",
+    [
+        pytest.param(b"1,2,3,4", b"\n", "expected 2 fields, saw 4", id="two-extra-fields"),
+        pytest.param(b"1,2,", b"\n", "expected 2 fields, saw 3", id="trailing-separator"),
+        pytest.param(b"1,2,3", b"\r\n", "expected 2 fields, saw 3", id="extra-field-crlf"),
+        pytest.param(b'"1,5",2', b"\n", "unparseable value '1,5' in column 'x'",
+                     id="quoted-separator"),
+        pytest.param(b"1", b"\n", "NaN in target 'y'", id="too-few-fields"),
+    ],
+)
+def test_the_first_data_line_is_held_to_the_header_field_count(tmp_path, first, end, reason):
+    # pandas takes surplus fields on the first data line for an index and shifts every
+    # column; the reader checks that line itself, as pandas checks all later ones.
+    path = tmp_path / "first.csv"
+    path.write_bytes(end.join([b"x,y", first, b"3,4", b"5,6", b"7,8,9", b""]))
+    rec = open_recording(path)
+    assert rec.columns == ["x", "y"]
+    chunks = list(rec.iter_chunks(rec.select(["y"]), "y", chunksize=2))
+    rows = np.concatenate([c.rows for c in chunks]).tolist()
+    problems = {int(c.rows[i]): why for c in chunks for i, why in c.problems.items()}
+    assert rows == [0, 1, 2, 3]
+    assert problems[3].startswith("wrong column count")  # a later line, as pandas finds it
+    assert problems[0] == (f"wrong column count ({reason})" if "saw" in reason else reason)
+    X = np.concatenate([c.X[:, 0] for c in chunks])
+    y = np.concatenate([c.y for c in chunks])
+    np.testing.assert_array_equal(X[1:3], [3.0, 5.0])  # no column shifted
+    np.testing.assert_array_equal(y[1:3], [4.0, 6.0])

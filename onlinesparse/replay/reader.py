@@ -9,6 +9,8 @@ Formats
 * CSV (``.csv``, ``.tsv``, optionally compressed, e.g. ``.csv.gz``): ``pandas.read_csv`` with
   ``chunksize``. Lines with too many fields are skipped by pandas, which says so in a
   warning naming the line; the reader turns those into corrupt rows at the right position.
+  The first data line is the exception: pandas would take its surplus fields for an index
+  and shift every column of every row, so the reader checks that line's field count itself.
   A line with too few fields leaves its last columns empty, which is reported as a missing
   value if the replay uses those columns. A line with bytes that are not UTF-8 or with an
   unterminated quote is a corrupt row (the rest of the file is read as usual); a quoted
@@ -26,6 +28,7 @@ Formats
 from __future__ import annotations
 
 import bz2
+import csv
 import difflib
 import fnmatch
 import gzip
@@ -383,11 +386,19 @@ class _CsvSource(_Source):
         self.path = path
         self.sep = "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
         try:
-            header = pd.read_csv(path, nrows=0, sep=self.sep)
+            # Through _CheckedLines: pandas parses the first data line along with the header,
+            # and an open quote or extra field there must cost that row, not the recording.
+            with _open_binary(path) as raw:
+                # skip_blank_lines=False as in frames(): the header is line 1, whatever it is.
+                header = pd.read_csv(_CheckedLines(raw, self.sep), nrows=0, sep=self.sep,
+                                     skip_blank_lines=False)
         except pd.errors.EmptyDataError:
-            raise UsageError(f"{path} is empty: a CSV recording needs a header line") from None
+            header = None
         except (UnicodeDecodeError, pd.errors.ParserError, OSError) as exc:
             raise UsageError(f"cannot read {path} as CSV: {exc}") from None
+        if header is None or header.columns.empty:
+            raise UsageError(f"{path} is empty or its first line is blank: a CSV recording "
+                             "starts with its header line")
         self.columns = [str(c) for c in header.columns]
         self.n_rows = self._count_rows()
 
@@ -409,7 +420,7 @@ class _CsvSource(_Source):
         # with the wrong number of fields is a corrupt row. Unused columns are parsed, then
         # dropped with the chunk.
         with _open_binary(self.path) as raw:
-            lines = _CheckedLines(raw)
+            lines = _CheckedLines(raw, self.sep)
             reader = pd.read_csv(
                 lines,
                 sep=self.sep,
@@ -437,7 +448,7 @@ class _CsvSource(_Source):
             dropped = [(int(r), pending.pop(int(r))) for r in bad if r < end]
             cursor = end
             if lines.bad and n:
-                # Lines blanked for a bad byte or quote: corrupt rows with that reason.
+                # Lines blanked by _CheckedLines: corrupt rows with that reason.
                 blanked = np.isin(rows, np.fromiter(lines.bad, dtype=np.int64))
                 if blanked.any():
                     dropped = sorted(dropped + [(r, lines.bad.pop(r))
@@ -518,12 +529,17 @@ class _CheckedLines(io.RawIOBase):
     parser reads it as a row of missing values at the same place, so row numbers do not
     move, and its reason is kept in ``bad`` under its row number (line - 2). A quoted field
     spanning several lines is therefore not supported: each of its lines is a corrupt row.
-    Blocks whose bytes all decode and hold no quote pass through without a per-line loop.
+    So does a first data line with more fields than the header: pandas checks the field
+    count of every later line, but takes the surplus on that one for an index column.
+    Blocks after the first data line whose bytes all decode and hold no quote pass through
+    without a per-line loop.
     """
 
-    def __init__(self, raw: Any, block: int = 1 << 20):
+    def __init__(self, raw: Any, sep: str, block: int = 1 << 20):
         self.raw = raw
+        self.sep = sep
         self.block = block
+        self.header_fields = 0
         self.carry = b""
         self.out = memoryview(b"")
         self.line = 0  # lines passed on so far; line 1 is the header
@@ -572,12 +588,19 @@ class _CheckedLines(io.RawIOBase):
                 decodes = True
             except UnicodeDecodeError:
                 pass
-        if decodes and b'"' not in block:
+        if decodes and b'"' not in block and first > 2:
             return block
         lines = block.split(b"\n")
         changed = False
         for k, line in enumerate(lines):
-            reason = None if first + k == 1 else _line_problem(line, decodes)
+            if first + k == 1:
+                self.header_fields = _count_fields(line, self.sep)
+                continue
+            reason = _line_problem(line, decodes)
+            if reason is None and first + k == 2:
+                n = _count_fields(line, self.sep)
+                if n > self.header_fields:
+                    reason = f"wrong column count (expected {self.header_fields} fields, saw {n})"
             if reason is not None:
                 self.bad[first + k - 2] = reason
                 lines[k] = b""
@@ -596,6 +619,12 @@ def _line_problem(line: bytes, decodes: bool) -> str | None:
     if line.count(b'"') % 2:
         return "unterminated quote (an odd number of \'\"\' on the line)"
     return None
+
+
+def _count_fields(line: bytes, sep: str) -> int:
+    """Number of fields on one line, quoted separators not counted (as pandas splits it)."""
+    text = line.decode("utf-8", "replace").rstrip("\r")
+    return len(next(csv.reader([text], delimiter=sep))) if text else 0
 
 
 class _ParquetSource(_Source):
