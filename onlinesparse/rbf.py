@@ -326,9 +326,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         # does no model selection and computes no candidate column; at the budget, a
         # sample whose pruner added or traded a basis function computes no new column.
         maintained = model.maintain()
-        evaluations, first = (0, core.TURN_ORDER) if maintained else self._schedule()
-        at_budget = model.size >= self.max_basis
-        added = pruner.n_added
+        size = model.size
+        evaluations, first = (0, core.TURN_ORDER) if maintained else self._schedule(size)
+        added = pruner.n_added if size >= self.max_basis else -1  # (-1: not at the budget)
         fast = known and features.is_fitted
         means = features.means if fast else np.empty(len(vector))
         status = core.stream_sample(vector, target, means, features.n_committed + 1,
@@ -353,10 +353,11 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
                 self.record, pruner.record, model.record, model.window.record, vector,
                 *model.window.tracked(), *model.state.arrays(), *self._spare_arrays(),
                 self._buffer.protected_ids(), pruner.move, evaluations, first)
-        self._adopt_resized()
-        if not model.size:
+        if pruner.resized:
+            self._adopt_resized()
+        elif not size:
             self._start_with_the_mean()
-        busy = maintained or (at_budget and pruner.n_added != added)
+        busy = maintained or (added >= 0 and pruner.n_added != added)
         self._consider(vector, busy)
         if self.memory == "adaptive":
             self._adapt_memory()
@@ -416,13 +417,19 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             self._model.maintain()  # (the pattern's verdict: no evaluation ran yet)
             return evaluations, first
         ran = self._pruner.finish(self._model, None)
+        self._overfilled = True
         return evaluations - ran, core.continued_order(first, ran - 1)
+
+    # Whether the basis set changed since the buffer last looked: a deleted constant or
+    # linear function returns to the pool, which may then hold more than its capacity.
+    _overfilled = False
 
     def _adopt_resized(self) -> None:
         """Take the state a compiled call resized into the spare arrays."""
         if self._pruner.resized:
             self._pruner.adopt(self._model, self._spares)
             self._spares = None
+            self._overfilled = True
 
     def _arguments(self) -> tuple:
         """The arrays of a compiled sample after its per-call scalars: the records, the row
@@ -465,20 +472,22 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         """The buffer manager's share of the sample, the compiled call having judged the
         input (``record.propose``): queue it as a centre, and on a sample due for one
         compute a new candidate column (or trim a pool that :meth:`refine` overfilled)."""
-        buffer, window = self._buffer, self._model.window
+        buffer = self._buffer
         proposal = bool(self._propose)
         column = not busy
         if ((column and buffer.column_due() and (proposal or buffer.queue))
-                or window.n_candidates > buffer.capacity):
+                or (self._overfilled
+                    and self._model.window.n_candidates > buffer.capacity)):
             # (with the verdict given, consider reads no noise level: 0.0)
-            buffer.consider(window, vector, self._error, 0.0,
+            buffer.consider(self._model.window, vector, self._error, 0.0,
                             column=column, proposal=proposal)
+            self._overfilled = False  # (consider trims the pool first)
             return
         if proposal:
             buffer.propose(vector)
         buffer.n_considered += 1
 
-    def _schedule(self) -> tuple[int, int]:
+    def _schedule(self, size: int) -> tuple[int, int]:
         """The pruner's evaluations for this sample and their order (``core.TURN_ORDER``,
         ``CANDIDATE_FIRST`` or ``BASIS_FIRST``).
 
@@ -496,7 +505,6 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         turn counter.
         """
         evaluations = self.evaluations_per_sample
-        size = self._model.size
         if size < self.max_basis:
             scale = (self.max_basis / max(size, 1)) ** 2
             evaluations = int(evaluations * min(scale, _GROWTH_EVALUATIONS))
@@ -525,6 +533,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         if self.model is None or max_evaluations <= 0:
             return 0
         self.model.maintain()  # idle time is the best time for a deferred refresh
+        self._overfilled = True
         return self._pruner.step(self.model, max_evaluations, self._lambda_min,
                                  self._buffer.protected)
 
