@@ -28,7 +28,7 @@ for every model, over the whole stream and over its last quarter; for the models
 predictive distribution (ours, ``BayesianLinearRegression``) the 95 % interval coverage after
 the first 100 samples and the fraction of samples (after the first 100) with
 |error| > 5 predictive standard deviations (issue 18's target for ours: < 0.3 %); our nMSE and
-5σ-tail per 10 s segment (the tails cluster where the posture enters a new region); µs per
+5σ-tail per 10 s segment (one move of the wandering offset each); µs per
 sample (median over samples, mean over joints).
 
 Run: ``.venv/bin/python benchmarks/robot_panda.py`` (a few minutes; ARF and AMF take most of
