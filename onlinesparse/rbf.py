@@ -43,10 +43,8 @@ _MIN_MEMORY = 30
 # learn_many refines to convergence in at most this many rounds of the pruner (each visits
 # every basis function and candidate about twice).
 _BATCH_ROUNDS = 50
-# The detectors could see the mean of each block of this many errors (fewer updates, each
-# about a microsecond through river's Python interface); blocks of 2 and 4 made ADWIN miss
-# or delay the changes of FriedmanDrift (RMSE 2.98 and 3.14 against 2.76 with 1).
-_BLOCK = 1
+# (The detectors see every error: fed block means of 2 or 4 errors, to save their Python
+# cost, ADWIN missed or delayed FriedmanDrift's changes: RMSE 2.98 and 3.14 against 2.76.)
 
 
 class SparseRBFRegressor(RecordOwner, base.Regressor):
@@ -229,9 +227,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     _n_learned = Field()
     _propose = Field()
     _error = Field()
-    _block_n = Field()
-    _block_abs = Field()
-    _block_z = Field()
+    _z = Field()
 
     @property
     def model(self) -> IncrementalRidge | None:
@@ -372,23 +368,19 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         ``_MIN_MEMORY``), recomputing its statistics and S from the rest
         (``IncrementalRidge.forget_oldest``, O(W·n² + M³): that sample's heavy work). The
         window then fills up to ``window_size`` again."""
-        if self._block_n < _BLOCK:
-            return
-        mean_abs, mean_z = self._block_abs / _BLOCK, self._block_z / _BLOCK
-        self._block_n = 0
-        self._block_abs = self._block_z = 0.0
+        z = self._z  # (the error before learning in noise units, clipped: core.calibrate)
         detector = self._detector
         before = detector.estimation
-        detector.update(mean_abs / 3.0)
+        detector.update(abs(z) / 3.0)
         worse = detector.drift_detected and detector.estimation > before
         bias = self._bias_detector
-        bias.update(mean_z / 6.0 + 0.5)
+        bias.update(z / 6.0 + 0.5)
         if not (worse or bias.drift_detected):
             return
         if not worse:
             detector = bias
         window = self._model.window
-        keep = max(_BLOCK * int(detector.width), 2 * self._model.size + 10, _MIN_MEMORY)
+        keep = max(int(detector.width), 2 * self._model.size + 10, _MIN_MEMORY)
         if keep < window.n_stored:
             self._model.forget_oldest(window.n_stored - keep)
             self.n_memory_cuts += 1

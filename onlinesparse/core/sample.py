@@ -125,7 +125,7 @@ def learn_pattern(window_record: np.ndarray, ridge_record: np.ndarray, x: np.nda
 
 # The 95 % interval's half-width in standard deviations, and the step of its calibration.
 Z95 = 1.959963984540054
-CALIBRATION_STEP = 0.05
+CALIBRATION_STEP = 0.1
 CALIBRATION_LIMIT = 5.0  # |log κ| at most: κ within [0.007, 148]
 
 
@@ -154,9 +154,9 @@ def noise_level(sample_record: np.ndarray, window_record: np.ndarray) -> float:
 @jit
 def calibrate(sample_record: np.ndarray, window_record: np.ndarray, error: float,
               leverage: float) -> None:
-    """The error in units of the noise level, clipped at three deviations, into the
-    current block of the memory's change detectors (``sample_record.block_*``), and one
-    step of the predictive deviation's calibration (adaptive conformal inference,
+    """The error in units of the noise level, clipped at three deviations, for the
+    memory's change detectors (``sample_record.z``), and one step of the predictive
+    deviation's calibration (adaptive conformal inference,
     Gibbs and Candès 2021, on a scale): κ grows by e^(0.95η) when the error before
     learning fell outside the 95 % interval ``±1.96·κ·σ·√(1 + hᵀSh)`` and shrinks by
     e^(−0.05η) when it fell inside, so that in the long run 5 % fall outside whatever the
@@ -164,11 +164,7 @@ def calibrate(sample_record: np.ndarray, window_record: np.ndarray, error: float
     centres)."""
     s = sample_record[0]
     noise = noise_level(sample_record, window_record)
-    if noise > 0.0:
-        z = min(max(error / math.sqrt(noise), -3.0), 3.0)
-        s.block_abs += abs(z)
-        s.block_z += z
-        s.block_n += 1
+    s.z = min(max(error / math.sqrt(noise), -3.0), 3.0) if noise > 0.0 else 0.0
     spread = noise * (1.0 + leverage)
     if not spread > 0.0:
         return
@@ -276,6 +272,8 @@ def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
     if weights.shape[0] > 0:  # (an empty model's prediction is no model's)
         calibrate(sample_record, window_record, sample_record[0].error,
                   ridge_record[0].leverage)
+    else:
+        sample_record[0].z = 0.0
     if status == REFRESH:
         return REFRESH
     return continue_sample(sample_record, pruner_record, ridge_record, window_record, x,

@@ -52,15 +52,15 @@ PRUNER = _dtype(
      "added_now", "at_budget", "resized"),
     ("min_gain",))
 SAMPLE = _dtype(
-    ("n_learned", "noise_every", "propose", "block_n"),
+    ("n_learned", "noise_every", "propose"),
     # noise_variance 0 until the first estimate (the target's variance stands in);
     # calibration log κ, the factor of the predictive deviation that keeps the 95 %
     # interval's coverage (core.sample.calibrate).
-    # block_abs, block_z: the sums over the current block (block_n samples) of the errors
-    # before learning in units of the noise level, |z| and z clipped at 3: what the
-    # memory's change detectors are fed (SparseRBFRegressor._adapt_memory)
+    # z: the last error before learning in units of the noise level, clipped at ±3 (0
+    # where there is no model or no noise level yet): what the memory's change detectors
+    # are fed (SparseRBFRegressor._adapt_memory)
     ("noise_variance", "novelty_sq", "error_threshold", "error", "nearest",
-     "calibration", "block_abs", "block_z"))
+     "calibration", "z"))
 # RIDGE.pending: no refresh waits, one of S alone, one of the statistics and S.
 NO_REFRESH, REFRESH_STATE, REFRESH_STATISTICS = -1, 0, 1
 
