@@ -54,6 +54,8 @@ def _grid_values(key: str, raw: str, model: str) -> list[Any]:
         values = [param.parse(v) for v in values]
     if not values or any(v == "" for v in values):
         raise UsageError(f"--grid {key}=… needs values separated by commas, got {raw!r}")
+    for value in values:  # (the estimator's own range check, before any job runs)
+        registry.check_value(model, param.kwarg if param is not None else key, value)
     return values
 
 
@@ -78,7 +80,7 @@ def parse_grid(assignments: Sequence[str], model: str) -> dict[str, list[Any]]:
     >>> parse_grid(["max-basis=10,0"], "rbf")
     Traceback (most recent call last):
     ...
-    onlinesparse.replay.errors.UsageError: --max-basis must be an integer in [1, 100000] (got 0)
+    onlinesparse.replay.errors.UsageError: --max-basis: max_basis must be an integer ≥ 1, got 0
 
     """
     grid: dict[str, list[Any]] = {}

@@ -209,7 +209,7 @@ def test_grid_values_parse_to_the_models_types_and_ranges():
         "radii": [(0.5,), (1.0, 2.0)], "kernel": ["gaussian", "cauchy"]}
     assert parse_grid(["lr=0.01,0.1"], "linear") == {"lr": [0.01, 0.1]}
     for bad, message in [
-        (["max-basis=10,0"], r"--max-basis must be an integer in \[1, 100000\] \(got 0\)"),
+        (["max-basis=10,0"], r"--max-basis: max_basis must be an integer ≥ 1, got 0"),
         (["lr=0"], r"--lr must be a number in \(0, 10\]"),
         (["window"], "--grid expects KEY=V1,V2,..."),
         (["window=1,2", "window=3"], "--grid window is given twice"),

@@ -379,6 +379,20 @@ def _check_keywords(name: str, factory: Callable[..., Any], kwargs: Mapping[str,
             )
 
 
+def check_value(name: str, kwarg: str, value: Any) -> None:
+    """Refuse ``value`` for constructor keyword ``kwarg`` of model ``name`` the way the
+    estimator itself does (its constructor validates: one rule for the command line and
+    the library), as a :class:`UsageError`; a model that does not take ``kwarg`` is left
+    to :func:`build_model` to report."""
+    try:
+        factory = resolve(name)
+        factory(**{kwarg: value})
+    except TypeError:
+        return  # (not a keyword of this model, or a factory that needs more)
+    except ValueError as exc:
+        raise UsageError(f"--{kwarg.replace('_', '-')}: {exc}") from None
+
+
 def build_model(
     name: str,
     params: Mapping[str, Any] | None = None,
