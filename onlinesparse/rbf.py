@@ -111,36 +111,21 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     n_candidates
         Size of the candidate pool, besides the constant and linear basis functions that
         the pruner sent back to it (those stay, so that GCV can take them back). Every
-        tracked column costs O(n) in each sample's update of the window statistics; 10
-        and 30 gave the same accuracy within ±0.02 RMSE on six Friedman streams.
+        tracked column costs O(n) in each sample's update of the window statistics; a
+        larger pool rarely helps accuracy (docs/performance.md).
     evaluations_per_sample
         GCV evaluations per ``learn_one`` (each O(M²)) at the full budget M = max_basis:
         the pruner's work per sample. A smaller model runs as many more as cost the same
         (``(max_basis/M)²`` times as many, at most four times as many); around the
         candidate columns they are arranged so that most samples stay light
-        (:meth:`_schedule`). On Friedman #1 (seed 42, 5000 samples, M = 100, 10
-        candidates, before that arrangement) one evaluation instead of two took the median
-        sample from 4.6 to 4.0 times LinearRegression's and the RMSE from 1.812 to 1.844;
-        over six Friedman streams the RMSE moved by −0.05 to +0.06, except where an early
-        sample decided it (see the note on early samples above). On a small budget an
-        evaluation is cheap: with ``max_basis=30``, window 300, two gave an RMSE over the
-        last 200 of 1200 samples of 2.26 against 2.33 (twelve streams). :meth:`refine`
-        adds more evaluations when a loop has slack.
+        (:meth:`_schedule`). More evaluations select the model faster at a higher cost per
+        sample; :meth:`refine` adds evaluations when a loop has slack.
     candidate_every
         A new candidate centre's column (O(W·(M + C)), the largest single piece of
-        per-sample work: about 30 µs at W = 1000, M = 100) is computed on one ``learn_one``
-        in this many; proposals made in between wait in a short queue that keeps the most
-        recent few, and the pruner's evaluations are arranged around the columns (see
-        :meth:`_schedule`). Measured on Friedman #1 (seed 42, 5000 samples behind a
-        StandardScaler, other parameters at their defaults; RMSE all / last 1000, then the
-        median and 99th percentile of predict + learn as multiples of river
-        LinearRegression's median in the same run, single runs): 1 → 1.962 / 1.614, 6.1 /
-        10.4; 2 → 1.832 / 1.564, 5.1 / 9.3; 3 → 1.831 / 1.596, 3.6 / 9.0; 4 → 1.888 /
-        1.646, 3.3 / 9.0. The default 3 keeps two samples in three free of a column. On a
-        small budget that needs columns more (``max_basis=30``, window 300, 1200 samples,
-        six streams: RMSE over the last 200) 1 gives 2.28 against 2.38; set 1 (with a
-        larger ``n_candidates``, since every sample then evicts a candidate) when latency
-        does not matter.
+        per-sample work) is computed on one ``learn_one`` in this many; proposals made in
+        between wait in a short queue that keeps the most recent few. A smaller value
+        grows the basis set faster (it helps a small budget) at the price of more heavy
+        samples; the default 3 keeps two samples in three free of a column.
     linear
         Offer one linear basis function per input (beside the constant).
     novelty
