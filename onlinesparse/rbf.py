@@ -82,12 +82,17 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     ``(0.5, 1, 2)·√d`` for d inputs, which suits standardised inputs) and compete in the
     same pool, so GCV selects the widths; no radius needs tuning by hand.
 
-    Early samples: GCV on a handful of patterns is easily fooled, so the model holds at
-    most half as many basis functions as it has patterns. Its first predictions can still
-    be far off when the inputs are: behind a ``StandardScaler`` that has seen two
-    samples, Friedman #1 (seed 2) puts the third input at −13 σ, where the one linear basis
-    function fitted so far predicts 181 for a target of 13 — a single error that decides
-    the RMSE over 5000 samples (3.1 instead of 1.9). Predictions are not clipped.
+    Early samples: a model without basis functions predicts the mean of the targets seen,
+    and the constant joins at λ = 0 with the first pattern, so predictions start at the
+    mean rather than at 0; GCV on a handful of patterns is easily fooled, so the model
+    holds at most half as many basis functions as it has patterns. Inputs far outside
+    what a young scaler has seen can still be extrapolated far by the linear basis
+    functions; predictions are not clipped.
+
+    Units, memory and intervals (``docs/rbf_on_streams.md``): the model is equivariant to
+    the unit of its target; ``memory="adaptive"`` forgets the patterns before a change of
+    the stream; the predictive deviation of ``predict_one(x, with_dist=True)`` is
+    calibrated online to 95 % coverage.
 
     Parameters
     ----------
