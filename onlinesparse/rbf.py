@@ -422,17 +422,16 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         model = self._model
         window, state = model.window, model.state
         cached = getattr(self, "_cached_arguments", None)
-        protected = self._buffer.protected_ids()
+        # (the protected ids are fixed once the first sample has made the pool)
         if (cached is not None and cached[0][0] == window.layout
-                and cached[0][1] is state.variance and cached[0][2] is self._spares
-                and cached[0][3] is protected):
+                and cached[0][1] is state.variance and cached[0][2] is self._spares):
             return cached[1]
+        protected = self._buffer.protected_ids()
         pruner = self._pruner
         arguments = (self.record, pruner.record, model.record, window.record,
                      self._row_buffer(), *window.tracked_ring(), *state.arrays(),
                      *self._spare_arrays(), protected, pruner.move)
-        self._cached_arguments = ((window.layout, state.variance, self._spares, protected),
-                                  arguments)
+        self._cached_arguments = ((window.layout, state.variance, self._spares), arguments)
         return arguments
 
     def _row_buffer(self) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 from onlinesparse.core._jit import EPS, jit
 from onlinesparse.core.linalg import symmetric_matvec
 from onlinesparse.core.state import REFRESH_STATE, REFRESH_STATISTICS
-from onlinesparse.core.statistics import column_error
+from onlinesparse.core.statistics import column_error_exceeds
 
 # Refresh once the estimated relative rounding error reaches this many machine epsilons
 # (≈ 2e-9): far below anything a prediction or a GCV comparison can see, and rare enough
@@ -148,7 +148,8 @@ def decide(ridge_record: np.ndarray, pattern: bool, exact_since: int, healthy: i
     m = weights.shape[0]
     if pattern:
         r.since_refresh += 1
-        if r.statistics_error > REFRESH_AT or column_error(gram, traffic, m) > REFRESH_AT:
+        if (r.statistics_error > REFRESH_AT
+                or column_error_exceeds(gram, traffic, m, REFRESH_AT)):
             return _call_for_refresh(ridge_record, REFRESH_STATISTICS, False)
         if r.since_refresh >= r.refresh_every:
             if exact_since >= 0:

@@ -128,6 +128,17 @@ def gram_rank_one(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n:
 
 
 @jit
+def column_error_exceeds(gram: np.ndarray, traffic: np.ndarray, m: int, limit: float
+                         ) -> bool:
+    """Whether :func:`column_error` exceeds ``limit``, without a division per column (it
+    runs on every pattern)."""
+    for i in range(m):
+        if traffic[i] > limit * gram[i, i]:
+            return True
+    return False
+
+
+@jit
 def column_error(gram: np.ndarray, traffic: np.ndarray, m: int) -> float:
     """``max traffic_i/Gᵢᵢ`` over the model's columns: a bound on the relative rounding
     error of each Gram diagonal in units of ε. Every rank-one update of ``Gᵢᵢ`` rounds it
