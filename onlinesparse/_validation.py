@@ -10,7 +10,7 @@ import math
 import numbers
 from collections.abc import Collection
 
-__all__ = ["check_int", "check_real", "check_choice"]
+__all__ = ["check_int", "check_real", "check_choice", "check_radii"]
 
 
 def check_int(name: str, value: object, minimum: int = 1,
@@ -44,3 +44,13 @@ def check_choice(name: str, value: object, choices: Collection[object]) -> objec
     if value not in choices:
         raise ValueError(f"{name} must be one of {sorted(map(repr, choices))}, got {value!r}")
     return value
+
+
+def check_radii(name: str, radii: object) -> None:
+    """``None`` (the model chooses), or a non-empty sequence of positive finite numbers."""
+    if radii is None:
+        return
+    if isinstance(radii, str) or not hasattr(radii, "__len__") or not len(radii):
+        raise ValueError(f"{name} must be positive and finite, got {radii!r}")
+    for radius in radii:
+        check_real(f"each of {name}", radius, 0.0, low_open=True)

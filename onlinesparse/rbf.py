@@ -11,7 +11,7 @@ from river import base, drift, proba
 
 from onlinesparse import core
 from onlinesparse._blas import single_blas_thread
-from onlinesparse._validation import check_choice, check_int, check_real
+from onlinesparse._validation import check_choice, check_int, check_radii, check_real
 from onlinesparse.buffer import BufferManager
 from onlinesparse.core.state import SAMPLE, Field, RecordOwner, new_record
 from onlinesparse.features import FeatureMap, as_rows, as_target
@@ -198,11 +198,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         check_int("noise_every", self.noise_every)
         check_choice("memory", self.memory, ("adaptive", "window"))
         check_choice("kernel", self.kernel, KERNELS)
-        if self.radii is not None:
-            if isinstance(self.radii, str) or not len(self.radii):
-                raise ValueError(f"radii must be positive and finite, got {self.radii!r}")
-            for radius in self.radii:
-                check_real("each of radii", radius, 0.0, low_open=True)
+        check_radii("radii", self.radii)
         check_real("novelty", self.novelty, 0.0)
         check_real("error_threshold", self.error_threshold, 0.0)
 

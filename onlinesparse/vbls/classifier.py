@@ -10,6 +10,7 @@ import pandas as pd
 from river import base
 
 from onlinesparse._blas import single_blas_thread
+from onlinesparse._validation import check_choice, check_int, check_real
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.vbls import engine
@@ -127,18 +128,12 @@ class VBLSClassifier(base.Classifier):
                  radius: float = 1.0, kernel: str = "gaussian", precision_cap: float = 1.0,
                  relevance_threshold: float = 1.0, tol: float = 1e-8,
                  max_sweeps: int = 20_000, strict: bool = False) -> None:
-        if prior not in engine.PRIORS:
-            raise ValueError(f"prior must be one of {engine.PRIORS}, got {prior!r}")
-        if not (isinstance(window_size, int) and window_size >= 1):
-            raise ValueError(f"window_size must be an integer ≥ 1, got {window_size!r}")
-        if not (isinstance(sweeps_per_sample, int) and sweeps_per_sample >= 0):
-            raise ValueError(f"sweeps_per_sample must be an integer ≥ 0, got {sweeps_per_sample}")
-        if kernel not in KERNELS:
-            raise ValueError(f"unknown kernel {kernel!r}; choose one of {sorted(KERNELS)}")
-        if not (math.isfinite(radius) and radius > 0.0):
-            raise ValueError(f"radius must be positive and finite, got {radius}")
-        if not precision_cap > 0.0:
-            raise ValueError(f"precision_cap must be > 0, got {precision_cap}")
+        check_choice("prior", prior, engine.PRIORS)
+        check_int("window_size", window_size)
+        check_int("sweeps_per_sample", sweeps_per_sample, 0)
+        check_choice("kernel", kernel, KERNELS)
+        check_real("radius", radius, 0.0, low_open=True)
+        check_real("precision_cap", precision_cap, 0.0, low_open=True)
         self.prior = prior
         self.sweeps_per_sample = sweeps_per_sample
         self.window_size = window_size

@@ -19,6 +19,7 @@ from river import base, proba
 from scipy.linalg import lapack
 
 from onlinesparse._blas import single_blas_thread
+from onlinesparse._validation import check_choice, check_int, check_radii, check_real
 from onlinesparse.buffer import BufferManager
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.kernels import KERNELS, BasisSpec
@@ -247,32 +248,19 @@ class VBLSKernelRegressor(base.Regressor):
         self.n_pruned = 0
 
     def _validate_parameters(self) -> None:
-        def integer(name: str, minimum: int) -> None:
-            value = getattr(self, name)
-            if not (isinstance(value, int | np.integer) and not isinstance(value, bool)
-                    and value >= minimum):
-                raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
-
-        integer("max_basis", 1)
-        integer("window_size", 2)
-        integer("n_candidates", 1)
-        integer("sweeps_per_sample", 0)
-        integer("prune_after", 1)
-        integer("max_sweeps", 0)
-        integer("max_start", 1)
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {self.kernel!r}")
-        if self.width not in _WIDTHS:
-            raise ValueError(f"width must be one of {_WIDTHS}, got {self.width!r}")
-        if self.radii is not None and (
-                not len(self.radii) or not all(r > 0 and math.isfinite(r) for r in self.radii)):
-            raise ValueError(f"radii must be positive and finite, got {self.radii!r}")
+        check_int("max_basis", self.max_basis)
+        check_int("window_size", self.window_size, 2)
+        check_int("n_candidates", self.n_candidates)
+        check_int("sweeps_per_sample", self.sweeps_per_sample, 0)
+        check_int("prune_after", self.prune_after)
+        check_int("max_sweeps", self.max_sweeps, 0)
+        check_int("max_start", self.max_start)
+        check_choice("kernel", self.kernel, KERNELS)
+        check_choice("width", self.width, _WIDTHS)
+        check_radii("radii", self.radii)
         for name in ("admit_threshold", "novelty", "error_threshold", "tol"):
-            value = getattr(self, name)
-            if not (value >= 0 and math.isfinite(value)):
-                raise ValueError(f"{name} must be ≥ 0 and finite, got {value!r}")
-        if not self.precision_cap > 0.0:
-            raise ValueError(f"precision_cap must be > 0, got {self.precision_cap}")
+            check_real(name, getattr(self, name), 0.0)
+        check_real("precision_cap", self.precision_cap, 0.0, low_open=True)
 
     @classmethod
     def _unit_test_params(cls) -> Iterable[dict]:

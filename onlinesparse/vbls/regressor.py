@@ -11,6 +11,7 @@ from river import base, proba
 from scipy import special
 
 from onlinesparse._blas import single_blas_thread
+from onlinesparse._validation import check_choice, check_int, check_real
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.features import as_target as _as_target
 from onlinesparse.kernels import BasisSpec
@@ -120,21 +121,15 @@ class VBLSRegressor(base.Regressor):
                  relevance_threshold: float = 1.0, tol: float = 1e-10,
                  max_sweeps: int = 20_000, restart_every: int = 20,
                  factorisation: str = "gaussian", strict: bool = False) -> None:
-        if prior not in engine.PRIORS:
-            raise ValueError(f"prior must be one of {engine.PRIORS}, got {prior!r}")
-        if memory not in MEMORY_POLICIES:
-            raise ValueError(f"memory must be one of {MEMORY_POLICIES}, got {memory!r}")
-        if not (isinstance(sweeps_per_sample, int) and sweeps_per_sample >= 0):
-            raise ValueError(f"sweeps_per_sample must be an integer ≥ 0, got {sweeps_per_sample}")
-        if forgetting_factor is not None and not 0.0 < forgetting_factor <= 1.0:
-            raise ValueError(f"forgetting_factor must lie in (0, 1], got {forgetting_factor}")
-        if not precision_cap > 0.0:
-            raise ValueError(f"precision_cap must be > 0, got {precision_cap}")
-        if not (isinstance(restart_every, int) and restart_every >= 0):
-            raise ValueError(f"restart_every must be an integer ≥ 0, got {restart_every!r}")
-        if factorisation not in FACTORISATIONS:
-            raise ValueError(f"factorisation must be one of {FACTORISATIONS}, "
-                             f"got {factorisation!r}")
+        check_choice("prior", prior, engine.PRIORS)
+        check_choice("memory", memory, MEMORY_POLICIES)
+        check_int("window_size", window_size)
+        check_int("sweeps_per_sample", sweeps_per_sample, 0)
+        if forgetting_factor is not None:
+            check_real("forgetting_factor", forgetting_factor, 0.0, 1.0, low_open=True)
+        check_real("precision_cap", precision_cap, 0.0, low_open=True)
+        check_int("restart_every", restart_every, 0)
+        check_choice("factorisation", factorisation, FACTORISATIONS)
         if factorisation == "student_t" and prior == "none":
             raise ValueError("factorisation='student_t' needs a prior ('ard' or 'shared')")
         self.prior = prior

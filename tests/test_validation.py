@@ -1,0 +1,35 @@
+"""One rule for constructor parameters in every estimator (onlinesparse._validation)."""
+
+from __future__ import annotations
+
+import pytest
+
+from onlinesparse import SparseRBFRegressor, VBLSClassifier, VBLSKernelRegressor, VBLSRegressor
+from onlinesparse.lin1 import Lin1Regressor
+
+
+@pytest.mark.parametrize("make, params, match", [
+    (SparseRBFRegressor, {"window_size": True}, "window_size must be an integer"),
+    (VBLSRegressor, {"window_size": True}, "window_size must be an integer"),
+    (VBLSClassifier, {"window_size": True}, "window_size must be an integer"),
+    (VBLSKernelRegressor, {"window_size": True}, "window_size must be an integer"),
+    (SparseRBFRegressor, {"max_basis": 0}, "max_basis must be an integer ≥ 1"),
+    (VBLSKernelRegressor, {"max_basis": 0}, "max_basis must be an integer ≥ 1"),
+    (VBLSRegressor, {"sweeps_per_sample": 1.5}, "sweeps_per_sample must be an integer"),
+    (VBLSClassifier, {"window_size": 0}, "window_size must be an integer ≥ 1"),
+    (SparseRBFRegressor, {"radii": (1.0, float("inf"))}, "each of radii"),
+    (VBLSKernelRegressor, {"radii": (0.0,)}, "each of radii"),
+    (VBLSClassifier, {"radius": -1.0}, "radius must be a finite number"),
+    (VBLSRegressor, {"precision_cap": 0.0}, "precision_cap must be a finite number"),
+    (Lin1Regressor, {"rcond": 1.0}, "rcond must be a finite number in \\[0.0, 1.0\\)"),
+    (Lin1Regressor, {"rcond": True}, "rcond must be a finite number"),
+])
+def test_every_estimator_refuses_a_bad_parameter_the_same_way(make, params, match):
+    with pytest.raises(ValueError, match=match):
+        make(**params)
+
+
+def test_zero_is_accepted_where_it_is_meaningful():
+    assert Lin1Regressor(rcond=0.0).rcond == 0.0
+    assert SparseRBFRegressor(evaluations_per_sample=0).evaluations_per_sample == 0
+    assert VBLSRegressor(sweeps_per_sample=0).sweeps_per_sample == 0
