@@ -149,6 +149,22 @@ def batch_metric(width: str, radii: tuple[float, ...] | None, X: np.ndarray,
     return None, tuple(centre * r for r in _EVIDENCE_LADDER)
 
 
+def cholesky_with_jitter(system: np.ndarray) -> np.ndarray:
+    """The lower Cholesky factor of the posterior precision ``system`` (LAPACK potrf,
+    upper triangle zeroed); where a column lies numerically inside the others' span, of
+    ``system`` plus 1e-10 of its mean diagonal. Raises ``LinAlgError`` when even that is
+    not positive definite."""
+    factor, info = lapack.dpotrf(system, lower=1, clean=1)
+    if info > 0:  # a column (numerically) inside the others' span
+        jitter = 1e-10 * max(float(np.trace(system)) / len(system), _TINY)
+        factor, info = lapack.dpotrf(system + jitter * np.eye(len(system)), lower=1,
+                                     clean=1)
+    if info != 0:
+        raise linalg.LinAlgError(f"the posterior precision is not positive definite "
+                                 f"(potrf {info})")
+    return factor
+
+
 def full_posterior(gram: np.ndarray, cross: np.ndarray, precisions: np.ndarray,
                    noise: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The Gaussian posterior of the weights with full covariance, Ting et al. eq. 5.2:
@@ -160,15 +176,8 @@ def full_posterior(gram: np.ndarray, cross: np.ndarray, precisions: np.ndarray,
         raise linalg.LinAlgError("the posterior precision has non-finite entries")
     # LAPACK directly: this runs hundreds of times per batch fit, at M in the hundreds
     # for the first sweeps. potrf (M³/3) and trtri (M³/3, where a triangular solve
-    # against the identity costs M³); clean=1 zeroes the upper triangle.
-    factor, info = lapack.dpotrf(system, lower=1, clean=1)
-    if info > 0:  # a column (numerically) inside the others' span
-        jitter = 1e-10 * max(float(np.trace(system)) / len(system), _TINY)
-        factor, info = lapack.dpotrf(system + jitter * np.eye(len(system)), lower=1,
-                                     clean=1)
-    if info != 0:
-        raise linalg.LinAlgError(f"the posterior precision is not positive definite "
-                                 f"(potrf {info})")
+    # against the identity costs M³).
+    factor = cholesky_with_jitter(system)
     inverse, info = lapack.dtrtri(factor, lower=1)
     if info != 0:
         raise linalg.LinAlgError(f"the posterior precision is singular (trtri {info})")

@@ -365,15 +365,7 @@ class VBLSKernelRegressor(base.Regressor):
         alpha[0] = 0.0
         system = gram + s * np.diag(alpha)
         # LAPACK directly: at a stream's small M the wrappers cost more than the work.
-        factor, info = lapack.dpotrf(system, lower=1, clean=1)
-        if info > 0:  # a column (numerically) inside the others' span
-            jitter = 1e-10 * max(float(np.trace(system)) / len(system), _TINY)
-            factor, info = lapack.dpotrf(system + jitter * np.eye(len(system)), lower=1,
-                                         clean=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"the posterior precision is not positive definite "
-                                        f"(potrf {info})")
-        return gram, cross, factor, s
+        return gram, cross, kernel_batch.cholesky_with_jitter(system), s
 
     def _score_pool(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Tipping and Faul's inclusion statistic of every candidate, O(M³ + M²·C).
