@@ -48,7 +48,7 @@ def sweep_regression(weights: np.ndarray, variances: np.ndarray, shape: np.ndarr
     rss = max(yy - fit, 0.0)
     for j in range(m):
         corr[j] /= s
-    sq_sum = rss / (s * s)
+    sq_sum = rss / s / s  # (not rss/(s·s): s² underflows for targets of order 1e-80)
     curvature = count / s
     # Q(b), Q(α) (update_posteriors).
     new_mu = np.empty(m)
@@ -110,10 +110,11 @@ def _noise_excess(s: float, alpha: np.ndarray, gram_diag: np.ndarray, rss: float
                   count: float, floor: float) -> tuple[float, float]:
     """``ψ_y + Σψ_zm(k(s)) − s`` and its derivative in s (schedule module docstring); the
     excess is +inf where k ≤ 0."""
-    k = count / s - rss / (s * s)
+    # (divided by s one factor at a time: s² underflows for targets of order 1e-80)
+    k = count / s - rss / s / s
     if not k > 0.0:
         return math.inf, math.nan
-    dk = -count / (s * s) + 2.0 * rss / (s * s * s)
+    dk = (2.0 * rss / s - count) / s / s
     total = floor
     slope = 0.0
     for j in range(alpha.shape[0]):
@@ -143,7 +144,8 @@ def noise_root(alpha: np.ndarray, gram_diag: np.ndarray, rss: float, count: floa
     if value == 0.0:
         return current
     if value < 0.0:
-        low = lowest * (1.0 + 1e-12) + 1e-300
+        # (scale-free: ``lowest`` is at least the noise floor, a positive normal float)
+        low = lowest * (1.0 + 1e-12)
         if not _noise_excess(low, alpha, gram_diag, rss, count, floor)[0] > 0.0:
             return math.nan
         high = current

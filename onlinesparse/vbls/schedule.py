@@ -145,7 +145,9 @@ def noise_fixed_point(state: engine.VBLSState, gram_diag: np.ndarray, rss: float
     EM moves s (e.g. p ≤ M with moderate precisions)."""
     if count <= 0.0 or state.n_units == 0:
         return False
-    floor = engine._NOISE_FLOOR * state.scale
+    # The floor of the targets' current second moment (engine._noise_floor): the sweep
+    # before this one moved state.scale to yy/count.
+    floor = engine._noise_floor(state.scale)
     alpha = np.ascontiguousarray(state.precisions, dtype=float)
     lowest = max(rss / count, floor)
     target = _compiled.noise_root(alpha, np.ascontiguousarray(gram_diag, dtype=float),
@@ -153,8 +155,12 @@ def noise_fixed_point(state: engine.VBLSState, gram_diag: np.ndarray, rss: float
                                   max(state.total_noise, lowest * (1.0 + 1e-9)), lowest)
     if not math.isfinite(target):
         return False
-    k = count / target - rss / (target * target)
-    state.branch_noise = _branch_noises(k, alpha, gram_diag, floor)
+    k = count / target - rss / target / target  # (target² underflows for tiny targets)
+    branch = _branch_noises(k, alpha, gram_diag, floor)
+    # Finite or unchanged (engine.update_posteriors): ψ finite and 1/s finite.
+    if not (np.all(np.isfinite(branch)) and math.isfinite(1.0 / (floor + branch.sum()))):
+        return False
+    state.branch_noise = branch
     state.output_noise = floor
     state.noise_precision = 1.0 / state.total_noise
     return True
@@ -248,7 +254,9 @@ class OnlineSchedule:
         if flat:
             solution = np.linalg.lstsq(gram[:flat, :flat], cross[:flat], rcond=None)[0]
             explained = float(cross[:flat] @ solution)
-        floor = engine._NOISE_FLOOR * state.scale
+        if yy > 0.0:  # (the floor of the targets' current second moment, as every sweep)
+            state.scale = yy / count
+        floor = engine._noise_floor(state.scale)
         share = max((yy - explained) / count, floor) / (state.n_units + 1)
         state.branch_noise = np.full(state.n_units, share)
         state.output_noise = share
