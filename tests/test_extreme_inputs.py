@@ -384,6 +384,12 @@ def test_a_prediction_that_overflows_is_refused_by_name() -> None:
     model = VBLSRegressor()
     for a in (0.0, 8.296533294646413e-117, 0.0):
         model.learn_one({"a": a, "b": 0.0}, 0.0)
+    # While p ≤ M (3 patterns, 3 units: bias, a, b) the online schedule holds ⟨α⟩ at the
+    # prior's 1, so the weight's variance is at most 1 and σ ≈ 1e50 is finite; the ARD
+    # update that lets it grow starts once the patterns outnumber the units.
+    assert math.isfinite(model.predict_one({"a": 1e50, "b": 0.0}, with_dist=True).sigma)
+    for a in (8.296533294646413e-117, 0.0):
+        model.learn_one({"a": a, "b": 0.0}, 0.0)
     _refused(model, "feature 'a' = 1e\\+50 is too far outside the data",
              lambda: model.predict_one({"a": 1e50, "b": 0.0}, with_dist=True))
     assert math.isfinite(model.predict_one({"a": 1e50, "b": 0.0}))  # the mean is finite
