@@ -109,28 +109,34 @@ def sweep_regression(weights: np.ndarray, variances: np.ndarray, shape: np.ndarr
 def _noise_excess(s: float, alpha: np.ndarray, gram_diag: np.ndarray, rss: float,
                   count: float, floor: float) -> tuple[float, float]:
     """``ψ_y + Σψ_zm(k(s)) − s`` and its derivative in s (schedule module docstring); the
-    excess is +inf where k ≤ 0."""
-    # (divided by s one factor at a time: s² underflows for targets of order 1e-80)
-    k = count / s - rss / s / s
-    if not k > 0.0:
+    excess is +inf where k ≤ 0.
+
+    In units of the noise: ``t = 1/k = s/(p − RSS/s)``, a variance like s, and
+    ``ψ_zm = 2G t/(G + √(G² + 4αG t))`` (the root of the schedule module times t/t), so
+    that nothing is formed in units of 1/s² (s² underflows, k·G overflows, for targets
+    whose squares are near the smallest float)."""
+    excess = count - rss / s  # k·s
+    if not excess > 0.0:
         return math.inf, math.nan
-    dk = (2.0 * rss / s - count) / s / s
+    t = s / excess
+    # t·dk/ds, with dk/ds = (2RSS/s − p)/s²: the slope of ψ in k becomes one in s.
+    t_dk = (2.0 * rss / s - count) / excess / s
     total = floor
     slope = 0.0
     for j in range(alpha.shape[0]):
         g = gram_diag[j]
         if g > 0.0:
-            kg = k * g
-            psi = 2.0 * g / (kg + math.sqrt(kg * kg + 4.0 * k * alpha[j] * g))
+            psi = 2.0 * g * t / (g + math.sqrt(g * g + 4.0 * alpha[j] * g * t))
             if psi > floor:
                 a_psi = alpha[j] * psi
-                slope += -psi * (a_psi + g) / (k * (2.0 * a_psi + g))
+                # dψ/dk = −ψ(αψ + G)/(k(2αψ + G))
+                slope += -psi * (a_psi + g) / (2.0 * a_psi + g)
             else:
                 psi = floor
         else:
             psi = floor
         total += psi
-    return total - s, slope * dk - 1.0
+    return total - s, slope * t_dk - 1.0
 
 
 @_jit

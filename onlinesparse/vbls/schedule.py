@@ -126,14 +126,14 @@ def solve_weights(state: engine.VBLSState, gram: np.ndarray, cross: np.ndarray,
         state.weights = x
 
 
-def _branch_noises(k: float, alpha: np.ndarray, gram_diag: np.ndarray,
+def _branch_noises(t: float, alpha: np.ndarray, gram_diag: np.ndarray,
                    floor: float) -> np.ndarray:
-    """The positive root of ``kαψ² + kGψ − G = 0`` for every unit, written
-    ``2G/(kG + √(k²G² + 4kαG))`` (no cancellation); a unit without data gets the floor."""
-    kg = k * gram_diag
-    root = np.sqrt(kg * kg + 4.0 * k * alpha * gram_diag)
+    """The positive root of ``kαψ² + kGψ − G = 0`` for every unit, in units of the noise
+    ``t = 1/k``: ``2Gt/(G + √(G² + 4αGt))`` (no cancellation, and no k·G that overflows
+    when the noise is near the smallest float); a unit without data gets the floor."""
+    root = np.sqrt(gram_diag * gram_diag + 4.0 * alpha * gram_diag * t)
     out = np.full(len(gram_diag), floor)
-    np.divide(2.0 * gram_diag, kg + root, out=out, where=gram_diag > 0.0)
+    np.divide(2.0 * gram_diag * t, gram_diag + root, out=out, where=gram_diag > 0.0)
     return np.maximum(out, floor)
 
 
@@ -155,8 +155,8 @@ def noise_fixed_point(state: engine.VBLSState, gram_diag: np.ndarray, rss: float
                                   max(state.total_noise, lowest * (1.0 + 1e-9)), lowest)
     if not math.isfinite(target):
         return False
-    k = count / target - rss / target / target  # (target² underflows for tiny targets)
-    branch = _branch_noises(k, alpha, gram_diag, floor)
+    # t = 1/k = s/(p − RSS/s) (_compiled._noise_excess: s² underflows for tiny targets)
+    branch = _branch_noises(target / (count - rss / target), alpha, gram_diag, floor)
     # Finite or unchanged (engine.update_posteriors): ψ finite and 1/s finite.
     if not (np.all(np.isfinite(branch)) and math.isfinite(1.0 / (floor + branch.sum()))):
         return False
