@@ -444,13 +444,12 @@ def sweep_regression(state: VBLSState, gram: np.ndarray, cross_y: np.ndarray, yy
         float(yy), float(count), _compiled.PRIOR_CODES[prior], float(precision_cap),
         int(state.n_flat), floor, PRIOR_RATE)
     # Finite or unchanged, the check of update_posteriors (rateᵀψ; without a prior the
-    # weights and ψ), and ψ_y's as sweep_regression_reference makes it: the compiled sweep
-    # worked on copies, so a refused sweep leaves the posterior as it was.
-    if prior == "none":
-        finite = math.isfinite(float(weights @ weights + psi.sum()))
-    else:
-        finite = math.isfinite(float(rate @ psi))
-    if not (finite and math.isfinite(psi_y)):
+    # weights and ψ) and ψ_y's as sweep_regression_reference makes it: the compiled sweep
+    # worked on copies, so a refused sweep leaves the posterior as it was. (The compiled
+    # max() passes a NaN on as np.maximum does; ⟨b⟩ᵀ⟨b⟩ also covers the flat-prior units,
+    # which a shared prior's rate does not hold.)
+    finite = math.isfinite(float(weights @ weights + psi.sum()) + psi_y)
+    if not (finite and (prior == "none" or math.isfinite(float(rate @ psi)))):
         return 0.0
     state.weights, state.weight_variances, state.branch_noise = weights, variances, psi
     if prior != "none":
