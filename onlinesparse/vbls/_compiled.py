@@ -30,11 +30,16 @@ def sweep_regression(weights: np.ndarray, variances: np.ndarray, shape: np.ndarr
                      rate: np.ndarray, psi: np.ndarray, psi_y: float, gram: np.ndarray,
                      cross: np.ndarray, yy: float, count: float, prior: int, cap: float,
                      n_flat: int, floor: float, prior_rate: float
-                     ) -> tuple[float, float, float]:
-    """One sweep in place on the state's arrays; returns ``(ψ_y, Σκ/p, change)``."""
+                     ) -> tuple[float, float, float, float]:
+    """One sweep in place on the state's arrays; returns ``(ψ_y, Σκ/p, change, held)``,
+    ``held`` a sum that is finite exactly when the new posterior is (⟨b⟩ᵀ⟨b⟩ + Σψ + ψ_y,
+    plus rateᵀψ with a prior: the finite-or-unchanged check of engine.update_posteriors).
+    Every ψ is first raised to ``floor`` (engine._raise_noise_floor)."""
     m = weights.shape[0]
+    psi_y = max(psi_y, floor)
     s = psi_y
     for j in range(m):
+        psi[j] = max(psi[j], floor)
         s += psi[j]
     # E-step (regression_terms): ρ = (c − G⟨b⟩)/s, RSS, Σe² = RSS/s², Σκ = p/s.
     corr = np.empty(m)
@@ -101,8 +106,14 @@ def sweep_regression(weights: np.ndarray, variances: np.ndarray, shape: np.ndarr
         top = max(top, abs(new_mu[j]))
         biggest = max(biggest, abs(delta))
     change = biggest / top if top > 0.0 else 0.0
-    new_psi_y = (psi_y / s) ** 2 * rss / count + psi_y * (s - psi_y) / s
-    return max(new_psi_y, floor), curvature / count, change
+    new_psi_y = max((psi_y / s) ** 2 * rss / count + psi_y * (s - psi_y) / s, floor)
+    # (max() passes a NaN on, as np.maximum does; every term is ≥ 0, so no inf cancels)
+    held = new_psi_y
+    for j in range(m):
+        held += weights[j] * weights[j] + psi[j]
+        if prior != 2:
+            held += rate[j] * psi[j]
+    return new_psi_y, curvature / count, change, held
 
 
 @_jit

@@ -432,24 +432,23 @@ def sweep_regression(state: VBLSState, gram: np.ndarray, cross_y: np.ndarray, yy
     if state.n_units == 0:
         return sweep_regression_reference(state, gram, cross_y, yy, count, prior,
                                           precision_cap)
-    floor = _raise_noise_floor(state, yy, count)
+    second_moment = yy / count  # (the floor of _raise_noise_floor, applied in the sweep)
+    if second_moment > 0.0:
+        state.scale = second_moment
     weights = np.array(state.weights, dtype=float)
     variances = np.array(state.weight_variances, dtype=float)
     rate = np.array(state.precision_rate, dtype=float)
     psi = np.array(state.branch_noise, dtype=float)
     shape = np.ascontiguousarray(state.precision_shape, dtype=float)
-    psi_y, precision, change = _compiled.sweep_regression(
+    psi_y, precision, change, held = _compiled.sweep_regression(
         weights, variances, shape, rate, psi, float(state.output_noise),
         np.ascontiguousarray(gram, dtype=float), np.ascontiguousarray(cross_y, dtype=float),
         float(yy), float(count), _compiled.PRIOR_CODES[prior], float(precision_cap),
-        int(state.n_flat), floor, PRIOR_RATE)
-    # Finite or unchanged, the check of update_posteriors (rateᵀψ; without a prior the
-    # weights and ψ) and ψ_y's as sweep_regression_reference makes it: the compiled sweep
-    # worked on copies, so a refused sweep leaves the posterior as it was. (The compiled
-    # max() passes a NaN on as np.maximum does; ⟨b⟩ᵀ⟨b⟩ also covers the flat-prior units,
-    # which a shared prior's rate does not hold.)
-    finite = math.isfinite(float(weights @ weights + psi.sum()) + psi_y)
-    if not (finite and (prior == "none" or math.isfinite(float(rate @ psi)))):
+        int(state.n_flat), _noise_floor(state.scale), PRIOR_RATE)
+    if not math.isfinite(held):
+        # Finite or unchanged (update_posteriors): the compiled sweep worked on copies, so
+        # the posterior is as it was; its floors are met, as in the reference.
+        _raise_noise_floor(state, yy, count)
         return 0.0
     state.weights, state.weight_variances, state.branch_noise = weights, variances, psi
     if prior != "none":
