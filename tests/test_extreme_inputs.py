@@ -378,11 +378,31 @@ def test_targets_whose_squares_underflow_are_learned(name: str) -> None:
     assert abs(dist.mu) < 1e-150  # the fit is of the data's size, not of the floor's
 
 
+@pytest.mark.parametrize("scale", [1e-100, 1e-150, 1e-160])
+def test_the_student_t_model_learns_targets_whose_squares_underflow(scale: float) -> None:
+    # The section 4.3 sweep computed RSS/(s·s): with targets of order 1e-100 s² is 0, and
+    # learn_one raised ZeroDivisionError (not a ValueError) after the statistics had changed.
+    model = VBLSRegressor(factorisation="student_t")
+    rng = np.random.default_rng(0)
+    for a, b in rng.uniform(-2, 2, (60, 2)):
+        model.learn_one({"a": float(a), "b": float(b)}, (2.0 * a - b) * scale)
+    dist = model.predict_one(NORMAL_INPUTS[0], with_dist=True)
+    assert math.isfinite(dist.mu) and math.isfinite(dist.sigma) and dist.sigma > 0.0
+    assert abs(dist.mu) < 10.0 * scale  # (2·0.5 + 0.3 = 1.3 units of the data)
+    _assert_finite_after_clean("VBLSRegressor", model)
+
+
 def test_a_prediction_that_overflows_is_refused_by_name() -> None:
     # A feature of 1e50 is in the domain, but after features of 1e-117 its weight's variance
     # times its square overflows: σ was ∞. The call is refused naming the feature instead.
     model = VBLSRegressor()
     for a in (0.0, 8.296533294646413e-117, 0.0):
+        model.learn_one({"a": a, "b": 0.0}, 0.0)
+    # While p ≤ M (3 patterns, 3 units: bias, a, b) the online schedule holds ⟨α⟩ at the
+    # prior's 1, so the weight's variance is at most 1 and σ ≈ 1e50 is finite; the ARD
+    # update that lets it grow starts once the patterns outnumber the units.
+    assert math.isfinite(model.predict_one({"a": 1e50, "b": 0.0}, with_dist=True).sigma)
+    for a in (8.296533294646413e-117, 0.0):
         model.learn_one({"a": a, "b": 0.0}, 0.0)
     _refused(model, "feature 'a' = 1e\\+50 is too far outside the data",
              lambda: model.predict_one({"a": 1e50, "b": 0.0}, with_dist=True))

@@ -74,3 +74,24 @@ def test_count_at_cap_follows_the_precision_ratio(seed, m, threshold):
                                      counts, threshold)
     np.testing.assert_array_equal(counts, expected)
     assert largest == expected.max()
+
+
+def test_a_sweep_the_floats_cannot_hold_leaves_the_state_as_it_was() -> None:
+    """Finite or unchanged (issue 21), in the compiled sweep as in the reference: a weight of
+    1e300 on a feature of order 1e-160 beside targets of 1e50 makes ⟨b⟩² and the rates
+    overflow; the sweep is refused and the state (its floors already met) stays as it was."""
+    import pickle
+    import warnings
+
+    H = np.array([[1.0, 1e-160], [1.0, -1e-160], [1.0, 2e-160]])
+    y = np.array([1e50, -1e50, 3e49])
+    gram, cross, yy = H.T @ H, H.T @ y, float(y @ y)
+    for sweep in (engine.sweep_regression, engine.sweep_regression_reference):
+        for prior in ("ard", "shared", "none"):
+            state = engine.initial_state(2, yy / 3.0, prior, n_flat=1)
+            state.weights = np.array([0.0, 1e300])
+            before = pickle.dumps(state)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                assert sweep(state, gram, cross, yy, 3.0, prior) == 0.0
+            assert pickle.dumps(state) == before, (sweep.__name__, prior)

@@ -30,11 +30,16 @@ def sweep_regression(weights: np.ndarray, variances: np.ndarray, shape: np.ndarr
                      rate: np.ndarray, psi: np.ndarray, psi_y: float, gram: np.ndarray,
                      cross: np.ndarray, yy: float, count: float, prior: int, cap: float,
                      n_flat: int, floor: float, prior_rate: float
-                     ) -> tuple[float, float, float]:
-    """One sweep in place on the state's arrays; returns ``(ψ_y, Σκ/p, change)``."""
+                     ) -> tuple[float, float, float, float]:
+    """One sweep in place on the state's arrays; returns ``(ψ_y, Σκ/p, change, held)``,
+    ``held`` a sum that is finite exactly when the new posterior is (⟨b⟩ᵀ⟨b⟩ + Σψ + ψ_y,
+    plus rateᵀψ with a prior: the finite-or-unchanged check of engine.update_posteriors).
+    Every ψ is first raised to ``floor`` (engine._raise_noise_floor)."""
     m = weights.shape[0]
+    psi_y = max(psi_y, floor)
     s = psi_y
     for j in range(m):
+        psi[j] = max(psi[j], floor)
         s += psi[j]
     # E-step (regression_terms): ρ = (c − G⟨b⟩)/s, RSS, Σe² = RSS/s², Σκ = p/s.
     corr = np.empty(m)
@@ -48,7 +53,7 @@ def sweep_regression(weights: np.ndarray, variances: np.ndarray, shape: np.ndarr
     rss = max(yy - fit, 0.0)
     for j in range(m):
         corr[j] /= s
-    sq_sum = rss / (s * s)
+    sq_sum = rss / s / s  # (not rss/(s·s): s² underflows for targets of order 1e-80)
     curvature = count / s
     # Q(b), Q(α) (update_posteriors).
     new_mu = np.empty(m)
@@ -101,35 +106,48 @@ def sweep_regression(weights: np.ndarray, variances: np.ndarray, shape: np.ndarr
         top = max(top, abs(new_mu[j]))
         biggest = max(biggest, abs(delta))
     change = biggest / top if top > 0.0 else 0.0
-    new_psi_y = (psi_y / s) ** 2 * rss / count + psi_y * (s - psi_y) / s
-    return max(new_psi_y, floor), curvature / count, change
+    new_psi_y = max((psi_y / s) ** 2 * rss / count + psi_y * (s - psi_y) / s, floor)
+    # (max() passes a NaN on, as np.maximum does; every term is ≥ 0, so no inf cancels)
+    held = new_psi_y
+    for j in range(m):
+        held += weights[j] * weights[j] + psi[j]
+        if prior != 2:
+            held += rate[j] * psi[j]
+    return new_psi_y, curvature / count, change, held
 
 
 @_jit
 def _noise_excess(s: float, alpha: np.ndarray, gram_diag: np.ndarray, rss: float,
                   count: float, floor: float) -> tuple[float, float]:
     """``ψ_y + Σψ_zm(k(s)) − s`` and its derivative in s (schedule module docstring); the
-    excess is +inf where k ≤ 0."""
-    k = count / s - rss / (s * s)
-    if not k > 0.0:
+    excess is +inf where k ≤ 0.
+
+    In units of the noise: ``t = 1/k = s/(p − RSS/s)``, a variance like s, and
+    ``ψ_zm = 2G t/(G + √(G² + 4αG t))`` (the root of the schedule module times t/t), so
+    that nothing is formed in units of 1/s² (s² underflows, k·G overflows, for targets
+    whose squares are near the smallest float)."""
+    excess = count - rss / s  # k·s
+    if not excess > 0.0:
         return math.inf, math.nan
-    dk = -count / (s * s) + 2.0 * rss / (s * s * s)
+    t = s / excess
+    # t·dk/ds, with dk/ds = (2RSS/s − p)/s²: the slope of ψ in k becomes one in s.
+    t_dk = (2.0 * rss / s - count) / excess / s
     total = floor
     slope = 0.0
     for j in range(alpha.shape[0]):
         g = gram_diag[j]
         if g > 0.0:
-            kg = k * g
-            psi = 2.0 * g / (kg + math.sqrt(kg * kg + 4.0 * k * alpha[j] * g))
+            psi = 2.0 * g * t / (g + math.sqrt(g * g + 4.0 * alpha[j] * g * t))
             if psi > floor:
                 a_psi = alpha[j] * psi
-                slope += -psi * (a_psi + g) / (k * (2.0 * a_psi + g))
+                # dψ/dk = −ψ(αψ + G)/(k(2αψ + G))
+                slope += -psi * (a_psi + g) / (2.0 * a_psi + g)
             else:
                 psi = floor
         else:
             psi = floor
         total += psi
-    return total - s, slope * dk - 1.0
+    return total - s, slope * t_dk - 1.0
 
 
 @_jit
@@ -143,7 +161,8 @@ def noise_root(alpha: np.ndarray, gram_diag: np.ndarray, rss: float, count: floa
     if value == 0.0:
         return current
     if value < 0.0:
-        low = lowest * (1.0 + 1e-12) + 1e-300
+        # (scale-free: ``lowest`` is at least the noise floor, a positive normal float)
+        low = lowest * (1.0 + 1e-12)
         if not _noise_excess(low, alpha, gram_diag, rss, count, floor)[0] > 0.0:
             return math.nan
         high = current

@@ -400,6 +400,22 @@ def update_posteriors(state: VBLSState, gram_diag: np.ndarray, terms: ResidualTe
     return change
 
 
+def _raise_noise_floor(state: VBLSState, yy: float, count: float) -> float:
+    """Move the state's scale to the targets' current second moment ``yy/count`` and raise
+    every ψ to the floor of that scale (:func:`_noise_floor`); returns the floor.
+
+    The floor follows the current second moment, not only the first target's: after a tiny
+    first target (1e-125) s would stay so small that the next ordinary target overflows the
+    E-step (ρ = (c − G⟨b⟩)/s, RSS/s²)."""
+    second_moment = yy / count
+    if second_moment > 0.0:
+        state.scale = second_moment
+    floor = _noise_floor(state.scale)
+    np.maximum(state.branch_noise, floor, out=state.branch_noise)
+    state.output_noise = max(state.output_noise, floor)
+    return floor
+
+
 def sweep_regression(state: VBLSState, gram: np.ndarray, cross_y: np.ndarray, yy: float,
                      count: float, prior: str = "ard",
                      precision_cap: float = math.inf) -> float:
@@ -416,16 +432,24 @@ def sweep_regression(state: VBLSState, gram: np.ndarray, cross_y: np.ndarray, yy
     if state.n_units == 0:
         return sweep_regression_reference(state, gram, cross_y, yy, count, prior,
                                           precision_cap)
+    second_moment = yy / count  # (the floor of _raise_noise_floor, applied in the sweep)
+    if second_moment > 0.0:
+        state.scale = second_moment
     weights = np.array(state.weights, dtype=float)
     variances = np.array(state.weight_variances, dtype=float)
     rate = np.array(state.precision_rate, dtype=float)
     psi = np.array(state.branch_noise, dtype=float)
     shape = np.ascontiguousarray(state.precision_shape, dtype=float)
-    psi_y, precision, change = _compiled.sweep_regression(
+    psi_y, precision, change, held = _compiled.sweep_regression(
         weights, variances, shape, rate, psi, float(state.output_noise),
         np.ascontiguousarray(gram, dtype=float), np.ascontiguousarray(cross_y, dtype=float),
         float(yy), float(count), _compiled.PRIOR_CODES[prior], float(precision_cap),
-        int(state.n_flat), _NOISE_FLOOR * state.scale, PRIOR_RATE)
+        int(state.n_flat), _noise_floor(state.scale), PRIOR_RATE)
+    if not math.isfinite(held):
+        # Finite or unchanged (update_posteriors): the compiled sweep worked on copies, so
+        # the posterior is as it was; its floors are met, as in the reference.
+        _raise_noise_floor(state, yy, count)
+        return 0.0
     state.weights, state.weight_variances, state.branch_noise = weights, variances, psi
     if prior != "none":
         state.precision_rate = rate
@@ -449,15 +473,7 @@ def sweep_regression_reference(state: VBLSState, gram: np.ndarray, cross_y: np.n
     """
     if count <= 0.0:
         return 0.0
-    # The floor on every ψ follows the targets' current second moment, not only the first
-    # one's: after a tiny first target (1e-125) s would stay so small that the next ordinary
-    # target overflows the E-step (ρ = (c − G⟨b⟩)/s, RSS/s²).
-    second_moment = yy / count
-    if second_moment > 0.0:
-        state.scale = second_moment
-        floor = _noise_floor(second_moment)
-        np.maximum(state.branch_noise, floor, out=state.branch_noise)
-        state.output_noise = max(state.output_noise, floor)
+    _raise_noise_floor(state, yy, count)
     terms = regression_terms(state, gram, cross_y, yy, count)
     s = state.total_noise
     psi_y = state.output_noise

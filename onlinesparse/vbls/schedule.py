@@ -126,14 +126,14 @@ def solve_weights(state: engine.VBLSState, gram: np.ndarray, cross: np.ndarray,
         state.weights = x
 
 
-def _branch_noises(k: float, alpha: np.ndarray, gram_diag: np.ndarray,
+def _branch_noises(t: float, alpha: np.ndarray, gram_diag: np.ndarray,
                    floor: float) -> np.ndarray:
-    """The positive root of ``kαψ² + kGψ − G = 0`` for every unit, written
-    ``2G/(kG + √(k²G² + 4kαG))`` (no cancellation); a unit without data gets the floor."""
-    kg = k * gram_diag
-    root = np.sqrt(kg * kg + 4.0 * k * alpha * gram_diag)
+    """The positive root of ``kαψ² + kGψ − G = 0`` for every unit, in units of the noise
+    ``t = 1/k``: ``2Gt/(G + √(G² + 4αGt))`` (no cancellation, and no k·G that overflows
+    when the noise is near the smallest float); a unit without data gets the floor."""
+    root = np.sqrt(gram_diag * gram_diag + 4.0 * alpha * gram_diag * t)
     out = np.full(len(gram_diag), floor)
-    np.divide(2.0 * gram_diag, kg + root, out=out, where=gram_diag > 0.0)
+    np.divide(2.0 * gram_diag * t, gram_diag + root, out=out, where=gram_diag > 0.0)
     return np.maximum(out, floor)
 
 
@@ -145,7 +145,9 @@ def noise_fixed_point(state: engine.VBLSState, gram_diag: np.ndarray, rss: float
     EM moves s (e.g. p ≤ M with moderate precisions)."""
     if count <= 0.0 or state.n_units == 0:
         return False
-    floor = engine._NOISE_FLOOR * state.scale
+    # The floor of the targets' current second moment (engine._noise_floor): the sweep
+    # before this one moved state.scale to yy/count.
+    floor = engine._noise_floor(state.scale)
     alpha = np.ascontiguousarray(state.precisions, dtype=float)
     lowest = max(rss / count, floor)
     target = _compiled.noise_root(alpha, np.ascontiguousarray(gram_diag, dtype=float),
@@ -153,8 +155,12 @@ def noise_fixed_point(state: engine.VBLSState, gram_diag: np.ndarray, rss: float
                                   max(state.total_noise, lowest * (1.0 + 1e-9)), lowest)
     if not math.isfinite(target):
         return False
-    k = count / target - rss / (target * target)
-    state.branch_noise = _branch_noises(k, alpha, gram_diag, floor)
+    # t = 1/k = s/(p − RSS/s) (_compiled._noise_excess: s² underflows for tiny targets)
+    branch = _branch_noises(target / (count - rss / target), alpha, gram_diag, floor)
+    # Finite or unchanged (engine.update_posteriors): ψ finite and 1/s finite.
+    if not (np.all(np.isfinite(branch)) and math.isfinite(1.0 / (floor + branch.sum()))):
+        return False
+    state.branch_noise = branch
     state.output_noise = floor
     state.noise_precision = 1.0 / state.total_noise
     return True
@@ -248,7 +254,9 @@ class OnlineSchedule:
         if flat:
             solution = np.linalg.lstsq(gram[:flat, :flat], cross[:flat], rcond=None)[0]
             explained = float(cross[:flat] @ solution)
-        floor = engine._NOISE_FLOOR * state.scale
+        if yy > 0.0:  # (the floor of the targets' current second moment, as every sweep)
+            state.scale = yy / count
+        floor = engine._noise_floor(state.scale)
         share = max((yy - explained) / count, floor) / (state.n_units + 1)
         state.branch_noise = np.full(state.n_units, share)
         state.output_noise = share

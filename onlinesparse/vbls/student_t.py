@@ -137,6 +137,9 @@ def sweep(state: engine.VBLSState, gram: np.ndarray, cross: np.ndarray, yy: floa
     change of the weights."""
     if count <= 0.0 or state.n_units == 0:
         return 0.0
+    # The floor of the targets' current second moment, as the Gaussian sweeps (engine.
+    # _raise_noise_floor): ψ_y ≥ the floor keeps s ≥ the smallest normal float.
+    floor = engine._raise_noise_floor(state, yy, count)
     diag = np.diagonal(gram)
     psi, mu = state.branch_noise, state.weights
     alpha = state.precisions
@@ -146,7 +149,7 @@ def sweep(state: engine.VBLSState, gram: np.ndarray, cross: np.ndarray, yy: floa
     residual = cross - gram @ mu
     rss = max(float(yy - mu @ (cross + residual)), 0.0)
     rho = residual / s
-    sq_sum = rss / (s * s)
+    sq_sum = rss / s / s  # (not rss/(s·s): s² underflows for targets of order 1e-80)
     zf = mu * diag + psi_eff * rho
     zz = (mu * mu * diag + 2.0 * mu * psi_eff * rho + psi_eff * psi_eff * sq_sum
           + count * (psi_eff - psi_eff * psi_eff / s))
@@ -161,10 +164,13 @@ def sweep(state: engine.VBLSState, gram: np.ndarray, cross: np.ndarray, yy: floa
         rate = np.full(state.n_units, engine.PRIOR_RATE + float(spread.sum()))
     new_alpha = shape / rate
     branch = zz - 2.0 * new_mu * zf + new_mu * new_mu * diag
-    floor = engine._NOISE_FLOOR * state.scale
-    state.branch_noise = np.maximum(new_alpha * branch / count + psi * diag / (count * denom),
-                                    floor)
-    state.output_noise = max((psi_y / s) ** 2 * rss / count + psi_y * (s - psi_y) / s, floor)
+    branch_noise = np.maximum(new_alpha * branch / count + psi * diag / (count * denom), floor)
+    output_noise = max((psi_y / s) ** 2 * rss / count + psi_y * (s - psi_y) / s, floor)
+    # Finite or unchanged (engine.update_posteriors): every rate and ψ is positive, so
+    # rateᵀψ is finite exactly when all are (np.maximum passes a NaN on).
+    if not (math.isfinite(float(rate @ branch_noise)) and math.isfinite(output_noise)):
+        return 0.0
+    state.branch_noise, state.output_noise = branch_noise, output_noise
     state.precision_shape, state.precision_rate = shape, rate
     state.weight_variances = (rate * psi / shape) / denom
     state.noise_precision = 1.0 / s
