@@ -18,7 +18,7 @@ from distributed import Client, LocalCluster
 from onlinesparse.cli import main
 from onlinesparse.parallel import dask_client, evaluate_grid, replay_many
 from onlinesparse.replay.errors import UsageError
-from tests.test_cli_interrupt import SITECUSTOMIZE, SLOW_MODEL
+from tests.slow_model import SITECUSTOMIZE, SLOW_MODEL
 from tests.test_parallel import (
     check_results_against_sequential_run,
     make_jobs,

@@ -13,48 +13,17 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
+
+from tests.slow_model import slow_replay_setup
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="finds processes through /proc")
 
-SLOW_MODEL = '''
-import os
-import time
-
-from river import linear_model
-
-
-class SlowLinear(linear_model.LinearRegression):
-    def learn_one(self, x, y, w=1.0):
-        if os.environ.get("SLOW_TEST_MODEL"):
-            time.sleep(0.002)
-        super().learn_one(x, y, w)
-'''
-SITECUSTOMIZE = '''
-from onlinesparse.replay import models
-
-models.MODELS["slow"] = models.ModelSpec("slow", "slowmodel:SlowLinear", "test model")
-'''
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    d = tmp_path_factory.mktemp("workers")
-    (d / "slowmodel.py").write_text(SLOW_MODEL)
-    (d / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    rng = np.random.default_rng(3)
-    n = 6000
-    X = rng.normal(size=(n, 3))
-    frame = pd.DataFrame(X, columns=["a", "b", "c"])
-    frame["y1"] = X[:, 0] + 0.1 * rng.normal(size=n)
-    frame["y2"] = X[:, 1] - X[:, 2] + 0.1 * rng.normal(size=n)
-    frame.to_parquet(d / "rec.parquet", index=False)
-    env = {**os.environ, "SLOW_TEST_MODEL": "1",
-           "PYTHONPATH": os.pathsep.join([str(d), os.environ.get("PYTHONPATH", "")])}
-    return d, env
+    return slow_replay_setup(tmp_path_factory.mktemp("workers"), 6000, SLOW_TEST_MODEL="1")
 
 
 def _start(d, env, out, *extra):
