@@ -534,18 +534,6 @@ class WindowStatistics(RecordOwner):
         self.n_stored -= 1
         return h, y
 
-    def replace_oldest(self, x: np.ndarray, y: float, h: np.ndarray, y_old: float) -> None:
-        """The bookkeeping of ``pop_oldest`` then ``push`` once a caller has already moved
-        ``G`` and ``c`` itself (``core.slide_window`` fuses the two rank-one updates with
-        the ridge state's): the new pattern takes the oldest one's slot."""
-        self.yy -= y_old * y_old
-        self.yy += y * y
-        self.sum_y += y - y_old
-        self.n_seen += 1
-        self._head = (self._head + 1) % len(self._y)  # the oldest leaves…
-        self.n_stored -= 1
-        self._store(x, y, h)  # …and the new pattern takes its slot
-
     def refresh(self) -> bool:
         """Recompute the statistics from the stored rows (only when they are the whole memory).
 
