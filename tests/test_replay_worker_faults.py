@@ -7,6 +7,7 @@ processes are found through ``/proc``: Linux only.
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -131,7 +132,11 @@ def test_a_dask_worker_killed_past_allowed_failures_is_an_error_message(setup, t
             proc.kill()
             proc.communicate()
     assert proc.returncode == 1, stderr
-    assert "Traceback" not in stderr
+    # No traceback of ours. (Depending on timing, distributed's own logger may print the
+    # traceback of a coroutine it cancelled when the worker died — event_wait, seen on a
+    # clean clone — which is its log, not an unhandled error of the replay.)
+    ours = re.compile(r'File "[^"]*/onlinesparse/(?!\.venv/)[^"]*\.py"')
+    assert not ours.search(stderr), stderr
     assert "the Dask task replaying it failed (KilledWorker" in stderr
     summary = (out / "metrics.json").read_text()
     assert '"worker_died"' in summary and '"completed"' in summary
