@@ -226,8 +226,15 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     def __setstate__(self, state: dict) -> None:
         if "record" not in state:  # a pickle written before the scalars had a record
             state["record"] = self._new_record(state)
-            for name in ("_in_registers", "_fuse", "_arguments", "_predict_arguments"):
+            for name in ("_in_registers", "_fuse", "_arguments", "_predict_arguments",
+                         "_ints", "_floats", "_stable_arguments", "_row_buffer",
+                         "_move_buffer"):
                 state.pop(name, None)
+            # (before adaptive memory: the fixed window it was trained with)
+            state.setdefault("memory", "window")
+            state.setdefault("n_memory_cuts", 0)
+        if "window" in state and "window_size" not in state:  # (the parameter's old name)
+            state["window_size"] = state.pop("window")
         if "model" in state:  # a checkpoint written before the fused path
             state["_model"] = state.pop("model")
         self.__dict__.update(state)

@@ -77,6 +77,7 @@ class WindowStatistics(RecordOwner):
     # advances them: patterns seen, the ring's oldest slot and fill, the columns tracked
     # and in the model, the pattern count since which every column is exact, the rolling
     # refresh's credit, p, yᵀy and the forgetting factor.
+    layout = 0  # (class default: a pickle from before growths were counted)
     n_seen = Field()
     _head = Field()
     n_stored = Field()

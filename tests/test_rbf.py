@@ -513,3 +513,23 @@ def test_intervals_are_calibrated_on_a_heavy_tailed_stream():
             covered.append(abs(y - d.mu) <= 1.96 * d.sigma)
         model.learn_one({"a": float(x[0]), "b": float(x[1])}, float(y))
     assert 0.93 <= np.mean(covered) <= 0.97
+
+
+def test_a_model_pickled_before_the_records_loads_and_goes_on_learning():
+    """tests/data/rbf_before_records.pkl: SparseRBFRegressor(max_basis=10, window=50) after
+    120 samples of sin(3a), pickled by the code before the core kept its scalars in records
+    (commit a4604e3). It loads with its scalars moved into the records, predicts as it did
+    (0.7943553655049178 at a = 0.3, b = 0.2, as printed there), keeps its fixed window
+    (memory="window", window_size=50), and goes on learning exactly."""
+    from pathlib import Path
+
+    data = (Path(__file__).parent / "data" / "rbf_before_records.pkl").read_bytes()
+    model = pickle.loads(data)
+    assert model.predict_one({"a": 0.3, "b": 0.2}) == pytest.approx(0.7943553655049178,
+                                                                    rel=1e-12)
+    assert (model.memory, model.window_size) == ("window", 50)
+    rng = np.random.default_rng(1)
+    for _ in range(60):
+        x = {"a": float(rng.uniform()), "b": float(rng.uniform())}
+        model.learn_one(x, float(np.sin(3 * x["a"])))
+    _check_against_reference(model.model, strict=_cond(model.model) <= 1e4)
