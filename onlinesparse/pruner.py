@@ -28,8 +28,6 @@ from onlinesparse.ridge import IllConditionedError, IncrementalRidge
 
 __all__ = ["reestimate_basis", "local_ridge", "GCVPruner"]
 
-_RELATIVE_GAIN = core.RELATIVE_GAIN
-
 
 def reestimate_basis(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
                      protected: bool = False) -> tuple[str, float]:
@@ -48,7 +46,7 @@ def reestimate_basis(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
     out = np.empty(8)
     action = core.basis_move(state.variance, window._gram, window._cross_y, state.weights,
                                state.lambdas, window.yy, window.count, error, gamma, int(j),
-                               float(lambda_min), _RELATIVE_GAIN, out)
+                               float(lambda_min), core.RELATIVE_GAIN, out)
     return _apply_basis_move(model, j, action, out, protected)
 
 

@@ -36,14 +36,6 @@ from onlinesparse.window import WindowStatistics
 __all__ = ["IllConditionedError", "RidgeState", "IncrementalRidge"]
 
 
-# The thresholds of the numerical core, under the names this module has always used.
-_REFRESH_AT = core.REFRESH_AT
-_ACCOUNT_DRIFT = core.ACCOUNT_DRIFT
-_MIN_RESIDUAL_LEVERAGE = core.MIN_RESIDUAL_LEVERAGE
-_MIN_RELATIVE_DELTA = core.MIN_RELATIVE_DELTA
-_PROJECT_BELOW = core.PROJECT_BELOW
-
-
 def _as_input(x: np.ndarray | list[float], n_features: int) -> np.ndarray:
     arr = np.asarray(x, dtype=float)
     if arr.ndim != 1 or arr.shape[0] != n_features:
@@ -330,7 +322,7 @@ class IncrementalRidge(RecordOwner):
         g_jj = float(gram[position, position])
         c_j = float(window._cross_y[position])
         # A window that stores its rows can recompute a cancelled hᵀPh from them.
-        project_below = _PROJECT_BELOW if self._can_project() else 0.0
+        project_below = core.PROJECT_BELOW if self._can_project() else 0.0
         try:
             account = self.state.add_basis(g, g_jj, c_j, lam, project_below=project_below)
             if account is None:
@@ -365,7 +357,7 @@ class IncrementalRidge(RecordOwner):
         if not (state.size and self._can_project()):
             return None
         l_vec = state.variance @ g
-        if g_jj - float(g @ l_vec) >= _PROJECT_BELOW * g_jj:
+        if g_jj - float(g @ l_vec) >= core.PROJECT_BELOW * g_jj:
             return None
         slots = (slice(None) if window.n_stored == len(window._y) else window._order())
         rows = window._HT
@@ -669,7 +661,7 @@ class IncrementalRidge(RecordOwner):
         residuals = y - H @ self.state.weights if self.size else y
         diag_p = 1.0 - np.einsum("ij,ij->i", H @ self.state.variance, H) if self.size else 1.0
         diag_p = np.broadcast_to(diag_p, residuals.shape)
-        if np.any(diag_p <= _MIN_RESIDUAL_LEVERAGE):
+        if np.any(diag_p <= core.MIN_RESIDUAL_LEVERAGE):
             return math.inf
         return float(np.mean((residuals / diag_p) ** 2))
 

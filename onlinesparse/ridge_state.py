@@ -28,10 +28,6 @@ from onlinesparse import core
 
 __all__ = ["IllConditionedError", "RidgeState"]
 
-_MIN_RESIDUAL_LEVERAGE = core.MIN_RESIDUAL_LEVERAGE
-_MIN_RELATIVE_DELTA = core.MIN_RELATIVE_DELTA
-_PROJECT_BELOW = core.PROJECT_BELOW
-
 
 class IllConditionedError(np.linalg.LinAlgError):
     """``HᵀH + Λ`` is (numerically) singular, so the requested model does not exist.
@@ -94,8 +90,8 @@ class RidgeState:
             return 1.0, 0.0
         # The compiled loop changes nothing when the denominator fails the test.
         denom = core.sherman_morrison(self.variance, self.weights, h, y, -1.0,
-                                        _MIN_RESIDUAL_LEVERAGE, np.empty(self.size))
-        if not denom > _MIN_RESIDUAL_LEVERAGE:
+                                        core.MIN_RESIDUAL_LEVERAGE, np.empty(self.size))
+        if not denom > core.MIN_RESIDUAL_LEVERAGE:
             raise IllConditionedError(
                 "removing this pattern leaves HᵀH + Λ singular (its leverage is "
                 f"{1 - denom:.12g}); give the basis functions λ > 0 or keep more patterns "
@@ -131,7 +127,7 @@ class RidgeState:
         variance, weights = np.empty((m + 1, m + 1)), np.empty(m + 1)
         hph, yph = projection if projection is not None else (math.nan, math.nan)
         delta, status = core.add_basis(self.variance, self.weights, g, g_jj, c_j, lam,
-                                         hph, yph, _MIN_RELATIVE_DELTA, project_below,
+                                         hph, yph, core.MIN_RELATIVE_DELTA, project_below,
                                          variance, weights)
         if status < 0:
             return None
@@ -181,7 +177,7 @@ class RidgeState:
             return factor, factor
         # Remove j (λⱼ → ∞), then add it back in its slot with the new λ.
         amplification = core.replace_basis(self.variance, self.weights, self.lambdas, j, g,
-                                             g_jj, c_j, lam, _MIN_RELATIVE_DELTA, 0.0,
+                                             g_jj, c_j, lam, core.MIN_RELATIVE_DELTA, 0.0,
                                              np.empty(self.size))
         if amplification == 0.0:
             raise IllConditionedError(
@@ -204,8 +200,8 @@ class RidgeState:
         if not (lam >= 0.0 and math.isfinite(lam)):
             raise ValueError(f"λ must be finite and ≥ 0, got {lam}")
         amplification = core.replace_basis(self.variance, self.weights, self.lambdas, j, g,
-                                             g_kk, c_k, lam, _MIN_RELATIVE_DELTA,
-                                             _PROJECT_BELOW, np.empty(self.size))
+                                             g_kk, c_k, lam, core.MIN_RELATIVE_DELTA,
+                                             core.PROJECT_BELOW, np.empty(self.size))
         if amplification == 0.0:
             raise IllConditionedError(
                 "this basis function is (numerically) a linear combination of the model's "

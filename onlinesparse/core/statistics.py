@@ -160,12 +160,14 @@ def column_error(gram: np.ndarray, traffic: np.ndarray, m: int) -> float:
 
 
 @jit
-def cancellation_ratio(gram: np.ndarray, h: np.ndarray, m: int) -> float:
-    """``max hᵢ²/Gᵢᵢ`` over the model's columns, where ``Gᵢᵢ > 0`` (the rounding-error
-    account of subtracting a pattern, ``IncrementalRidge._statistics_cancellation``)."""
+def cancellation_ratio(gram: np.ndarray, h: np.ndarray, m: int, pending: bool = False
+                       ) -> float:
+    """``max hᵢ²/Gᵢᵢ`` over the model's columns, where ``Gᵢᵢ > 0``: the rounding-error
+    account of subtracting a pattern from the statistics (``Gᵢᵢ`` after the subtraction;
+    ``pending``: the subtraction of ``h`` is still to be made, as in a slide)."""
     worst = 0.0
     for i in range(m):
-        left = gram[i, i]
+        left = gram[i, i] - h[i] * h[i] if pending else gram[i, i]
         if left > 0.0:
             ratio = h[i] * h[i] / left
             if ratio > worst:

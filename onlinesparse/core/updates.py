@@ -21,6 +21,7 @@ import numpy as np
 from onlinesparse.core._jit import jit
 from onlinesparse.core.health import is_healthy
 from onlinesparse.core.linalg import rank_one_update, symmetric_matvec, symmetric_matvec_pair
+from onlinesparse.core.statistics import cancellation_ratio
 
 # A pattern whose leverage hᵀSh is this close to 1 carries a direction no other pattern
 # supports; removing it would leave HᵀH + Λ singular.
@@ -123,13 +124,7 @@ def slide_window(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n: 
             row[j] += a * u_old[j] + b * u_new[j]
     # The statistics: G += h_new h_newᵀ − h_old h_oldᵀ in one pass. The cancellation of
     # the removal is read from the diagonal as it would be after the removal alone.
-    worst = 0.0
-    for i in range(m):
-        left = gram[i, i] - h_old[i] * h_old[i]
-        if left > 0.0:
-            ratio = h_old[i] * h_old[i] / left
-            if ratio > worst:
-                worst = ratio
+    worst = cancellation_ratio(gram, h_old, m, True)
     for i in range(n):
         a = h_new[i]
         b = h_old[i]
