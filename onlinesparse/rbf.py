@@ -7,13 +7,13 @@ from collections.abc import Hashable, Iterable
 
 import numpy as np
 import pandas as pd
-from river import base, drift, proba
+from river import base, proba
 
 from onlinesparse import core
 from onlinesparse._blas import single_blas_thread
 from onlinesparse._validation import check_choice, check_int, check_radii, check_real
 from onlinesparse.buffer import BufferManager
-from onlinesparse.core.state import SAMPLE, Field, RecordOwner, new_record
+from onlinesparse.core.state import SAMPLE, Field, RecordOwner, new_record, upgrade_record
 from onlinesparse.features import FeatureMap, as_rows, as_target
 from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.pruner import GCVPruner
@@ -36,15 +36,11 @@ _REFRESH_WINDOWS = 10
 # many (each has a fixed cost too). Growth is where a stream's model is worst: on Friedman
 # #1 this took the RMSE over 5000 samples from 1.92 to 1.84 at one evaluation per sample.
 _GROWTH_EVALUATIONS = 4
-# Adaptive memory: ADWIN's confidence (river's default), and the fewest patterns a cut
-# keeps.
-_DRIFT_DELTA = 0.002
+# Adaptive memory: the fewest patterns a cut keeps.
 _MIN_MEMORY = 30
 # learn_many refines to convergence in at most this many rounds of the pruner (each visits
 # every basis function and candidate about twice).
 _BATCH_ROUNDS = 50
-# (The detectors see every error: fed block means of 2 or 4 errors, to save their Python
-# cost, ADWIN missed or delayed FriedmanDrift's changes: RMSE 2.98 and 3.14 against 2.76.)
 
 
 class SparseRBFRegressor(RecordOwner, base.Regressor):
@@ -105,7 +101,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         memory constant; a shorter one follows drift faster but fits less.
     memory
         ``"adaptive"`` (the default) forgets the patterns before a change of the stream
-        that the prequential errors show (ADWIN on their size and sign, see
+        that the prequential errors show (CUSUM on their mean and scale, see
         ``docs/rbf_on_streams.md``); ``"window"`` keeps a fixed sliding window of
         ``window_size``. Adaptive memory follows drift, at the cost of an O(W·n² + M³)
         recomputation on a sample that detects a change.
@@ -213,7 +209,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     _n_learned = Field()
     _propose = Field()
     _error = Field()
-    _z = Field()
+    _change_keep = Field()
 
     @property
     def model(self) -> IncrementalRidge | None:
@@ -233,6 +229,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             # (before adaptive memory: the fixed window it was trained with)
             state.setdefault("memory", "window")
             state.setdefault("n_memory_cuts", 0)
+        state["record"] = upgrade_record(state["record"], SAMPLE)
+        for name in ("_detector", "_bias_detector"):  # (river ADWINs before the CUSUM)
+            state.pop(name, None)
         if "window" in state and "window_size" not in state:  # (the parameter's old name)
             state["window_size"] = state.pop("window")
         if "model" in state:  # a checkpoint written before the fused path
@@ -279,11 +278,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         ids = [self.model.add_candidate(spec) for spec in specs]
         self._buffer.protected.update(ids)
         self._constant_id = ids[0]
-        # A change detector on the prequential errors (memory="adaptive"), see
-        # _adapt_memory.
-        self._detector = drift.ADWIN(delta=_DRIFT_DELTA)
-        self._bias_detector = drift.ADWIN(delta=_DRIFT_DELTA)
-        self.n_memory_cuts = 0
+        self.n_memory_cuts = 0  # (memory="adaptive": see _adapt_memory)
 
     def _noise_level(self) -> float:
         """The noise variance in use (``core.noise_level``): the last estimate, or the
@@ -348,34 +343,27 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             self._start_with_the_mean()
         busy = maintained or (added >= 0 and pruner.n_added != added)
         self._consider(vector, busy)
-        if self.memory == "adaptive":
+        if self._change_keep:
             self._adapt_memory()
 
     def _adapt_memory(self) -> None:
-        """Adaptive memory: two ADWIN detectors (river's ``drift.ADWIN``) watch the
-        prequential errors in units of the noise level, clipped at three deviations so
-        that one outlier does not make a change: their size, and their sign. When the
-        recent errors are *larger* than the older ones (the stream changed, not the model
-        improved) or a bias appears, the window forgets every pattern before the recent
-        stretch the detector kept (at least twice the basis functions plus ten, and
+        """Adaptive memory: the compiled sample's change statistics
+        (``core.sample.watch_for_change``, CUSUM on the calibrated prequential errors: their
+        mean going up or down, their scale doubling) raised an alarm, with an estimate of
+        how many samples ago the stream changed. The window forgets every pattern before
+        then (keeping at least as many as there are basis functions plus ten, and
         ``_MIN_MEMORY``), recomputing its statistics and S from the rest
         (``IncrementalRidge.forget_oldest``, O(W·n² + M³): that sample's heavy work). The
         window then fills up to ``window_size`` again."""
-        z = self._z  # (the error before learning in noise units, clipped: core.calibrate)
-        detector = self._detector
-        before = detector.estimation
-        detector.update(abs(z) / 3.0)
-        worse = detector.drift_detected and detector.estimation > before
-        bias = self._bias_detector
-        bias.update(z / 6.0 + 0.5)
-        if not (worse or bias.drift_detected):
+        keep = self._change_keep
+        self._change_keep = 0
+        if self.memory != "adaptive":
             return
-        if not worse:
-            detector = bias
-        window = self._model.window
-        keep = max(int(detector.width), 2 * self._model.size + 10, _MIN_MEMORY)
-        if keep < window.n_stored:
-            self._model.forget_oldest(window.n_stored - keep)
+        model = self._model
+        keep = max(keep, model.size + 10, _MIN_MEMORY)
+        stored = model.window.n_stored
+        if keep < stored:
+            model.forget_oldest(stored - keep)
             self.n_memory_cuts += 1
 
     def _start_with_the_mean(self) -> None:

@@ -533,3 +533,95 @@ def test_a_model_pickled_before_the_records_loads_and_goes_on_learning():
         x = {"a": float(rng.uniform()), "b": float(rng.uniform())}
         model.learn_one(x, float(np.sin(3 * x["a"])))
     _check_against_reference(model.model, strict=_cond(model.model) <= 1e4)
+
+
+def _cusum_from_scratch(zs: list[float]) -> list[int]:
+    """Page's CUSUM written out plainly: the three statistics of
+    core.sample.watch_for_change from their definitions, restarted after each alarm;
+    returns, per step, the samples the alarm says to keep (0: no alarm)."""
+    k, h = 0.5, 10.0
+    increments = (lambda z: z - k, lambda z: -z - k,
+                  lambda z: 0.375 * z * z - math.log(2.0))
+    sums, runs, keeps = [0.0] * 3, [0] * 3, []
+    for z in zs:
+        for i, increment in enumerate(increments):
+            sums[i] = max(sums[i] + increment(z), 0.0)
+            runs[i] = runs[i] + 1 if sums[i] > 0 else 0
+        alarmed = [runs[i] for i in range(3) if sums[i] > h]
+        keeps.append(max(max(alarmed), 1) if alarmed else 0)
+        if alarmed:
+            sums, runs = [0.0] * 3, [0] * 3
+    return keeps
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-3.0, 3.0), min_size=1, max_size=300),
+       st.floats(-3.0, 3.0))
+def test_the_change_statistics_are_pages_cusum(zs, shift):
+    """The memory's change detectors (core.watch_for_change) against a from-scratch CUSUM:
+    the same alarms at the same samples, with the same change-point estimates, on random
+    error sequences (a shifted half makes alarms likely)."""
+    from onlinesparse import core
+    from onlinesparse.core.state import SAMPLE, new_record
+
+    zs = zs + [min(max(z + shift, -3.0), 3.0) for z in zs]
+    record = new_record(SAMPLE)
+    keeps = []
+    for z in zs:
+        record[0]["z"] = z
+        record[0]["change_keep"] = 0
+        core.watch_for_change(record)
+        keeps.append(int(record[0]["change_keep"]))
+    assert keeps == _cusum_from_scratch(zs)
+
+
+def test_adaptive_memory_forgets_after_a_change_and_not_on_a_stationary_stream():
+    """memory="adaptive": 3000 stationary samples make no cut; after the target function
+    flips sign the model cuts its memory within 50 samples, keeping about the samples since
+    the change, and its error returns to the stationary level sooner than a model with a
+    fixed window's."""
+    rng = np.random.default_rng(11)
+    xs = rng.uniform(-2, 2, (4000, 2))
+    ys = np.sin(2 * xs[:, 0]) * np.cos(xs[:, 1]) + 0.1 * rng.normal(size=4000)
+    ys[3000:] *= -1.0
+    adaptive = SparseRBFRegressor(max_basis=30, window_size=1000)
+    fixed = SparseRBFRegressor(max_basis=30, window_size=1000, memory="window")
+    errors = {"adaptive": [], "fixed": []}
+    cut_at = None
+    for k, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        sample = {"a": float(x[0]), "b": float(x[1])}
+        for name, model in (("adaptive", adaptive), ("fixed", fixed)):
+            errors[name].append(y - model.predict_one(sample))
+            model.learn_one(sample, float(y))
+        if k == 2999:
+            assert adaptive.n_memory_cuts == 0
+        if cut_at is None and adaptive.n_memory_cuts:
+            cut_at = k
+            kept, floor = adaptive.model.n_patterns, adaptive.n_basis + 10
+    assert cut_at is not None and 3000 <= cut_at < 3050
+    assert kept <= max(cut_at - 3000 + 1, floor, 30) + 1
+
+    def rmse(name, start):
+        return float(np.sqrt(np.mean(np.square(errors[name][start:start + 200]))))
+
+    assert rmse("adaptive", 3200) < 0.5 * rmse("fixed", 3200)
+
+
+def test_a_model_pickled_with_river_adwin_detectors_loads_and_goes_on_learning():
+    """tests/data/rbf_with_adwin.pkl: SparseRBFRegressor(max_basis=10, window_size=60)
+    after 150 samples of sin(3a), pickled by the code whose adaptive memory used two river
+    ADWIN detectors (commit 128fbb9). It loads with its record upgraded to the change
+    statistics (which start at 0), predicts as it did (0.7892896727966328 at a = 0.3,
+    b = 0.2, as printed there), and goes on learning exactly."""
+    from pathlib import Path
+
+    data = (Path(__file__).parent / "data" / "rbf_with_adwin.pkl").read_bytes()
+    model = pickle.loads(data)
+    assert not hasattr(model, "_detector")
+    assert model.predict_one({"a": 0.3, "b": 0.2}) == pytest.approx(0.7892896727966328,
+                                                                    rel=1e-12)
+    rng = np.random.default_rng(2)
+    for _ in range(60):
+        x = {"a": float(rng.uniform()), "b": float(rng.uniform())}
+        model.learn_one(x, float(np.sin(3 * x["a"])))
+    _check_against_reference(model.model, strict=_cond(model.model) <= 1e4)

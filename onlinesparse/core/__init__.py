@@ -99,6 +99,7 @@ from onlinesparse.core.sample import (
     noise_level,
     stream_sample,
     target_variance,
+    watch_for_change,
 )
 from onlinesparse.core.selection import (
     BASIS_FIRST,
@@ -157,6 +158,7 @@ __all__ = [
     "LEARNED",
     "Z95",
     "calibrate",
+    "watch_for_change",
     "noise_level",
     "target_variance",
     "LINEAR",

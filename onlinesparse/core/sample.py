@@ -154,23 +154,76 @@ def noise_level(sample_record: np.ndarray, window_record: np.ndarray) -> float:
 @jit
 def calibrate(sample_record: np.ndarray, window_record: np.ndarray, error: float,
               leverage: float) -> None:
-    """The error in units of the noise level, clipped at three deviations, for the
-    memory's change detectors (``sample_record.z``), and one step of the predictive
-    deviation's calibration (adaptive conformal inference,
+    """One step of the predictive deviation's calibration (adaptive conformal inference,
     Gibbs and Candès 2021, on a scale): κ grows by e^(0.95η) when the error before
     learning fell outside the 95 % interval ``±1.96·κ·σ·√(1 + hᵀSh)`` and shrinks by
     e^(−0.05η) when it fell inside, so that in the long run 5 % fall outside whatever the
     stream (a noise estimate from few patterns, heavy tails, drift, inputs far from the
-    centres)."""
+    centres). The error in units of that deviation (before the step), clipped at ±3, is
+    ``sample_record.z``, which :func:`watch_for_change` accumulates."""
     s = sample_record[0]
     noise = noise_level(sample_record, window_record)
-    s.z = min(max(error / math.sqrt(noise), -3.0), 3.0) if noise > 0.0 else 0.0
     spread = noise * (1.0 + leverage)
     if not spread > 0.0:
+        s.z = 0.0
         return
-    miss = abs(error) > Z95 * math.exp(s.calibration) * math.sqrt(spread)
+    deviation = math.exp(s.calibration) * math.sqrt(spread)
+    s.z = min(max(error / deviation, -3.0), 3.0)
+    miss = abs(error) > Z95 * deviation
     step = CALIBRATION_STEP * ((1.0 if miss else 0.0) - 0.05)
     s.calibration = min(max(s.calibration + step, -CALIBRATION_LIMIT), CALIBRATION_LIMIT)
+    watch_for_change(sample_record)
+
+
+# The change statistics' allowance (a shift of the errors' mean by 2k deviations is what
+# the bias statistics are tuned to) and their alarm threshold: with k = 0.5 and h = 10 a
+# one-sided statistic of standard normal errors raises a false alarm about once in 10⁵
+# samples (Siegmund's approximation) and finds a shift of one deviation in about 20.
+CHANGE_ALLOWANCE = 0.5
+CHANGE_THRESHOLD = 10.0
+# The scale statistic's increment, the log-likelihood ratio of a deviation twice the
+# calibrated one: (1 − 1/4)·z²/2 − log 2.
+SCALE_WEIGHT = 0.375
+SCALE_OFFSET = math.log(2.0)
+
+
+@jit
+def watch_for_change(sample_record: np.ndarray) -> None:
+    """The memory's change detectors: Page's CUSUM on the calibrated errors ``z``,
+    three one-sided statistics — the errors' mean going up, going down, and their scale
+    doubling (the log-likelihood ratio of N(0, 4) against N(0, 1)). Each is
+    ``max(0, S + increment)``; the samples since it was last 0 (``run_*``) are its
+    estimate of how long ago the stream changed. When one exceeds ``CHANGE_THRESHOLD``,
+    ``change_keep`` is set to that estimate (the caller forgets the patterns before it)
+    and every statistic starts again.
+
+    On a stationary stream whose errors the calibration describes, the statistics drift
+    back to 0 (the increments' means are −k and about −0.32); after a change that
+    moves the errors by several deviations an alarm comes within a few samples."""
+    s = sample_record[0]
+    z = s.z
+    s.cusum_up, s.run_up = _cusum_step(s.cusum_up, s.run_up, z - CHANGE_ALLOWANCE)
+    s.cusum_down, s.run_down = _cusum_step(s.cusum_down, s.run_down, -z - CHANGE_ALLOWANCE)
+    s.cusum_scale, s.run_scale = _cusum_step(s.cusum_scale, s.run_scale,
+                                             SCALE_WEIGHT * z * z - SCALE_OFFSET)
+    run = -1
+    if s.cusum_up > CHANGE_THRESHOLD:
+        run = s.run_up
+    if s.cusum_down > CHANGE_THRESHOLD:
+        run = max(run, s.run_down)
+    if s.cusum_scale > CHANGE_THRESHOLD:
+        run = max(run, s.run_scale)
+    if run < 0:
+        return
+    s.change_keep = max(run, 1)
+    s.cusum_up = s.cusum_down = s.cusum_scale = 0.0
+    s.run_up = s.run_down = s.run_scale = 0
+
+
+@jit
+def _cusum_step(statistic: float, run: int, increment: float) -> tuple[float, int]:
+    statistic = max(statistic + increment, 0.0)
+    return statistic, (run + 1 if statistic > 0.0 else 0)
 
 
 @jit
@@ -273,7 +326,7 @@ def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
         calibrate(sample_record, window_record, sample_record[0].error,
                   ridge_record[0].leverage)
     else:
-        sample_record[0].z = 0.0
+        sample_record[0].z = 0.0  # (nothing to judge: no change statistics either)
     if status == REFRESH:
         return REFRESH
     return continue_sample(sample_record, pruner_record, ridge_record, window_record, x,

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["WINDOW", "RIDGE", "PRUNER", "SAMPLE", "NO_REFRESH", "REFRESH_STATE",
-           "REFRESH_STATISTICS", "Field", "RecordOwner", "new_record",
+           "REFRESH_STATISTICS", "Field", "RecordOwner", "new_record", "upgrade_record",
            "adopt_fields"]
 
 
@@ -52,15 +52,18 @@ PRUNER = _dtype(
      "added_now", "at_budget", "resized"),
     ("min_gain",))
 SAMPLE = _dtype(
-    ("n_learned", "noise_every", "propose"),
+    # run_*: samples since each change statistic was last 0 (its change-point estimate);
+    # change_keep: the patterns to keep after a change the last call detected (0: none)
+    ("n_learned", "noise_every", "propose", "run_up", "run_down", "run_scale",
+     "change_keep"),
     # noise_variance 0 until the first estimate (the target's variance stands in);
     # calibration log κ, the factor of the predictive deviation that keeps the 95 %
     # interval's coverage (core.sample.calibrate).
-    # z: the last error before learning in units of the noise level, clipped at ±3 (0
-    # where there is no model or no noise level yet): what the memory's change detectors
-    # are fed (SparseRBFRegressor._adapt_memory)
+    # z: the last error before learning in units of the calibrated predictive deviation,
+    # clipped at ±3 (0 where there is no model or no noise level yet), which the memory's
+    # change statistics (CUSUM, core.sample.watch_for_change) accumulate
     ("noise_variance", "novelty_sq", "error_threshold", "error", "nearest",
-     "calibration", "z"))
+     "calibration", "z", "cusum_up", "cusum_down", "cusum_scale"))
 # RIDGE.pending: no refresh waits, one of S alone, one of the statistics and S.
 NO_REFRESH, REFRESH_STATE, REFRESH_STATISTICS = -1, 0, 1
 
@@ -68,6 +71,19 @@ NO_REFRESH, REFRESH_STATE, REFRESH_STATISTICS = -1, 0, 1
 def new_record(dtype: np.dtype) -> np.ndarray:
     """A zeroed record (an array of one element, the form the compiled calls take)."""
     return np.zeros(1, dtype=dtype)
+
+
+def upgrade_record(record: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``record`` in the layout ``dtype``: itself when it has that layout already, else a
+    new record with the fields the two share copied and the new ones zero (a pickle
+    written before a field was added)."""
+    if record.dtype == dtype:
+        return record
+    upgraded = new_record(dtype)
+    for name in record.dtype.names:
+        if name in dtype.names:
+            upgraded[0][name] = record[0][name]
+    return upgraded
 
 
 class RecordOwner:
