@@ -185,6 +185,65 @@ def stopping_point(values: Sequence[float], wait: int = 1,
     return None
 
 
+def grow_gram(gram: np.ndarray, candidates: np.ndarray, selected: Sequence[int],
+              column: int, norm: float) -> np.ndarray:
+    """HᵀH of the chosen columns with ``column`` (squared norm ``norm``) joined, O(p·m): the
+    matrix the λ re-estimation (Orr A.10) and the condition number of A need."""
+    coupling = candidates[:, selected].T @ candidates[:, column]
+    return np.block([[gram, coupling[:, None]], [coupling[None, :], np.array([[norm]])]])
+
+
+class SelectionTrace:
+    """What a greedy selection records after each addition (Orr section 7) and its stopping
+    rule (section 7.4), shared by forward selection and OLS in both their forms.
+
+    Traces are indexed by model size from the empty model (SSE = cost = yᵀy, γ = 0):
+    SSE, cost, GCV, λ, the condition number of A and, with a stopping criterion, that
+    criterion. :meth:`record` returns True once the criterion says stop.
+    """
+
+    def __init__(self, yy: float, n_patterns: int, lam: float, stop: str | None,
+                 wait: int, min_decrease: float) -> None:
+        self.n_patterns = n_patterns
+        self.stop = stop
+        self.criterion = validate_stop(stop)
+        self.wait, self.min_decrease = validate_wait(wait, min_decrease)
+        self.sse, self.cost, self.gcv = [yy], [yy], [gcv(yy, 0.0, n_patterns)]
+        self.lam, self.condition = [lam], [1.0]
+        self.stop_trace = [self.criterion(yy, 0.0, n_patterns)] if self.criterion else []
+        self.n_selected: int | None = None
+
+    def record(self, sse: float, cost: float, gamma: float, lam: float,
+               condition: float) -> bool:
+        """Add the model one function larger; True when the run is to stop here."""
+        self.sse.append(sse)
+        self.cost.append(cost)
+        self.gcv.append(gcv(sse, gamma, self.n_patterns))
+        self.lam.append(lam)
+        self.condition.append(condition)
+        if self.criterion is None:
+            return False
+        self.stop_trace.append(self.criterion(sse, gamma, self.n_patterns))
+        self.n_selected = stopping_point(self.stop_trace, self.wait, self.min_decrease)
+        return self.n_selected is not None
+
+    def chosen_size(self, path_length: int) -> int:
+        """The size of the model to return: where the criterion stopped the run, else (the
+        path ran out first) its last minimum, or the whole path without a criterion."""
+        if self.n_selected is None and self.criterion is not None:
+            self.n_selected = best_point(self.stop_trace, self.min_decrease)
+        return path_length if self.n_selected is None else self.n_selected
+
+    def details(self, criterion: str) -> dict[str, object]:
+        """The traces a SelectionResult carries in ``details``."""
+        details: dict[str, object] = {"lambda": np.array(self.lam),
+                                      "condition": np.array(self.condition),
+                                      "stop": self.stop, "criterion": criterion}
+        if self.criterion is not None and self.stop != "gcv":
+            details[self.stop] = np.array(self.stop_trace)
+        return details
+
+
 class RidgePath:
     """``P·F``, ``P·y``, ``tr(P)`` and optionally ``diag(P)`` along a greedy ridge path.
 

@@ -14,19 +14,17 @@ import numpy as np
 
 from onlinesparse.batch._common import (
     RidgePath,
-    best_point,
+    SelectionTrace,
     condition_number,
+    grow_gram,
     ridge_weights,
-    stopping_point,
     validate_choice,
     validate_lambda,
     validate_max_basis,
     validate_problem,
-    validate_stop,
-    validate_wait,
 )
 from onlinesparse.batch.result import SelectionResult
-from onlinesparse.criteria import gcv, global_lambda_reestimate
+from onlinesparse.criteria import global_lambda_reestimate
 
 __all__ = ["forward_selection", "regularised_forward_selection"]
 
@@ -60,21 +58,14 @@ def _run(candidates: np.ndarray, y: np.ndarray, *, lam: float, criterion: str,
     F, y, centres = validate_problem(candidates, y, centres)
     n_patterns, n_candidates = F.shape
     max_basis = validate_max_basis(max_basis, n_patterns, n_candidates)
-    stop_criterion = validate_stop(stop)
-    wait, min_decrease = validate_wait(wait, min_decrease)
     regularised = lam > 0.0
     yy = float(y @ y)
-
+    trace = SelectionTrace(yy, n_patterns, lam, stop, wait, min_decrease)
     path = RidgePath(F, y, lam)
-    # Traces indexed by model size, starting with the empty model (SSE = cost = yᵀy).
-    sse, cost, gcv_trace = [yy], [yy], [gcv(yy, 0.0, n_patterns)]
-    lam_trace, condition = [lam], [1.0]
-    stop_trace = [stop_criterion(yy, 0.0, n_patterns)] if stop_criterion else []
     # Gram matrix HᵀH and Hᵀy of the chosen columns (m × m, grown by one row per step): the
     # λ re-estimation (Orr A.10) and the condition number of A need nothing more.
     gram = np.zeros((0, 0))
     cross = np.zeros(0)
-    n_selected: int | None = None
 
     for _ in range(max_basis):
         q = path.scores()
@@ -89,9 +80,7 @@ def _run(candidates: np.ndarray, y: np.ndarray, *, lam: float, criterion: str,
             score = _sse_reduction_unregularised(q)
         best = int(np.argmax(np.where(eligible, score, -np.inf)))
 
-        coupling = F[:, path.selected].T @ F[:, best]
-        gram = np.block([[gram, coupling[:, None]],
-                         [coupling[None, :], np.array([[path.norms[best]]])]])
+        gram = grow_gram(gram, F, path.selected, best, path.norms[best])
         cross = np.append(cross, F[:, best] @ y)
         path.add(best)
 
@@ -108,41 +97,23 @@ def _run(candidates: np.ndarray, y: np.ndarray, *, lam: float, criterion: str,
         m = len(path.selected)
         # Without regularisation P is a true projection and γ = m exactly (Orr A.8).
         gamma = path.effective_parameters if regularised else float(m)
-        sse.append(path.sse)
-        cost.append(path.cost)
-        gcv_trace.append(gcv(sse[-1], gamma, n_patterns))
-        lam_trace.append(path.lam)
-        condition.append(condition_number(gram + path.lam * np.eye(m)))
-        if stop_criterion is not None:
-            stop_trace.append(stop_criterion(sse[-1], gamma, n_patterns))
-            n_selected = stopping_point(stop_trace, wait, min_decrease)
-            if n_selected is not None:
-                break
+        if trace.record(path.sse, path.cost, gamma, path.lam,
+                        condition_number(gram + path.lam * np.eye(m))):
+            break
 
-    if n_selected is None and stop_criterion is not None:
-        # The path ran out before the criterion stopped it: keep its last minimum.
-        n_selected = best_point(stop_trace, min_decrease)
-    chosen = path.selected if n_selected is None else path.selected[:n_selected]
-    final_lam = lam_trace[len(chosen)]
-    details: dict[str, object] = {
-        "lambda": np.array(lam_trace),
-        "condition": np.array(condition),
-        "stop": stop,
-        "criterion": criterion,
-    }
-    if stop_criterion is not None and stop != "gcv":
-        details[stop] = np.array(stop_trace)
+    chosen = path.selected[:trace.chosen_size(len(path.selected))]
+    final_lam = trace.lam[len(chosen)]
     return SelectionResult(
         method=method,
         selected=np.array(chosen, dtype=np.int64),
         lambdas=np.full(len(chosen), final_lam),
         weights=ridge_weights(F, y, chosen, final_lam),
         path=np.array(path.selected, dtype=np.int64),
-        sse=np.array(sse),
-        gcv=np.array(gcv_trace),
-        cost=np.array(cost) if regularised else None,
+        sse=np.array(trace.sse),
+        gcv=np.array(trace.gcv),
+        cost=np.array(trace.cost) if regularised else None,
         centres=None if centres is None else centres[chosen],
-        details=details,
+        details=trace.details(criterion),
     )
 
 

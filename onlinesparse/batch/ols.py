@@ -17,18 +17,16 @@ import scipy.linalg
 
 from onlinesparse.batch._common import (
     SPAN_TOLERANCE,
-    best_point,
+    SelectionTrace,
     condition_number,
-    stopping_point,
+    grow_gram,
     validate_choice,
     validate_lambda,
     validate_max_basis,
     validate_problem,
-    validate_stop,
-    validate_wait,
 )
 from onlinesparse.batch.result import SelectionResult
-from onlinesparse.criteria import gcv, global_lambda_reestimate
+from onlinesparse.criteria import global_lambda_reestimate
 
 __all__ = ["orthogonal_least_squares", "regularised_orthogonal_least_squares"]
 
@@ -126,25 +124,18 @@ def _run(candidates: np.ndarray, y: np.ndarray, *, lam: float, criterion: str,
     F, y, centres = validate_problem(candidates, y, centres)
     n_patterns, n_candidates = F.shape
     max_basis = validate_max_basis(max_basis, n_patterns, n_candidates)
-    stop_criterion = validate_stop(stop)
-    wait, min_decrease = validate_wait(wait, min_decrease)
     regularised = lam > 0.0
     yy = float(y @ y)
-
+    trace = SelectionTrace(yy, n_patterns, lam, stop, wait, min_decrease)
     path = _OrthogonalPath(F, y)
-    # Traces indexed by model size, starting with the empty model (SSE = cost = yᵀy).
-    sse, cost, gcv_trace = [yy], [yy], [gcv(yy, 0.0, n_patterns)]
-    lam_trace, condition = [lam], [1.0]
-    stop_trace = [stop_criterion(yy, 0.0, n_patterns)] if stop_criterion else []
     gram = np.zeros((0, 0))  # HᵀH of the chosen columns, grown by one row per step
-    n_selected: int | None = None
 
     for _ in range(max_basis):
         projection, squared = path.scores()
         eligible = path.eligible(squared)
         if not eligible.any():
             break
-        current = path_lambda = lam_trace[-1]
+        current = path_lambda = trace.lam[-1]
         if criterion == "cost":
             # Orr eq. 7.10 (A.15); with λ = 0 this is Orr eq. 7.4 (A.13).
             score = projection ** 2 / (current + squared)
@@ -153,9 +144,7 @@ def _run(candidates: np.ndarray, y: np.ndarray, *, lam: float, criterion: str,
             with np.errstate(divide="ignore", invalid="ignore"):
                 score = projection ** 2 * (2.0 * current + squared) / (current + squared) ** 2
         best = int(np.argmax(np.where(eligible, score, -np.inf)))
-        coupling = F[:, path.selected].T @ F[:, best]
-        gram = np.block([[gram, coupling[:, None]],
-                         [coupling[None, :], np.array([[path.norms[best]]])]])
+        gram = grow_gram(gram, F, path.selected, best, path.norms[best])
         path.add(best)
 
         if reestimate:
@@ -171,32 +160,15 @@ def _run(candidates: np.ndarray, y: np.ndarray, *, lam: float, criterion: str,
         step_sse, step_cost, gamma = path.errors(path_lambda)
         if not regularised:
             gamma = float(m)  # tr(P) = p − m exactly (Orr A.13)
-        sse.append(step_sse)
-        cost.append(step_cost)
-        gcv_trace.append(gcv(step_sse, gamma, n_patterns))
-        lam_trace.append(path_lambda)
         upper = path.upper(m)
-        condition.append(condition_number(gram + path_lambda * upper.T @ upper))
-        if stop_criterion is not None:
-            stop_trace.append(stop_criterion(step_sse, gamma, n_patterns))
-            n_selected = stopping_point(stop_trace, wait, min_decrease)
-            if n_selected is not None:
-                break
+        if trace.record(step_sse, step_cost, gamma, path_lambda,
+                        condition_number(gram + path_lambda * upper.T @ upper)):
+            break
 
-    if n_selected is None and stop_criterion is not None:
-        # The path ran out before the criterion stopped it: keep its last minimum.
-        n_selected = best_point(stop_trace, min_decrease)
-    m = len(path.selected) if n_selected is None else n_selected
-    final_lam = lam_trace[m]
-    details: dict[str, object] = {
-        "lambda": np.array(lam_trace),
-        "condition": np.array(condition),
-        "stop": stop,
-        "criterion": criterion,
-        "orthogonal_weights": path.orthogonal_weights(m, final_lam),
-    }
-    if stop_criterion is not None and stop != "gcv":
-        details[stop] = np.array(stop_trace)
+    m = trace.chosen_size(len(path.selected))
+    final_lam = trace.lam[m]
+    details = trace.details(criterion)
+    details["orthogonal_weights"] = path.orthogonal_weights(m, final_lam)
     chosen_indices = path.selected[:m]
     return SelectionResult(
         method=method,
@@ -204,9 +176,9 @@ def _run(candidates: np.ndarray, y: np.ndarray, *, lam: float, criterion: str,
         lambdas=np.full(m, final_lam),
         weights=path.weights(m, final_lam),
         path=np.array(path.selected, dtype=np.int64),
-        sse=np.array(sse),
-        gcv=np.array(gcv_trace),
-        cost=np.array(cost) if regularised else None,
+        sse=np.array(trace.sse),
+        gcv=np.array(trace.gcv),
+        cost=np.array(trace.cost) if regularised else None,
         centres=None if centres is None else centres[chosen_indices],
         details=details,
     )
