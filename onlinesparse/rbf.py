@@ -357,7 +357,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         window then fills up to ``window_size`` again."""
         keep = self._change_keep
         self._change_keep = 0
-        if self.memory != "adaptive":
+        if not keep or self.memory != "adaptive":
             return
         model = self._model
         keep = max(keep, model.size + 10, _MIN_MEMORY)
