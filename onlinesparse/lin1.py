@@ -42,6 +42,7 @@ import numpy as np
 from river import base, proba
 
 from onlinesparse._blas import single_blas_thread
+from onlinesparse._distributions import gaussian
 from onlinesparse._validation import check_real
 from onlinesparse.features import FeatureMap, as_target
 
@@ -337,7 +338,7 @@ class Lin1Regressor(_Lin1Base, base.Regressor):
         mean = float(means[0])
         if not with_dist:
             return mean
-        return proba.Gaussian._from_state(n=1, m=mean, var=float(variances[0]), ddof=0)
+        return gaussian(mean, float(variances[0]))
 
     def predict_many(self, X: pd.DataFrame) -> pd.Series:
         """Predictive means ``wᵀx*`` of every row of ``X``: exactly :meth:`predict_one`'s.
@@ -473,7 +474,7 @@ class Lin1MultiTargetRegressor(_Lin1Base, base.MultiTargetRegressor):
         if not with_dist:
             return dict(zip(self._targets, means.tolist(), strict=True))
         return {
-            name: proba.Gaussian._from_state(n=1, m=float(m), var=float(v), ddof=0)
+            name: gaussian(float(m), float(v))
             for name, m, v in zip(self._targets, means, variances, strict=True)
         }
 

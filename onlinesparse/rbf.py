@@ -11,6 +11,7 @@ from river import base, proba
 
 from onlinesparse import core
 from onlinesparse._blas import single_blas_thread
+from onlinesparse._distributions import gaussian
 from onlinesparse._validation import check_choice, check_int, check_radii, check_real
 from onlinesparse.buffer import BufferManager
 from onlinesparse.core.state import SAMPLE, Field, RecordOwner, new_record, upgrade_record
@@ -600,7 +601,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         variance = noise if h is None else model.predictive_variance(h, noise)
         # (the calibration factor κ², see core.sample.calibrate)
         variance *= math.exp(2.0 * self.record[0]["calibration"])
-        return proba.Gaussian._from_state(n=1, m=mean, var=variance, ddof=0)
+        return gaussian(mean, variance)
 
     def _empty_prediction(self) -> float:
         """A model without basis functions predicts the mean of the targets in memory

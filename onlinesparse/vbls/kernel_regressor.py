@@ -19,6 +19,7 @@ from river import base, proba
 from scipy.linalg import lapack
 
 from onlinesparse._blas import single_blas_thread
+from onlinesparse._distributions import gaussian
 from onlinesparse._validation import check_choice, check_int, check_radii, check_real
 from onlinesparse.buffer import BufferManager
 from onlinesparse.features import FeatureMap, as_rows
@@ -678,13 +679,13 @@ class VBLSKernelRegressor(base.Regressor):
         normal."""
         vector = self._features.transform(x)
         if self._state is None:
-            return proba.Gaussian._from_state(n=1, m=0.0, var=1.0, ddof=0) if with_dist else 0.0
+            return gaussian(0.0, 1.0) if with_dist else 0.0
         row = self._stats.basis.evaluate(self._scaled(vector), 0, self._stats.n_model)
         mean, var = self._predictive(row)
         if not (math.isfinite(mean) and (math.isfinite(var) or not with_dist)):
             raise self._features.overflow(vector)
         if with_dist:
-            return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
+            return gaussian(mean, var)
         return mean
 
     def predict_many(self, X: pd.DataFrame) -> pd.Series:

@@ -11,6 +11,7 @@ from river import base, proba
 from scipy import special
 
 from onlinesparse._blas import single_blas_thread
+from onlinesparse._distributions import gaussian
 from onlinesparse._validation import check_choice, check_int, check_real
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.features import as_target as _as_target
@@ -313,7 +314,7 @@ class VBLSRegressor(base.Regressor):
         """
         vector = self._features.transform(x)
         if self._state is None:
-            return proba.Gaussian._from_state(n=1, m=0.0, var=1.0, ddof=0) if with_dist else 0.0
+            return gaussian(0.0, 1.0) if with_dist else 0.0
         if self._student:
             return self._predict_student(vector, with_dist)
         row = np.concatenate(([1.0], vector))
@@ -321,7 +322,7 @@ class VBLSRegressor(base.Regressor):
         if not (math.isfinite(mean) and (math.isfinite(var) or not with_dist)):
             raise self._features.overflow(vector)
         if with_dist:
-            return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
+            return gaussian(mean, var)
         return mean
 
     def _predict_student(self, vector: np.ndarray, with_dist: bool
