@@ -136,6 +136,11 @@ class BufferManager:
         return True
 
     @property
+    def reference_radius(self) -> float:
+        """The middle proposed radius: the scale in which novelty is measured."""
+        return self._reference_radius
+
+    @property
     def novelty_threshold(self) -> float:
         """The squared distance beyond which an input is novel."""
         return self.novelty * self._reference_radius ** 2

@@ -211,6 +211,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     _propose = Field()
     _error = Field()
     _change_keep = Field()
+    _calibration = Field("calibration")
 
     @property
     def model(self) -> IncrementalRidge | None:
@@ -574,13 +575,6 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         return model
 
     # -- prediction -----------------------------------------------------------------------
-    def _row(self, x: dict) -> np.ndarray | None:
-        vector = self._features.transform(x)
-        model = self._model
-        if model is None or not model.size:
-            return None
-        return model.model_row(vector)
-
     def predict_one(self, x: dict, with_dist: bool = False) -> float | proba.Gaussian:
         if not with_dist:
             vector = self._features.transform(x)
@@ -593,15 +587,36 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
                 arguments = cached[1]
                 return core.predict_mean(vector, *arguments[14:18], arguments[19])
             return core.predict_mean(vector, *model.window.basis.arrays(), model.weights)
-        h = self._row(x)
+        vector = self._features.transform(x)
         model = self._model
-        mean = self._empty_prediction() if h is None else core.inner(h, model.weights,
-                                                                    model.size)
         noise = self._noise_level()
-        variance = noise if h is None else model.predictive_variance(h, noise)
+        if model is None or not model.size:
+            return gaussian(self._empty_prediction(), noise + self._novelty_variance(vector))
+        h = model.model_row(vector)
         # (the calibration factor κ², see core.sample.calibrate)
-        variance *= math.exp(2.0 * self.record[0]["calibration"])
-        return gaussian(mean, variance)
+        variance = model.predictive_variance(h, noise) * math.exp(2.0 * self._calibration)
+        return gaussian(core.inner(h, model.weights, model.size),
+                        variance + self._novelty_variance(vector))
+
+    def _novelty_variance(self, vector: np.ndarray) -> float:
+        """What the basis set cannot know at x: the posterior variance of the weight of a
+        new Gaussian basis function centred at x (height 1, the middle proposed radius),
+        given the data near it and a prior variance of s², the target's variance in
+        memory — ``1 / (1/s² + Σᵢ φ(xᵢ)²/σ²)`` (the augmentation of Rasmussen and
+        Quiñonero-Candela 2005, taken conditionally on the other weights). Far from every
+        stored input it is s² (anything in the target's range); where the window is dense
+        it is σ² divided by the data near x, a few per cent of σ² on Friedman #1. O(W·d),
+        paid by ``with_dist=True`` only."""
+        model = self._model
+        if model is None or not model.n_patterns:
+            return 0.0
+        window = model.window
+        prior = core.target_variance(window.record)
+        noise = self._noise_level()
+        if not (prior > 0.0 and noise > 0.0):
+            return 0.0
+        near = window.support(vector, self._buffer.reference_radius)
+        return 1.0 / (1.0 / prior + near / noise)
 
     def _empty_prediction(self) -> float:
         """A model without basis functions predicts the mean of the targets in memory

@@ -303,6 +303,11 @@ class WindowStatistics(RecordOwner):
         """Stored inputs, oldest first (one row per pattern)."""
         return np.ascontiguousarray(self._XT[:, self._order()].T)
 
+    def support(self, x: np.ndarray, radius: float) -> float:
+        """``Σᵢ φ(xᵢ)²`` over the stored inputs, φ the Gaussian of ``radius`` centred at x
+        (``core.support``): how much of the window lies near x. O(W·d)."""
+        return core.support(self._XT, self._head, self.n_stored, x, 1.0 / radius ** 2)
+
     def stored_targets(self) -> np.ndarray:
         return self._y[self._order()]
 

@@ -625,3 +625,24 @@ def test_a_model_pickled_with_river_adwin_detectors_loads_and_goes_on_learning()
         x = {"a": float(rng.uniform()), "b": float(rng.uniform())}
         model.learn_one(x, float(np.sin(3 * x["a"])))
     _check_against_reference(model.model, strict=_cond(model.model) <= 1e4)
+
+
+def test_the_interval_widens_far_from_the_data_to_the_targets_spread():
+    """Issue 18, novelty: the predictive variance adds the posterior variance of a new
+    basis function's weight at x (SparseRBFRegressor._novelty_variance). Inside the data
+    it changes the deviation by under 2 %; far from every stored input the deviation is
+    at least the target's own spread, where without it only the linear functions' weight
+    uncertainty widened the interval."""
+    rng = np.random.default_rng(4)
+    model = SparseRBFRegressor(max_basis=20, window_size=400)
+    xs = rng.uniform(-1, 1, (600, 2))
+    ys = np.sin(3 * xs[:, 0]) + 0.05 * rng.normal(size=600)
+    for x, y in zip(xs, ys, strict=True):
+        model.learn_one({"a": float(x[0]), "b": float(x[1])}, float(y))
+    inside = {"a": 0.1, "b": -0.2}
+    d_inside = model.predict_one(inside, with_dist=True)
+    assert model._novelty_variance(np.array([0.1, -0.2])) < 0.04 * d_inside.sigma ** 2
+    spread = float(np.std(ys[-400:]))
+    far = model.predict_one({"a": 0.1, "b": 8.0}, with_dist=True)
+    assert far.sigma >= 0.99 * spread
+    assert far.sigma > 5 * d_inside.sigma

@@ -40,6 +40,7 @@ from onlinesparse.core.basis import (
     predict_mean,
     profile,
     profile_array,
+    support,
 )
 from onlinesparse.core.criteria import (
     CASES,
@@ -221,6 +222,7 @@ __all__ = [
     "predict_mean",
     "profile",
     "profile_array",
+    "support",
     "proposes",
     "rank_one_update",
     "refresh_column",

@@ -77,6 +77,24 @@ def nearest_sq_distance(kinds: np.ndarray, centres: np.ndarray, stop: int,
 
 
 @jit
+def support(XT: np.ndarray, head: int, count: int, x: np.ndarray, inv_r2: float) -> float:
+    """``Σᵢ φ(xᵢ)²`` over the ``count`` stored inputs of the ring ``XT`` (one column per
+    pattern, the oldest at ``head``), φ the Gaussian of 1/r² = ``inv_r2`` centred at x:
+    how much data lies near x, the evidence a new basis function there would have
+    (``SparseRBFRegressor``'s novelty variance)."""
+    d, capacity = XT.shape[0], XT.shape[1]
+    total = 0.0
+    for k in range(count):
+        slot = (head + k) % capacity
+        z = 0.0
+        for f in range(d):
+            diff = x[f] - XT[f, slot]
+            z += diff * diff
+        total += math.exp(-2.0 * z * inv_r2)
+    return total
+
+
+@jit
 def inner(a: np.ndarray, b: np.ndarray, m: int) -> float:
     """``Σᵢ<m aᵢbᵢ`` summed in order: a model's output ``hᵀw``, the same bits on every path
     (predictions, and the error the buffer manager judges a sample by)."""
