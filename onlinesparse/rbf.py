@@ -243,7 +243,8 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
-        for name in ("_spares", "_row_scratch", "_cached_arguments"):  # (made anew)
+        for name in ("_spares", "_row_scratch", "_cached_arguments",
+                     "_predict_arguments"):  # (made anew)
             state.pop(name, None)
         return state
 
@@ -398,6 +399,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     # Whether the basis set changed since the buffer last looked: a deleted constant or
     # linear function returns to the pool, which may then hold more than its capacity.
     _overfilled = False
+    # The compiled calls' arguments, kept while the arrays stay (see _arguments).
+    _cached_arguments = None
+    _predict_arguments = None
 
     def _adopt_resized(self) -> None:
         """Take the state a compiled call resized into the spare arrays."""
@@ -414,17 +418,21 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         microseconds of a ~40 µs sample."""
         model = self._model
         window, state = model.window, model.state
-        cached = getattr(self, "_cached_arguments", None)
+        cached = self._cached_arguments
         # (the protected ids are fixed once the first sample has made the pool)
         if (cached is not None and cached[0][0] == window.layout
                 and cached[0][1] is state.variance and cached[0][2] is self._spares):
             return cached[1]
         protected = self._buffer.protected_ids()
         pruner = self._pruner
+        basis = window.basis.arrays()
         arguments = (self.record, pruner.record, model.record, window.record,
                      self._row_buffer(), *window.tracked_ring(), *state.arrays(),
                      *self._spare_arrays(), protected, pruner.move)
         self._cached_arguments = ((window.layout, state.variance, self._spares), arguments)
+        # predict_one's: the model's basis and weights, valid while the window's layout
+        # and the weights array stay (predict_one checks both)
+        self._predict_arguments = (window, window.layout, (*basis, state.weights))
         return arguments
 
     def _row_buffer(self) -> np.ndarray:
@@ -578,14 +586,15 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     def predict_one(self, x: dict, with_dist: bool = False) -> float | proba.Gaussian:
         if not with_dist:
             vector = self._features.transform(x)
+            cached = self._predict_arguments
+            if cached is not None:  # (the arrays of the last learn_one, if they still hold)
+                window, layout, arguments = cached
+                if (window.layout == layout and arguments[-1] is self._model.state.weights
+                        and arguments[-1].shape[0]):
+                    return core.predict_mean(vector, *arguments)
             model = self._model
             if model is None or not model.size:
                 return self._empty_prediction()
-            cached = getattr(self, "_cached_arguments", None)
-            if cached is not None and cached[0][1] is model.state.variance:
-                # (the compiled sample's arguments hold the basis arrays and the weights)
-                arguments = cached[1]
-                return core.predict_mean(vector, *arguments[14:18], arguments[19])
             return core.predict_mean(vector, *model.window.basis.arrays(), model.weights)
         vector = self._features.transform(x)
         model = self._model

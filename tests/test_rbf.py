@@ -646,3 +646,31 @@ def test_the_interval_widens_far_from_the_data_to_the_targets_spread():
     far = model.predict_one({"a": 0.1, "b": 8.0}, with_dist=True)
     assert far.sigma >= 0.99 * spread
     assert far.sigma > 5 * d_inside.sigma
+
+
+def test_predict_one_agrees_with_the_ridge_after_every_kind_of_update():
+    """predict_one's fast path reuses the last learn_one's arrays while the window's layout
+    and the weights array stay: after learn_one, refine (which may overfill and grow the
+    pool), learn_many and a pickle round trip it gives the ridge's own prediction."""
+    rng = np.random.default_rng(8)
+    model = SparseRBFRegressor(max_basis=12, window_size=80, n_candidates=2)
+    probe = {"a": 0.2, "b": -0.4}
+
+    def agree():
+        vector = np.array([probe["a"], probe["b"]])
+        expected = model.model.predict(vector) if model.n_basis else model.predict_one(probe)
+        assert model.predict_one(probe) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+    for k in range(400):
+        x = rng.uniform(-1, 1, 2)
+        model.learn_one({"a": float(x[0]), "b": float(x[1])}, float(np.sin(3 * x[0])))
+        agree()
+        if k % 37 == 0:
+            model.refine(40)
+            agree()
+        if k % 101 == 0:
+            frame = pd.DataFrame(rng.uniform(-1, 1, (5, 2)), columns=["a", "b"])
+            model.learn_many(frame, pd.Series(np.sin(3 * frame["a"])))
+            agree()
+            model = pickle.loads(pickle.dumps(model))
+            agree()
