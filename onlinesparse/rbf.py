@@ -82,9 +82,12 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     Early samples: a model without basis functions predicts the mean of the targets seen,
     and the constant joins at λ = 0 with the first pattern, so predictions start at the
     mean rather than at 0; GCV on a handful of patterns is easily fooled, so the model
-    holds at most half as many basis functions as it has patterns. Inputs far outside
-    what a young scaler has seen can still be extrapolated far by the linear basis
-    functions; predictions are not clipped.
+    holds at most half as many basis functions as it has patterns, and its predictions
+    are averaged with the running mean's by the prequential evidence for each
+    (``core.weigh_against_mean``): the model takes over as it proves the better. Inputs
+    far outside what a young scaler has seen can still be extrapolated far by the linear
+    basis functions while the model's weight is high; predictions are not clipped, but
+    ``with_dist=True`` widens the interval there (see below).
 
     Units, memory and intervals (``docs/rbf_on_streams.md``): the model is equivariant to
     the unit of its target; ``memory="adaptive"`` forgets the patterns before a change of
@@ -212,6 +215,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     _error = Field()
     _change_keep = Field()
     _calibration = Field("calibration")
+    _model_weight = Field("model_weight")
+    _mean_prediction = Field("mean_prediction")
+    _mean_variance = Field("mean_variance")
 
     @property
     def model(self) -> IncrementalRidge | None:
@@ -240,6 +246,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             state["_model"] = state.pop("model")
         self.__dict__.update(state)
         self._spares = None
+        # (a weight of exactly 0 was never weighed: a pickle from before the weighing)
+        if self.record[0]["model_weight"] == 0.0 and self._model is not None:
+            self._trust_the_model()
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
@@ -580,6 +589,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             model.model.add_basis(BasisSpec.radial(np.asarray(centre)[order], radius, kernel),
                                   float(lam))
         model._update_noise()
+        model._trust_the_model()
         return model
 
     # -- prediction -----------------------------------------------------------------------
@@ -591,11 +601,12 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
                 window, layout, arguments = cached
                 if (window.layout == layout and arguments[-1] is self._model.state.weights
                         and arguments[-1].shape[0]):
-                    return core.predict_mean(vector, *arguments)
+                    return self._averaged(core.predict_mean(vector, *arguments))
             model = self._model
             if model is None or not model.size:
                 return self._empty_prediction()
-            return core.predict_mean(vector, *model.window.basis.arrays(), model.weights)
+            return self._averaged(core.predict_mean(vector, *model.window.basis.arrays(),
+                                                    model.weights))
         vector = self._features.transform(x)
         model = self._model
         noise = self._noise_level()
@@ -604,8 +615,31 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         h = model.model_row(vector)
         # (the calibration factor κ², see core.sample.calibrate)
         variance = model.predictive_variance(h, noise) * math.exp(2.0 * self._calibration)
-        return gaussian(core.inner(h, model.weights, model.size),
-                        variance + self._novelty_variance(vector))
+        mean = core.inner(h, model.weights, model.size)
+        variance += self._novelty_variance(vector)
+        w = self._model_weight
+        if w != 1.0:  # the two-component mixture's mean and variance
+            other, spread = self._mean_prediction, self._mean_variance
+            gap = mean - other  # (w·v + (1 − w)·v' + w(1 − w)(μ − m)²: no cancellation)
+            variance = w * variance + (1.0 - w) * spread + w * (1.0 - w) * gap * gap
+            mean = w * mean + (1.0 - w) * other
+        return gaussian(mean, variance)
+
+    def _averaged(self, prediction: float) -> float:
+        """The model's prediction averaged with the running mean's by the prequential
+        evidence (``core.sample.weigh_against_mean``): ``w·f(x) + (1 − w)·ȳ``; once the
+        model has won, w is 1 and this is f(x)."""
+        w = self._model_weight
+        if w == 1.0:
+            return prediction
+        return w * prediction + (1.0 - w) * self._mean_prediction
+
+    def _trust_the_model(self) -> None:
+        """A model that did not earn its weight sample by sample (built from a batch fit,
+        or pickled before the weighing existed) predicts with its own fit alone."""
+        record = self.record[0]
+        record["log_odds"] = core.LOG_ODDS_LIMIT
+        record["model_weight"] = 1.0
 
     def _novelty_variance(self, vector: np.ndarray) -> float:
         """What the basis set cannot know at x: the posterior variance of the weight of a

@@ -8,6 +8,7 @@ are run from ``benchmarks/``, not here.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -16,8 +17,16 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
+# The scripts pin BLAS to one thread through the environment when they start, as a real-time
+# user would; imported here, that would change the environment of every later test (and of
+# the processes they spawn) after this process's BLAS has started with its own count. Keep
+# the environment as it was.
+_environment = dict(os.environ)
 import robot_panda  # noqa: E402
 import stream_real  # noqa: E402
+
+os.environ.clear()
+os.environ.update(_environment)
 
 
 def test_coverage_counts_errors_inside_the_central_95_interval_after_the_warm_up():

@@ -331,7 +331,8 @@ def test_random_streams_through_the_estimator_match_the_reference(
         ridge = model.model
         vector = np.array([x[f"x{i}"] for i in range(d)])
         window = ridge.window
-        expected = (float(ridge.model_row(vector) @ ridge.weights) if ridge.size
+        expected = (_averaged(model, float(ridge.model_row(vector) @ ridge.weights))
+                    if ridge.size
                     else window.sum_y / window.count)  # (an empty model predicts the mean)
         assert model.predict_one(x) == pytest.approx(expected, rel=1e-12, abs=1e-12)
         assert math.isfinite(model.predict_one(x, with_dist=True).sigma)
@@ -535,6 +536,14 @@ def test_a_model_pickled_before_the_records_loads_and_goes_on_learning():
     _check_against_reference(model.model, strict=_cond(model.model) <= 1e4)
 
 
+def _averaged(model: SparseRBFRegressor, prediction: float) -> float:
+    """The ridge's prediction averaged with the running mean's by the model's weight
+    (core.weigh_against_mean), as predict_one gives it."""
+    record = model.record[0]
+    w = float(record["model_weight"])
+    return w * prediction + (1.0 - w) * float(record["mean_prediction"])
+
+
 def _cusum_from_scratch(zs: list[float]) -> list[int]:
     """Page's CUSUM written out plainly: the three statistics of
     core.sample.watch_for_change from their definitions, restarted after each alarm;
@@ -658,7 +667,8 @@ def test_predict_one_agrees_with_the_ridge_after_every_kind_of_update():
 
     def agree():
         vector = np.array([probe["a"], probe["b"]])
-        expected = model.model.predict(vector) if model.n_basis else model.predict_one(probe)
+        expected = (_averaged(model, model.model.predict(vector)) if model.n_basis
+                    else model.predict_one(probe))
         assert model.predict_one(probe) == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
     for k in range(400):
@@ -674,3 +684,51 @@ def test_predict_one_agrees_with_the_ridge_after_every_kind_of_update():
             agree()
             model = pickle.loads(pickle.dumps(model))
             agree()
+
+
+def test_the_evidence_against_the_running_mean_is_the_prequential_log_likelihood_ratio():
+    """core.weigh_against_mean from scratch: after every sample, log_odds grows by
+    (miss² − error²)/(2·v) — the errors before learning of the running mean and of the
+    model, v the mean's predictive variance s²(1 + 1/p) as it stood — bounded by ±40, and
+    predict_one is w·f(x) + (1 − w)·ȳ with w its logistic."""
+    rng = np.random.default_rng(6)
+    model = SparseRBFRegressor(max_basis=10, window_size=60)
+    expected = 0.0
+    for _ in range(150):
+        x = {"a": float(rng.uniform(-2, 2)), "b": float(rng.uniform(-2, 2))}
+        y = float(np.sin(2 * x["a"]) + 0.3 * rng.normal())
+        record = model.record[0]
+        before = (float(record["mean_prediction"]), float(record["mean_variance"]))
+        fitted = model.n_basis > 0
+        model.learn_one(x, y)
+        if before[1] > 0.0 and fitted:
+            error = float(model.record[0]["error"])
+            expected += ((y - before[0]) ** 2 - error ** 2) / (2.0 * before[1])
+            expected = min(max(expected, -40.0), 40.0)
+            assert model.record[0]["log_odds"] == pytest.approx(expected, rel=1e-9, abs=1e-9)
+        probe = {"a": 0.3, "b": -0.1}
+        w = float(model.record[0]["model_weight"])
+        assert w == pytest.approx(1.0 / (1.0 + math.exp(-expected)), rel=1e-12)
+        if model.n_basis:
+            f = model.model.predict(np.array([0.3, -0.1]))
+            mean = float(model.record[0]["mean_prediction"])
+            assert model.predict_one(probe) == pytest.approx(w * f + (1 - w) * mean, rel=1e-9)
+
+
+def test_the_first_predictions_are_as_good_as_the_running_mean():
+    """Issue 18, cold start: behind a young StandardScaler on Friedman #1, whose first
+    scaled inputs lie far out, the first 50 predictions are at least as good as the running
+    mean's (and the first 200 clearly better): the model earns its weight against the mean
+    sample by sample."""
+    from river import stats
+
+    model = preprocessing.StandardScaler() | SparseRBFRegressor()
+    mean, ours, baseline = stats.Mean(), [], []
+    for k, (x, y) in enumerate(datasets.synth.Friedman(seed=42).take(200)):
+        ours.append(y - model.predict_one(x))
+        baseline.append(y - (mean.get() if k else 0.0))
+        model.learn_one(x, y)
+        mean.update(y)
+    ours, baseline = np.array(ours[1:]), np.array(baseline[1:])
+    assert np.sqrt(np.mean(ours[:49] ** 2)) <= np.sqrt(np.mean(baseline[:49] ** 2))
+    assert np.sqrt(np.mean(ours ** 2)) < 0.85 * np.sqrt(np.mean(baseline ** 2))

@@ -88,6 +88,7 @@ from onlinesparse.core.pruning import (
 )
 from onlinesparse.core.sample import (
     LEARNED,
+    LOG_ODDS_LIMIT,
     MOVE,
     QUIET,
     REFRESH,
@@ -101,6 +102,7 @@ from onlinesparse.core.sample import (
     stream_sample,
     target_variance,
     watch_for_change,
+    weigh_against_mean,
 )
 from onlinesparse.core.selection import (
     BASIS_FIRST,
@@ -160,6 +162,8 @@ __all__ = [
     "Z95",
     "calibrate",
     "watch_for_change",
+    "weigh_against_mean",
+    "LOG_ODDS_LIMIT",
     "noise_level",
     "target_variance",
     "LINEAR",

@@ -153,26 +153,69 @@ def noise_level(sample_record: np.ndarray, window_record: np.ndarray) -> float:
 
 @jit
 def calibrate(sample_record: np.ndarray, window_record: np.ndarray, error: float,
-              leverage: float) -> None:
+              leverage: float) -> float:
     """One step of the predictive deviation's calibration (adaptive conformal inference,
     Gibbs and Candès 2021, on a scale): κ grows by e^(0.95η) when the error before
     learning fell outside the 95 % interval ``±1.96·κ·σ·√(1 + hᵀSh)`` and shrinks by
     e^(−0.05η) when it fell inside, so that in the long run 5 % fall outside whatever the
     stream (a noise estimate from few patterns, heavy tails, drift, inputs far from the
     centres). The error in units of that deviation (before the step), clipped at ±3, is
-    ``sample_record.z``, which :func:`watch_for_change` accumulates."""
+    ``sample_record.z``, which :func:`watch_for_change` accumulates. Returns that
+    deviation (0 when there is no noise level yet)."""
     s = sample_record[0]
     noise = noise_level(sample_record, window_record)
     spread = noise * (1.0 + leverage)
     if not spread > 0.0:
         s.z = 0.0
-        return
+        return 0.0
     deviation = math.exp(s.calibration) * math.sqrt(spread)
     s.z = min(max(error / deviation, -3.0), 3.0)
     miss = abs(error) > Z95 * deviation
     step = CALIBRATION_STEP * ((1.0 if miss else 0.0) - 0.05)
     s.calibration = min(max(s.calibration + step, -CALIBRATION_LIMIT), CALIBRATION_LIMIT)
     watch_for_change(sample_record)
+    return deviation
+
+
+# The bound on the evidence for either side: past it the losing side's weight is below
+# e^(−40) ≈ 4e-18 (the winner's weight is 1 to the last bit), and 40 nats of contrary
+# evidence — a dozen errors of three deviations — hand the prediction back.
+LOG_ODDS_LIMIT = 40.0
+MIN_WEIGHED = 3
+
+
+@jit
+def weigh_against_mean(sample_record: np.ndarray, window_record: np.ndarray, y: float,
+                       error: float) -> None:
+    """The prequential evidence for the model against the simplest one, the mean of the
+    targets in memory (Dawid's prequential principle; Bayesian model averaging of the
+    two). Both are scored as Gaussians of one common variance, the mean's own
+    s²(1 + 1/p), so that the evidence compares their predictions and not how confident
+    either claims to be: ``(miss² − error²)/(2s²(1 + 1/p))`` is added to ``log_odds``
+    (bounded by ±``LOG_ODDS_LIMIT``, so that either can take over again), and
+    ``model_weight`` is its posterior probability. The mean's prediction for the next
+    sample is then set from the window (y included: call after the pattern is in); it
+    is not judged before the window holds ``MIN_WEIGHED`` patterns, since before that
+    its variance is no estimate.
+
+    A model fitted by GCV to a handful of patterns is easily fooled; its predictions are
+    ``w·f(x) + (1 − w)·ȳ`` (``SparseRBFRegressor.predict_one``), so that on the first
+    samples, or after a change it has not caught up with, a stream is predicted at least
+    about as well as by its running mean, and the model takes over as its evidence
+    grows."""
+    s = sample_record[0]
+    if s.mean_variance > 0.0:
+        miss = y - s.mean_prediction
+        ratio = (miss * miss - error * error) / (2.0 * s.mean_variance)
+        s.log_odds = min(max(s.log_odds + ratio, -LOG_ODDS_LIMIT), LOG_ODDS_LIMIT)
+    s.model_weight = 1.0 / (1.0 + math.exp(-s.log_odds))
+    w = window_record[0]
+    if w.count >= MIN_WEIGHED:
+        s.mean_prediction = w.sum_y / w.count
+        s.mean_variance = target_variance(window_record) * (1.0 + 1.0 / w.count)
+    else:
+        s.mean_prediction = w.sum_y / w.count if w.count > 0.0 else 0.0
+        s.mean_variance = 0.0
 
 
 # The change statistics' allowance (a shift of the errors' mean by 2k deviations is what
@@ -325,8 +368,10 @@ def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
     if weights.shape[0] > 0:  # (an empty model's prediction is no model's)
         calibrate(sample_record, window_record, sample_record[0].error,
                   ridge_record[0].leverage)
+        weigh_against_mean(sample_record, window_record, y, sample_record[0].error)
     else:
         sample_record[0].z = 0.0  # (nothing to judge: no change statistics either)
+        weigh_against_mean(sample_record, window_record, y, y - sample_record[0].mean_prediction)
     if status == REFRESH:
         return REFRESH
     return continue_sample(sample_record, pruner_record, ridge_record, window_record, x,

@@ -62,8 +62,12 @@ SAMPLE = _dtype(
     # z: the last error before learning in units of the calibrated predictive deviation,
     # clipped at ±3 (0 where there is no model or no noise level yet), which the memory's
     # change statistics (CUSUM, core.sample.watch_for_change) accumulate
+    # log_odds: the prequential evidence for the model against the running mean
+    # (core.sample.weigh_against_mean), model_weight its posterior probability, and the
+    # mean's prediction and predictive variance for the next sample
     ("noise_variance", "novelty_sq", "error_threshold", "error", "nearest",
-     "calibration", "z", "cusum_up", "cusum_down", "cusum_scale"))
+     "calibration", "z", "cusum_up", "cusum_down", "cusum_scale", "log_odds",
+     "model_weight", "mean_prediction", "mean_variance"))
 # RIDGE.pending: no refresh waits, one of S alone, one of the statistics and S.
 NO_REFRESH, REFRESH_STATE, REFRESH_STATISTICS = -1, 0, 1
 
