@@ -175,6 +175,11 @@ class VBLSKernelRegressor(base.Regressor):
         window, radii √2·(1, √2) in the scaled inputs), ``"evidence"`` (one length scale for
         all, radii √2·ℓ̂·(1, √2)) or ``"fixed"`` (``(1/√2, √2)·√d``). See "Kernel width and
         input metric" above.
+    candidate_every
+        The new candidates' columns (O(W·(M + C)) each, one per radius) and the admission
+        test (O(M³ + M²·C)) run on one ``learn_one`` in this many; the other samples only
+        update the statistics and sweep. Larger values make most samples cheap, but the
+        model sees fewer candidates and grows more slowly (docs/performance.md measures it).
     strict
         Raise on missing or unseen features instead of imputing / ignoring them (see
         :mod:`onlinesparse.features`).
@@ -209,7 +214,7 @@ class VBLSKernelRegressor(base.Regressor):
                  precision_cap: float = 10.0, prune_after: int = 3,
                  relevance_threshold: float = 1.0, novelty: float = 0.25,
                  error_threshold: float = 2.0, tol: float = 1e-3, max_sweeps: int = 20_000,
-                 max_start: int = 1000, width: str = "ard",
+                 max_start: int = 1000, width: str = "ard", candidate_every: int = 1,
                  strict: bool = False) -> None:
         self.max_basis = max_basis
         self.window_size = window_size
@@ -227,6 +232,7 @@ class VBLSKernelRegressor(base.Regressor):
         self.max_sweeps = max_sweeps
         self.max_start = max_start
         self.width = width
+        self.candidate_every = candidate_every
         self.strict = strict
         self._validate_parameters()
         self._features = FeatureMap(strict=strict)
@@ -255,6 +261,7 @@ class VBLSKernelRegressor(base.Regressor):
         check_int("prune_after", self.prune_after)
         check_int("max_sweeps", self.max_sweeps, 0)
         check_int("max_start", self.max_start)
+        check_int("candidate_every", self.candidate_every)
         check_choice("kernel", self.kernel, KERNELS)
         check_choice("width", self.width, _WIDTHS)
         check_radii("radii", self.radii)
@@ -281,7 +288,8 @@ class VBLSKernelRegressor(base.Regressor):
         self._buffer = BufferManager(radii=tuple(float(r) for r in radii), kernel=self.kernel,
                                      capacity=self.n_candidates, novelty=self.novelty,
                                      error_threshold=self.error_threshold,
-                                     max_new_per_sample=len(radii))
+                                     max_new_per_sample=len(radii),
+                                     column_every=self.candidate_every)
         return stats
 
     # -- the centred parametrisation ---------------------------------------------------------
@@ -449,22 +457,40 @@ class VBLSKernelRegressor(base.Regressor):
 
     def _sweep(self, n: int) -> float:
         """``n`` EM sweeps (Ting et al. 4.7, 4.8) on the centred statistics, each followed by
-        the pruning rule; returns the relative change of the weights over the last sweep."""
+        the pruning rule; returns the relative change of the weights over the last sweep.
+
+        The sweeps and the pruning clock run in one compiled call
+        (:func:`~onlinesparse.vbls._compiled.online_sweeps`: the same arithmetic as
+        :func:`engine.sweep_regression` and the clock in turn), which returns to prune."""
         stats, state = self._stats, self._state
         change = 0.0
         if n <= 0:
             return change
         gram, cross = self._centred()
         radial = stats.basis.radial_mask[: stats.n_model]  # only kernels are pruned
-        for _ in range(n):
-            change = engine.sweep_regression(state, gram, cross, stats.yy, stats.count, "ard",
-                                             self.precision_cap)
-            # The precision ratio (engine.precision_ratio) at the cap: one more sweep there.
-            largest = _compiled.count_at_cap(
-                state.precision_shape, state.precision_rate, state.n_flat,
-                np.ascontiguousarray(np.diagonal(gram)), state.noise_precision, radial,
-                self._at_cap, self.precision_cap * _AT_CAP)
-            if largest >= self.prune_after:
+        second_moment = stats.yy / stats.count
+        if second_moment > 0.0:  # (engine.sweep_regression's floor, from the same scale)
+            state.scale = second_moment
+        floor = engine._noise_floor(state.scale)
+        while n > 0:
+            weights = np.array(state.weights, dtype=float)
+            variances = np.array(state.weight_variances, dtype=float)
+            rate = np.array(state.precision_rate, dtype=float)
+            psi = np.array(state.branch_noise, dtype=float)
+            run, kept, psi_y, precision, change, kept_change = _compiled.online_sweeps(
+                n, weights, variances, np.ascontiguousarray(state.precision_shape), rate,
+                psi, float(state.output_noise), float(state.noise_precision), gram, cross,
+                float(stats.yy), float(stats.count), float(self.precision_cap), floor,
+                engine.PRIOR_RATE, radial, self._at_cap, self.precision_cap * _AT_CAP,
+                self.prune_after)
+            state.weights, state.weight_variances = weights, variances
+            state.precision_rate, state.branch_noise = rate, psi
+            state.output_noise, state.noise_precision = psi_y, precision
+            state.n_sweeps += kept
+            if kept:
+                state.last_change = kept_change
+            n -= run
+            if self._at_cap.size and int(self._at_cap.max()) >= self.prune_after:
                 doomed = np.flatnonzero(self._at_cap >= self.prune_after)
                 for j in doomed[::-1]:
                     self._prune_unit(int(j))
@@ -517,8 +543,12 @@ class VBLSKernelRegressor(base.Regressor):
             error, std = 0.0, 0.0
         self._covariance = None  # the sweeps below move the posterior off the batch one
         self._push(scaled, target, row)
+        # The heavy work, the new candidates' columns (O(W·d) each) and the admission test
+        # (O(M³ + M²·C)), shares one sample in ``candidate_every``: the others only sweep.
+        heavy = self._buffer.column_due()
         self._buffer.consider(stats, scaled, error, std)
-        self._admit()
+        if heavy:
+            self._admit()
         self._sweep(self.sweeps_per_sample)
         self._features.commit(vector, x)
 
