@@ -72,10 +72,11 @@ class VBLSKernelRegressor(base.Regressor):
     * **Admission.** While the model has fewer than ``max_basis`` basis functions, the
       candidate that raises the marginal likelihood most is admitted when its statistic
       ``t² = Q²/S`` exceeds ``admit_threshold`` (1 is Tipping and Faul's inclusion test
-      ``Q² > S``). ``S = φᵀC⁻¹φ`` and ``Q = φᵀC⁻¹y`` use the marginal covariance
-      ``C = sI + HA⁻¹Hᵀ`` of the current model, i.e. the RVM posterior of eq. 5.2 with
-      ``⟨α⟩`` and s = ``ψ_y + Σψ_zm``: t² is the squared t-statistic of φ on the residual
-      with the model's columns projected out, read from the window statistics in
+      ``Q² > S``; the default is 2, see the parameter). ``S = φᵀC⁻¹φ`` and
+      ``Q = φᵀC⁻¹y`` use the marginal covariance ``C = sI + HA⁻¹Hᵀ`` of the current
+      model, i.e. the RVM posterior of eq. 5.2 with ``⟨α⟩`` and s = ``ψ_y + Σψ_zm``: t²
+      is the squared t-statistic of φ on the residual with the model's columns projected
+      out, read from the window statistics in
       O(M³ + M²·C) for M basis functions and C candidates. The new unit starts at Tipping
       and Faul's optimum ``α = S²/(Q² − S)``, and every weight jumps to the fixed point of
       eq. 4.8 for the new precisions, so that the kernels already in the model make room
@@ -150,7 +151,14 @@ class VBLSKernelRegressor(base.Regressor):
         EM sweeps after each ``learn_one``.
     admit_threshold
         A candidate is admitted when its Tipping–Faul statistic ``Q²/S`` (its squared
-        t-statistic on the residual, the model projected out) exceeds this.
+        t-statistic on the residual, the model projected out) exceeds this. Tipping and
+        Faul's own test is 1, but the online sweeps' factorised posterior judges a kernel
+        more harshly than the marginal likelihood does (for an isolated kernel its
+        precision has a finite fixed point only when t² ≥ 4), and with 1 most admissions
+        were pruned again within a few samples — 99.8 % of those with t² < 2 on
+        TrumpApproval and Friedman #1 — each costing an O(M³) weight solve and a prune.
+        2 keeps the kernels that stay (docs/performance.md); 4 starves the small one-pass
+        problems (sinc, Boston) of kernels.
     precision_cap
         Largest ratio ``s⟨α_m⟩/G_mm`` of a weight's prior precision to its data precision
         (engine module); a kernel at the cap is on its way out.
@@ -160,6 +168,9 @@ class VBLSKernelRegressor(base.Regressor):
         ``diagnostics()["n_relevant"]`` counts basis functions with ratio below this.
     novelty, error_threshold
         The buffer manager's proposal rules (see :class:`~onlinesparse.buffer.BufferManager`).
+        A proposal costs a column per radius over the window, the largest piece of work of
+        a sample; ``novelty=1`` (a new centre at least the middle radius from every tracked
+        one) proposes fewer than 0.25 at the same accuracy (docs/performance.md).
     tol
         :meth:`refine` stops when no ⟨α_m⟩ changed by more than this relative amount
         (``|Δlog⟨α_m⟩| < tol``) in a sweep and no kernel was pruned (10⁻³ is the
@@ -210,9 +221,9 @@ class VBLSKernelRegressor(base.Regressor):
 
     def __init__(self, max_basis: int = 100, window_size: int = 1000, kernel: str = "gaussian",
                  radii: tuple[float, ...] | None = None, n_candidates: int = 30,
-                 sweeps_per_sample: int = 2, admit_threshold: float = 1.0,
+                 sweeps_per_sample: int = 2, admit_threshold: float = 2.0,
                  precision_cap: float = 10.0, prune_after: int = 3,
-                 relevance_threshold: float = 1.0, novelty: float = 0.25,
+                 relevance_threshold: float = 1.0, novelty: float = 1.0,
                  error_threshold: float = 2.0, tol: float = 1e-3, max_sweeps: int = 20_000,
                  max_start: int = 1000, width: str = "ard", candidate_every: int = 1,
                  strict: bool = False) -> None:
