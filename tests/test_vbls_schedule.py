@@ -141,3 +141,53 @@ def test_one_pass_matches_the_batch_fit_when_inputs_outnumber_early_patterns():
     assert nmse(online) <= 1.2 * nmse(batch)
     flags = online.relevance()
     assert np.mean([not flags[n] for n in names[18:]]) >= 0.95
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 12), st.integers(20, 80))
+def test_readmission_is_tipping_and_faul_from_scratch(seed, m, n):
+    """A capped unit's t² = Q²/S with S = hᵀC⁻¹h, Q = hᵀC⁻¹y and C = sI + Σ_{k≠m} h_k h_kᵀ/α_k
+    formed explicitly; it comes back, at ⟨α⟩ = S/(t² − 1), exactly when t² > 4."""
+    rng = np.random.default_rng(seed)
+    H = rng.normal(size=(n, m))
+    y = H @ rng.normal(0.0, 1.0, m) + rng.normal(size=n)
+    gram, cross = H.T @ H, H.T @ y
+    state = engine.initial_state(m, float(y @ y) / n, "ard")
+    state.branch_noise = np.full(m, rng.uniform(0.05, 0.5))
+    state.output_noise = float(rng.uniform(0.05, 0.5))
+    s = state.total_noise
+    cap = 10.0
+    ratio = np.where(rng.random(m) < 0.5, cap, rng.uniform(0.01, 5.0, m))
+    alpha = ratio * np.diagonal(gram) / s
+    state.precision_rate = state.precision_shape / alpha
+    state.noise_precision = 1.0 / s
+    rate = state.precision_rate.copy()
+    out = schedule.readmission(state, gram, cross, cap)
+    expected = alpha.copy()
+    for j in np.flatnonzero(ratio == cap):
+        others = [k for k in range(m) if k != j]
+        C = s * np.eye(n) + (H[:, others] / alpha[others]) @ H[:, others].T
+        S = float(H[:, j] @ np.linalg.solve(C, H[:, j]))
+        Q = float(H[:, j] @ np.linalg.solve(C, y))
+        if Q * Q / S > schedule.READMIT_T2:
+            expected[j] = S / (Q * Q / S - 1.0)
+    if out is None:
+        np.testing.assert_allclose(expected, alpha)
+    else:
+        np.testing.assert_allclose(out.precisions, expected, rtol=1e-7)
+        np.testing.assert_array_equal(state.precision_rate, rate)  # the state is left alone
+
+
+def test_readmission_never_lowers_the_batch_fits_lower_bound(monkeypatch):
+    """refine() keeps a re-admission only when its fixed point has the higher lower bound."""
+    from onlinesparse.vbls import regressor
+
+    H, y, *_ = _problem(3, 60, 40, 2.0)
+    frame = pd.DataFrame(H[:, 1:], columns=[f"x{i}" for i in range(40)])
+    with_readmission = VBLSRegressor()
+    with_readmission.learn_many(frame, pd.Series(y))
+    monkeypatch.setattr(regressor, "_READMIT_ROUNDS", 0)
+    without = VBLSRegressor()
+    without.learn_many(frame, pd.Series(y))
+    assert (with_readmission.diagnostics()["lower_bound"]
+            >= without.diagnostics()["lower_bound"])
