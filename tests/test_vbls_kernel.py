@@ -65,7 +65,7 @@ def test_predicts_zero_before_any_data():
                                  {"radii": (1.0, -1.0)}, {"radii": ()},
                                  {"precision_cap": 0.0}, {"admit_threshold": -1.0},
                                  {"sweeps_per_sample": 1.5}, {"max_start": 0},
-                                 {"width": "cv"}])
+                                 {"width": "cv"}, {"candidate_every": 0}])
 def test_invalid_parameters_are_rejected(bad):
     with pytest.raises(ValueError):
         VBLSKernelRegressor(**bad)
@@ -204,6 +204,26 @@ def test_admission_score_is_tipping_faul_q2_over_s():
     S = np.einsum("ij,ij->j", Phi, c_inv(Phi))
     Q = Phi.T @ c_inv(targets)
     np.testing.assert_allclose(t2, Q * Q / S, rtol=1e-5)
+
+
+def test_candidate_every_spaces_the_columns_and_the_admission_test():
+    """With candidate_every=3 new candidate columns appear, and kernels are admitted, only on
+    one learn_one in three; between them the model only sweeps."""
+    model = VBLSKernelRegressor(candidate_every=3)
+    heavy = []
+    for i, (x, y) in enumerate(_sinc_stream(300, seed=4)):
+        if model._stats is None:  # (the first sample creates the constant's column)
+            model.learn_one(x, y)
+            continue
+        ids = set(model._stats.ids[: model._stats.n_columns].tolist())
+        admitted = model.n_admitted
+        model.learn_one(x, y)
+        stats = model._stats
+        new_columns = set(stats.ids[: stats.n_columns].tolist()) - ids
+        if new_columns or model.n_admitted > admitted:
+            heavy.append(i)
+    assert heavy and all(i % 3 == 2 for i in heavy)
+    assert model.n_admitted > 3  # (and it still grows)
 
 
 def test_prediction_is_the_raw_kernel_expansion():
