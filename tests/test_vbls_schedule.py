@@ -191,3 +191,25 @@ def test_readmission_never_lowers_the_batch_fits_lower_bound(monkeypatch):
     without.learn_many(frame, pd.Series(y))
     assert (with_readmission.diagnostics()["lower_bound"]
             >= without.diagnostics()["lower_bound"])
+
+
+def test_online_restarts_alternate_the_neutral_point_and_a_readmission():
+    """Every other restart is the model's state with its capped inputs re-admitted (when the
+    test re-admits any), the others start from the neutral point."""
+    H, y, gram, cross, yy, n = _problem(5, 80, 6, 0.3)
+    state = engine.initial_state(7, yy / n, "ard", n_flat=1)
+    schedule.fit_fixed_point(state, gram, cross, yy, n, "ard", 10.0)
+    # Push the input with the strongest signal to the cap: the data want it back.
+    strongest = 1 + int(np.argmax(np.abs(state.weights[1:])))
+    s = state.total_noise
+    state.precision_rate[strongest] = (state.precision_shape[strongest] * s
+                                       / (10.0 * gram[strongest, strongest]))
+    online = schedule.OnlineSchedule("ard", 10.0, 1, 20)
+    first = online._new_restart(state, gram, cross, yy, n)
+    second = online._new_restart(state, gram, cross, yy, n)
+    neutral = schedule.neutral_state(7, yy, n, "ard", 1)
+    np.testing.assert_array_equal(first.precisions, neutral.precisions)
+    expected = schedule.readmission(state, gram, cross, 10.0)
+    assert expected is not None
+    np.testing.assert_array_equal(second.precisions, expected.precisions)
+    assert second.precisions[strongest] < state.precisions[strongest]

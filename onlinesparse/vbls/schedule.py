@@ -42,7 +42,9 @@ The online schedule (:class:`OnlineSchedule`) adds, for a stream:
   targets' second moment), is swept once per sample beside the model on the same
   statistics; after ``restart_every`` samples (or sooner, once it has converged) it replaces
   the model's state if its variational lower bound (:func:`~onlinesparse.vbls.engine.
-  lower_bound_regression`) is higher, and a new one starts.
+  lower_bound_regression`) is higher, and a new one starts. With ARD every other restart
+  starts instead from the model's state with its capped inputs re-admitted
+  (:func:`readmission`), when the test re-admits any.
 
 The batch fit (``VBLSRegressor.refine`` / ``learn_many``) adds **re-admission**
 (:func:`readmission`): once the fixed-point sweeps have converged, every input at the
@@ -50,16 +52,17 @@ precision cap whose t-statistic given all the others passes Tipping and Faul's t
 :data:`READMIT_T2`) is put back at the marginal likelihood's optimum for its precision, the
 sweeps run again, and the result is kept if its lower bound is higher. On the 200-input
 design of benchmarks/vbls_synthetic.py this raised the bound in three trials of five. The
-online schedule does not use it: offered as every other restart, it raised the bound there
-too, but by replacing relevant inputs with redundant mixtures of them (docs/vbls_online.md).
+online schedule offers it as every other restart (below), judged by the lower bound like
+the restarts from the neutral point.
 
 Work per sample, worst case: two fixed-point sweeps (the model's and the restart's) of
 ``sweeps_per_sample`` each, O(M²·(iterations + 4)) per sweep for M > EXACT_UNITS (the
 conjugate-gradient steps, the E-step's ``G⟨b⟩`` and the residual sum of squares) plus
 O(M) per evaluation of the noise equation (Newton's method inside a bracket, compiled: a
 few evaluations, at most 60 to bracket and 200 to converge), and one lower bound, O(M²),
-when a restart ends; O(M³) ≤ EXACT_UNITS·M² for smaller models. Nothing depends
-on the number of patterns.
+when a restart ends, and one re-admission test, O(M³), when a re-admission restart begins
+(one sample in about 2·``restart_every``); O(M³) ≤ EXACT_UNITS·M² for smaller models.
+Nothing depends on the number of patterns.
 """
 
 from __future__ import annotations
@@ -301,6 +304,9 @@ class OnlineSchedule:
         self.restart: engine.VBLSState | None = None
         self.restart_age = 0
         self.n_restarts_kept = 0
+        # Restarts alternate between the neutral point and a re-admission (readmission):
+        # whether the next one is a re-admission.
+        self.readmit_next = False
 
     def _frozen_sweep(self, state: engine.VBLSState, gram: np.ndarray, cross: np.ndarray,
                       yy: float, count: float) -> None:
@@ -341,6 +347,20 @@ class OnlineSchedule:
                                            self.precision_cap)
         return change
 
+    def _new_restart(self, state: engine.VBLSState, gram: np.ndarray, cross: np.ndarray,
+                     yy: float, count: float) -> engine.VBLSState:
+        """The next restart: the neutral point, or every other time (with ARD) the model's
+        state with the capped inputs that pass Tipping and Faul's test re-admitted
+        (:func:`readmission`, O(M³) on that sample), when there are any."""
+        # (getattr: a schedule pickled before re-admission existed)
+        readmit = getattr(self, "readmit_next", False)
+        self.readmit_next = not readmit
+        if readmit and self.prior == "ard":
+            proposal = readmission(state, gram, cross, self.precision_cap)
+            if proposal is not None:
+                return proposal
+        return neutral_state(state.n_units, yy, count, self.prior, state.n_flat)
+
     def step(self, state: engine.VBLSState, gram: np.ndarray, cross: np.ndarray, yy: float,
              count: float) -> engine.VBLSState:
         """Sweep ``state`` (and the restart) on the statistics; returns the state to keep."""
@@ -348,7 +368,7 @@ class OnlineSchedule:
         if not self.restart_every or count <= state.n_units or self.prior == "none":
             return state
         if self.restart is None or self.restart.n_units != state.n_units:
-            self.restart = neutral_state(state.n_units, yy, count, self.prior, state.n_flat)
+            self.restart = self._new_restart(state, gram, cross, yy, count)
             self.restart_age = 0
         change = self._sweeps(self.restart, gram, cross, yy, count)
         self.restart_age += 1
