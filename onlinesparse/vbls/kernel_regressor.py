@@ -264,6 +264,12 @@ class VBLSKernelRegressor(base.Regressor):
         self.n_admitted = 0
         self.n_pruned = 0
 
+    def __setstate__(self, state: dict) -> None:
+        # A model pickled before candidate_every existed computed its columns and ran its
+        # admission test on every sample.
+        state.setdefault("candidate_every", 1)
+        self.__dict__.update(state)
+
     def _validate_parameters(self) -> None:
         check_int("max_basis", self.max_basis)
         check_int("window_size", self.window_size, 2)
