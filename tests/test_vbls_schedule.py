@@ -213,3 +213,21 @@ def test_online_restarts_alternate_the_neutral_point_and_a_readmission():
     assert expected is not None
     np.testing.assert_array_equal(second.precisions, expected.precisions)
     assert second.precisions[strongest] < state.precisions[strongest]
+
+
+def test_online_readmission_stops_above_its_unit_limit():
+    """Above READMIT_ONLINE_UNITS weights every restart starts from the neutral point (the
+    test's O(M³) would dominate that sample)."""
+    m = schedule.READMIT_ONLINE_UNITS + 1
+    rng = np.random.default_rng(2)
+    H = rng.normal(size=(2 * m, m))
+    y = H[:, 0] * 3.0 + rng.normal(size=2 * m)
+    gram, cross, yy, n = H.T @ H, H.T @ y, float(y @ y), float(2 * m)
+    state = engine.initial_state(m, yy / n, "ard")
+    state.precision_rate = state.precision_shape * state.total_noise / (10.0 * np.diagonal(gram))
+    assert schedule.readmission(state, gram, cross, 10.0) is not None  # it would re-admit
+    online = schedule.OnlineSchedule("ard", 10.0, 1, 20)
+    neutral = schedule.neutral_state(m, yy, n, "ard")
+    for _ in range(2):
+        restart = online._new_restart(state, gram, cross, yy, n)
+        np.testing.assert_array_equal(restart.precisions, neutral.precisions)

@@ -60,8 +60,9 @@ Work per sample, worst case: two fixed-point sweeps (the model's and the restart
 conjugate-gradient steps, the E-step's ``G⟨b⟩`` and the residual sum of squares) plus
 O(M) per evaluation of the noise equation (Newton's method inside a bracket, compiled: a
 few evaluations, at most 60 to bracket and 200 to converge), and one lower bound, O(M²),
-when a restart ends, and one re-admission test, O(M³), when a re-admission restart begins
-(one sample in about 2·``restart_every``); O(M³) ≤ EXACT_UNITS·M² for smaller models.
+when a restart ends, and one re-admission test, O(M³) with M ≤ READMIT_ONLINE_UNITS, when
+a re-admission restart begins (one sample in about 2·``restart_every``); O(M³) ≤
+EXACT_UNITS·M² for smaller models.
 Nothing depends on the number of patterns.
 """
 
@@ -74,7 +75,8 @@ from scipy.linalg import lapack
 
 from onlinesparse.vbls import _compiled, engine
 
-__all__ = ["EXACT_UNITS", "READMIT_T2", "solve_weights", "noise_fixed_point",
+__all__ = ["EXACT_UNITS", "READMIT_T2", "READMIT_ONLINE_UNITS", "solve_weights",
+           "noise_fixed_point",
            "fixed_point_sweep", "fit_fixed_point", "readmission", "OnlineSchedule"]
 
 # Up to this many units the weights are solved exactly (Cholesky, M³/3 flops: at M = 64
@@ -222,6 +224,10 @@ def fit_fixed_point(state: engine.VBLSState, gram: np.ndarray, cross: np.ndarray
 # a finite fixed point only when t² ≥ 4 (module docstring), so below it a re-added unit
 # would drift back to the cap.
 READMIT_T2 = 4.0
+# The online schedule re-admits only up to this many units: the test's factorisation is
+# O(M³) on the sample that starts the restart (about 1 ms at M = 200, a few at 256), which
+# above this would be the one sample's dominant cost by far (the sweeps are O(M²) there).
+READMIT_ONLINE_UNITS = 256
 
 
 def readmission(state: engine.VBLSState, gram: np.ndarray, cross: np.ndarray,
@@ -349,13 +355,14 @@ class OnlineSchedule:
 
     def _new_restart(self, state: engine.VBLSState, gram: np.ndarray, cross: np.ndarray,
                      yy: float, count: float) -> engine.VBLSState:
-        """The next restart: the neutral point, or every other time (with ARD) the model's
-        state with the capped inputs that pass Tipping and Faul's test re-admitted
-        (:func:`readmission`, O(M³) on that sample), when there are any."""
+        """The next restart: the neutral point, or every other time (with ARD and at most
+        :data:`READMIT_ONLINE_UNITS` units) the model's state with the capped inputs that
+        pass Tipping and Faul's test re-admitted (:func:`readmission`, O(M³) on that
+        sample), when there are any."""
         # (getattr: a schedule pickled before re-admission existed)
         readmit = getattr(self, "readmit_next", False)
         self.readmit_next = not readmit
-        if readmit and self.prior == "ard":
+        if readmit and self.prior == "ard" and state.n_units <= READMIT_ONLINE_UNITS:
             proposal = readmission(state, gram, cross, self.precision_cap)
             if proposal is not None:
                 return proposal
