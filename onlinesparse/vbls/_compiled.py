@@ -290,3 +290,28 @@ def online_sweeps(n: int, weights: np.ndarray, variances: np.ndarray, shape: np.
         if largest >= prune_after:
             return i + 1, kept, psi_y, precision, change, kept_change
     return n, kept, psi_y, precision, change, kept_change
+
+
+@_jit
+def centred_candidates(cross: np.ndarray, means: np.ndarray) -> np.ndarray:
+    """``k = H'ᵀΦ``: the model's centred columns against the candidates, ``cross[j, c] −
+    μ_j·cross[0, c]`` (the kernel regressor's ``_score_pool``), in one pass."""
+    m, c = cross.shape
+    out = np.empty((m, c))
+    for j in range(m):
+        mj = means[j]
+        for i in range(c):
+            out[j, i] = cross[j, i] - mj * cross[0, i]
+    return out
+
+
+@_jit
+def pool_scores(corr: np.ndarray, spread: np.ndarray, sq: np.ndarray, s: float,
+                tiny: float) -> np.ndarray:
+    """``t² = corr²/(s·spread)`` of every candidate, 0 where its projected norm ``spread``
+    is below 1e-10 of its norm ``sq`` (a candidate inside the model's span)."""
+    out = np.zeros(corr.shape[0])
+    for i in range(corr.shape[0]):
+        if spread[i] > 1e-10 * max(sq[i], tiny):
+            out[i] = corr[i] * corr[i] / (s * spread[i])
+    return out

@@ -386,9 +386,10 @@ class VBLSKernelRegressor(base.Regressor):
         """
         gram, cross = self._statistics()
         s = self._state.total_noise
-        alpha = self._state.precisions.copy()
+        alpha = self._state.precisions  # (a new array)
         alpha[0] = 0.0
-        system = gram + s * np.diag(alpha)
+        system = gram.copy()
+        system[np.diag_indices(len(alpha))] += s * alpha
         # LAPACK directly: at a stream's small M the wrappers cost more than the work.
         return gram, cross, kernel_batch.cholesky_with_jitter(system), s
 
@@ -409,15 +410,13 @@ class VBLSKernelRegressor(base.Regressor):
         stats = self._stats
         m, n = stats.n_model, stats.n_columns
         gram, cross, factor, s = self._posterior()
-        k = stats.cross_candidates - np.outer(self._means, stats.cross_candidates[0])
+        k = _compiled.centred_candidates(stats.cross_candidates, self._means)
         mean = lapack.dpotrs(factor, cross, lower=1)[0]  # P⁻¹c' from P = LLᵀ
         corr = stats.cross_y_candidates - k.T @ mean
         half = lapack.dtrtrs(factor, k, lower=1)[0]
         sq = stats.candidate_sq_norms
         spread = sq - np.einsum("ij,ij->j", half, half)
-        t2 = np.zeros(n - m)
-        np.divide(corr * corr, s * spread, out=t2,
-                  where=spread > 1e-10 * np.maximum(sq, _TINY))
+        t2 = _compiled.pool_scores(corr, spread, sq, s, _TINY)
         stats.merit[m:n] = t2  # the buffer manager evicts the lowest first
         return t2, corr, spread
 
@@ -490,10 +489,11 @@ class VBLSKernelRegressor(base.Regressor):
             state.scale = second_moment
         floor = engine._noise_floor(state.scale)
         while n > 0:
-            weights = np.array(state.weights, dtype=float)
-            variances = np.array(state.weight_variances, dtype=float)
-            rate = np.array(state.precision_rate, dtype=float)
-            psi = np.array(state.branch_noise, dtype=float)
+            # In place: the compiled call undoes a sweep that is not finite by itself.
+            arrays = [np.ascontiguousarray(a, dtype=float) for a in (
+                state.weights, state.weight_variances, state.precision_rate,
+                state.branch_noise)]
+            weights, variances, rate, psi = arrays
             run, kept, psi_y, precision, change, kept_change = _compiled.online_sweeps(
                 n, weights, variances, np.ascontiguousarray(state.precision_shape), rate,
                 psi, float(state.output_noise), float(state.noise_precision), gram, cross,
