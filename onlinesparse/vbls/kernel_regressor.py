@@ -118,19 +118,13 @@ class VBLSKernelRegressor(base.Regressor):
     metric by the evidence of a Gaussian process (``width``, the route Ting et al. recommend
     after eq. 5.4; the rules are in :mod:`onlinesparse.vbls.kernel_batch`); with
     ``width="ard"`` every input, stored and future, is then divided by its length scale
-    (:attr:`input_scales`) before a kernel sees it.
-    Online, before any batch fit, the input scales are 1 and the pool's ladder is
-
-    * ``(1/2, 1/√2, √2)·√d``, for
-      standardised inputs (put a ``preprocessing.StandardScaler`` in front), around √d, the
-      width of scikit-learn's ``gamma="auto"``, whose neighbourhood holds the typical
-      distance √(2d) between two standardised points. It reaches half an octave lower than
-      the fixed batch ladder because the online model, grown one kernel at a time under the
-      factorised posterior, cannot build a narrow feature out of overlapping broad kernels:
-      without the 1/2 (the ladder ``(1/√2, √2)·√d``) a single pass over Tipping's sinc got
-      stuck in 3 of 10 trials with an inflated noise estimate and unfitted side lobes
-      (nMSE 0.048 against 0.017 with it). After a batch fit the pool proposes the batch's
-      radii, in the batch fit's scaled space.
+    (:attr:`input_scales`) before a kernel sees it. Online, before any batch fit, the input
+    scales are 1 and the pool's ladder is ``(1/2, 1/√2, √2)·√d`` for standardised inputs
+    (put a ``preprocessing.StandardScaler`` in front): around √d, scikit-learn's
+    ``gamma="auto"``, and half an octave below the batch ladder, since a model grown one
+    kernel at a time cannot build a narrow feature out of broad kernels (without the 1/2 a
+    pass over Tipping's sinc got stuck in 3 of 10 trials: nMSE 0.048 against 0.017). After
+    a batch fit the pool proposes the batch's radii, in its scaled space.
 
     Parameters
     ----------
@@ -152,13 +146,8 @@ class VBLSKernelRegressor(base.Regressor):
     admit_threshold
         A candidate is admitted when its Tipping–Faul statistic ``Q²/S`` (its squared
         t-statistic on the residual, the model projected out) exceeds this. Tipping and
-        Faul's own test is 1, but the online sweeps' factorised posterior judges a kernel
-        more harshly than the marginal likelihood does (for an isolated kernel its
-        precision has a finite fixed point only when t² ≥ 4), and with 1 most admissions
-        were pruned again within a few samples — 99.8 % of those with t² < 2 on
-        TrumpApproval and Friedman #1 — each costing an O(M³) weight solve and a prune.
-        2 keeps the kernels that stay (docs/performance.md); 4 starves the small one-pass
-        problems (sinc, Boston) of kernels.
+        Faul's test is 1; 2 admits the kernels the factorised sweeps then keep (with 1,
+        99.8 % of those admitted below 2 were pruned again: docs/vbls_online.md).
     precision_cap
         Largest ratio ``s⟨α_m⟩/G_mm`` of a weight's prior precision to its data precision
         (engine module); a kernel at the cap is on its way out.
@@ -167,10 +156,8 @@ class VBLSKernelRegressor(base.Regressor):
     relevance_threshold
         ``diagnostics()["n_relevant"]`` counts basis functions with ratio below this.
     novelty, error_threshold
-        The buffer manager's proposal rules (see :class:`~onlinesparse.buffer.BufferManager`).
-        A proposal costs a column per radius over the window, the largest piece of work of
-        a sample; ``novelty=1`` (a new centre at least the middle radius from every tracked
-        one) proposes fewer than 0.25 at the same accuracy (docs/performance.md).
+        The buffer manager's proposal rules (see :class:`~onlinesparse.buffer.BufferManager`);
+        each proposal costs a column per radius over the window.
     tol
         :meth:`refine` stops when no ⟨α_m⟩ changed by more than this relative amount
         (``|Δlog⟨α_m⟩| < tol``) in a sweep and no kernel was pruned (10⁻³ is the
@@ -187,10 +174,8 @@ class VBLSKernelRegressor(base.Regressor):
         all, radii √2·ℓ̂·(1, √2)) or ``"fixed"`` (``(1/√2, √2)·√d``). See "Kernel width and
         input metric" above.
     candidate_every
-        The new candidates' columns (O(W·(M + C)) each, one per radius) and the admission
-        test (O(M³ + M²·C)) run on one ``learn_one`` in this many; the other samples only
-        update the statistics and sweep. Larger values make most samples cheap, but the
-        model sees fewer candidates and grows more slowly (docs/performance.md measures it).
+        The candidate columns and the admission test run on one ``learn_one`` in this many
+        (the others only sweep): cheaper samples, a more slowly growing model.
     strict
         Raise on missing or unseen features instead of imputing / ignoring them (see
         :mod:`onlinesparse.features`).
@@ -265,8 +250,7 @@ class VBLSKernelRegressor(base.Regressor):
         self.n_pruned = 0
 
     def __setstate__(self, state: dict) -> None:
-        # A model pickled before candidate_every existed computed its columns and ran its
-        # admission test on every sample.
+        # (a model pickled before candidate_every did the heavy work on every sample)
         state.setdefault("candidate_every", 1)
         self.__dict__.update(state)
 
@@ -473,27 +457,18 @@ class VBLSKernelRegressor(base.Regressor):
 
     def _sweep(self, n: int) -> float:
         """``n`` EM sweeps (Ting et al. 4.7, 4.8) on the centred statistics, each followed by
-        the pruning rule; returns the relative change of the weights over the last sweep.
-
-        The sweeps and the pruning clock run in one compiled call
-        (:func:`~onlinesparse.vbls._compiled.online_sweeps`: the same arithmetic as
-        :func:`engine.sweep_regression` and the clock in turn), which returns to prune."""
+        the pruning rule (compiled: :func:`~onlinesparse.vbls._compiled.online_sweeps`);
+        returns the relative change of the weights over the last sweep."""
         stats, state = self._stats, self._state
-        change = 0.0
         if n <= 0:
-            return change
+            return 0.0
         gram, cross = self._centred()
         radial = stats.basis.radial_mask[: stats.n_model]  # only kernels are pruned
-        second_moment = stats.yy / stats.count
-        if second_moment > 0.0:  # (engine.sweep_regression's floor, from the same scale)
-            state.scale = second_moment
-        floor = engine._noise_floor(state.scale)
+        floor = engine._raise_noise_floor(state, stats.yy, stats.count)  # (as each sweep)
         while n > 0:
             # In place: the compiled call undoes a sweep that is not finite by itself.
-            arrays = [np.ascontiguousarray(a, dtype=float) for a in (
-                state.weights, state.weight_variances, state.precision_rate,
-                state.branch_noise)]
-            weights, variances, rate, psi = arrays
+            weights, variances, rate, psi = (np.ascontiguousarray(a, dtype=float) for a in (
+                state.weights, state.weight_variances, state.precision_rate, state.branch_noise))
             run, kept, psi_y, precision, change, kept_change = _compiled.online_sweeps(
                 n, weights, variances, np.ascontiguousarray(state.precision_shape), rate,
                 psi, float(state.output_noise), float(state.noise_precision), gram, cross,
@@ -504,12 +479,10 @@ class VBLSKernelRegressor(base.Regressor):
             state.precision_rate, state.branch_noise = rate, psi
             state.output_noise, state.noise_precision = psi_y, precision
             state.n_sweeps += kept
-            if kept:
-                state.last_change = kept_change
+            state.last_change = kept_change if kept else state.last_change
             n -= run
             if self._at_cap.size and int(self._at_cap.max()) >= self.prune_after:
-                doomed = np.flatnonzero(self._at_cap >= self.prune_after)
-                for j in doomed[::-1]:
+                for j in np.flatnonzero(self._at_cap >= self.prune_after)[::-1]:
                     self._prune_unit(int(j))
                 gram, cross = self._centred()
                 radial = stats.basis.radial_mask[: stats.n_model]
@@ -560,8 +533,7 @@ class VBLSKernelRegressor(base.Regressor):
             error, std = 0.0, 0.0
         self._covariance = None  # the sweeps below move the posterior off the batch one
         self._push(scaled, target, row)
-        # The heavy work, the new candidates' columns (O(W·d) each) and the admission test
-        # (O(M³ + M²·C)), shares one sample in ``candidate_every``: the others only sweep.
+        # The heavy work (candidate columns, admission test): one sample in candidate_every.
         heavy = self._buffer.column_due()
         self._buffer.consider(stats, scaled, error, std)
         if heavy:
@@ -673,7 +645,6 @@ class VBLSKernelRegressor(base.Regressor):
         if self._input_scales is not None:
             return self._input_scales.copy()
         return np.ones(0 if self._stats is None else self._stats.n_features)
-
 
     def _install(self, specs: list[BasisSpec], precisions: np.ndarray, noise: float,
                  radii: tuple[float, ...], scales: np.ndarray | None, X: np.ndarray) -> None:
