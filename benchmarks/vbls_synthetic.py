@@ -9,7 +9,8 @@ Test nMSE = MSE / variance of the test outputs.
 
 Section 6.1 (``--section 6.1``): printed beside each other, VBLS (our VBLSRegressor with its
 defaults, ARD prior, ``learn_many``: the batch fixed point), the same model learned online
-(one pass of ``learn_one`` over the 1000 samples), the Student-t factorisation of section 4.3
+(one pass of ``learn_one`` over the 1000 samples; and the same pass with
+``memory="unbounded"``, "online unb."), the Student-t factorisation of section 4.3
 (``factorisation="student_t"``, batch and online), ridge regression with λ = 1e-10 (6.1.2),
 scikit-learn's LassoCV (5-fold) and PLS with the number of components chosen by 5-fold CV
 (the paper used leave-one-out); the fraction of the irrelevant inputs each VBLS model marks
@@ -27,8 +28,14 @@ in one pass; the fraction of the 15 relevant inputs kept and of the 165 irreleva
 flagged; the thread's CPU µs of each ``learn_one`` (median and 99th percentile), every model
 in the same run.
 
-Run: ``.venv/bin/python benchmarks/vbls_synthetic.py`` (both sections, about five minutes;
-``--section 200`` about two, ``--trials N``).
+Relevance (``--section relevance``): the 200-input design with 0 and with 20 redundant inputs
+and section 6.1's with 0 and 30 (r² = 0.9), the fraction of the relevant inputs VBLS keeps
+(batch and one pass) and scikit-learn's ARDRegression keeps, beside the fraction whose
+coefficient the data can see at all (|t| > 3 in the least-squares fit on the relevant inputs
+alone) and the fraction of those kept.
+
+Run: ``.venv/bin/python benchmarks/vbls_synthetic.py`` (all sections, about eight minutes;
+``--section 200`` about two, ``--section relevance`` about three, ``--trials N``).
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ from river import linear_model  # noqa: E402
 from scipy.stats import special_ortho_group  # noqa: E402
 from sklearn.cross_decomposition import PLSRegression  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
-from sklearn.linear_model import LassoCV  # noqa: E402
+from sklearn.linear_model import ARDRegression, LassoCV  # noqa: E402
 from sklearn.model_selection import GridSearchCV  # noqa: E402
 
 from onlinesparse import Lin1Regressor  # noqa: E402
@@ -97,8 +104,9 @@ def coverage(model, X_held, y_held, names) -> float:
 
 
 def run_vbls(X, y, X_test, online: bool, factorisation: str = "gaussian",
-             held: tuple | None = None) -> tuple[np.ndarray, np.ndarray, float]:
-    model = VBLSRegressor(factorisation=factorisation)
+             held: tuple | None = None, memory: str = "forgetting"
+             ) -> tuple[np.ndarray, np.ndarray, float]:
+    model = VBLSRegressor(factorisation=factorisation, memory=memory)
     frame = pd.DataFrame(X, columns=NAMES)
     if online:
         for row, target in zip(frame.to_dict(orient="records"), y, strict=True):
@@ -113,8 +121,8 @@ def run_vbls(X, y, X_test, online: bool, factorisation: str = "gaussian",
 
 def section_61(n_trials: int) -> None:
     rng = np.random.default_rng(6_1)
-    methods = ["VBLS", "VBLS online", "t batch", "t online", "ridge 1e-10", "LassoCV",
-               "PLS (CV)"]
+    methods = ["VBLS", "VBLS online", "online unb.", "t batch", "t online", "ridge 1e-10",
+               "LassoCV", "PLS (CV)"]
     rows = []
     start = time.perf_counter()
     for n_redundant in (0, 30, 60, 90):
@@ -132,6 +140,9 @@ def section_61(n_trials: int) -> None:
                                           ("t online", True, "student_t")):
                     held = (X_held, y_held) if name in cover else None
                     pred, relevant, covered = run_vbls(X, y, X_test, online, fac, held)
+                    if name == "VBLS online":  # the same pass with an unbounded memory
+                        errors["online unb."].append(nmse(run_vbls(
+                            X, y, X_test, True, fac, None, "unbounded")[0], y_test))
                     errors[name].append(nmse(pred, y_test))
                     if n_redundant < N_INPUTS - N_RELEVANT:
                         flagged[name].append(float(np.mean(~relevant[irrelevant])))
@@ -170,6 +181,9 @@ def section_61(n_trials: int) -> None:
               + f" {cov['VBLS']:.3f}/{cov['t batch']:.3f} {found:7.2f}")
     mean = {m: np.mean([err[m] for _, _, err, _, _, _ in rows]) for m in methods}
     print("mean" + " " * 9 + " ".join(f"{mean[m]:11.4f}" for m in methods))
+    print(f"VBLS one pass / LassoCV = {mean['VBLS online'] / mean['LassoCV']:.3f} (target ≤ 1); "
+          f"with memory='unbounded' {mean['online unb.'] / mean['LassoCV']:.3f}; batch "
+          f"{mean['VBLS'] / mean['LassoCV']:.3f}")
     print("('first10' = fraction of the 10 rotated relevant inputs VBLS keeps; with redundant "
           "copies it may legitimately keep a copy instead)")
 
@@ -262,15 +276,73 @@ def section_200(n_trials: int) -> None:
           f"{np.mean(kept_batch):.3f} and flags {np.mean(flagged_batch):.3f}")
 
 
+def ols_t_statistics(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """|t| of each input's coefficient in the least-squares fit on X (with a bias): how
+    far above its standard error the data put it."""
+    H = np.hstack([np.ones((len(y), 1)), X])
+    beta, *_ = np.linalg.lstsq(H, y, rcond=None)
+    resid = y - H @ beta
+    variance = resid @ resid / (len(y) - H.shape[1])
+    se = np.sqrt(variance * np.diag(np.linalg.inv(H.T @ H)))
+    return np.abs(beta / se)[1:]
+
+
+def section_relevance(n_trials: int) -> None:
+    """Why "relevant inputs kept" stays below 95 %: the 200-input design with 0 and with 20
+    redundant inputs, and section 6.1's with 0 and 30 (r² = 0.9); per trial, the relevant
+    inputs whose coefficient the data can see (|t| > 3 in the least-squares fit on the
+    relevant inputs alone, an oracle that knows which they are), the fractions VBLS keeps
+    (batch and one pass) of all of them and of those, and scikit-learn's ARDRegression
+    (the marginal-likelihood ARD with the full posterior covariance) under the same rule
+    (s·α_m/Σx_m² < 1)."""
+    print(f"\nRelevant inputs kept; mean of {n_trials} trials")
+    print(f"{'design':>26s} {'|t|>3':>6s} {'batch':>6s} {'online':>6s} {'ARDReg':>6s} "
+          f"{'batch|t|>3':>10s} {'online|t|>3':>11s} {'flagged b/o/ARDReg':>18s}")
+    designs = [(f"200 inputs, {r:2d} redundant", 15, r, 200) for r in (0, 20)]
+    designs += [(f"6.1, r = {r:2d}, r² = 0.9", N_RELEVANT, r, 61) for r in (0, 30)]
+    for label, n_rel, redundant, seed in designs:
+        rng = np.random.default_rng(seed)
+        rows = []
+        for _ in range(n_trials):
+            if seed == 200:
+                X, y, _, _ = make_high_dimensional(rng, redundant=redundant)
+            else:
+                X, y, *_ = make_data(redundant, 0.9, rng)
+            names = [f"x{i:03d}" for i in range(X.shape[1])]
+            visible = ols_t_statistics(X[:, :n_rel], y) > 3.0
+            frame = pd.DataFrame(X, columns=names)
+            online = VBLSRegressor()
+            for row, target in zip(frame.to_dict(orient="records"), y, strict=True):
+                online.learn_one(row, float(target))
+            batch = VBLSRegressor()
+            batch.learn_many(frame, pd.Series(y))
+            kept_b = np.array([batch.relevance()[n] for n in names])
+            kept_o = np.array([online.relevance()[n] for n in names])
+            ard = ARDRegression(max_iter=1000, tol=1e-6, threshold_lambda=1e12).fit(X, y)
+            centred = X - X.mean(axis=0)
+            ratio = ard.lambda_ / ard.alpha_ / np.einsum("ij,ij->j", centred, centred)
+            rows.append((visible.mean(), kept_b[:n_rel].mean(), kept_o[:n_rel].mean(),
+                         (ratio[:n_rel] < 1.0).mean(), kept_b[:n_rel][visible].mean(),
+                         kept_o[:n_rel][visible].mean(), 1 - kept_b[n_rel + redundant:].mean(),
+                         1 - kept_o[n_rel + redundant:].mean(),
+                         (ratio[n_rel + redundant:] >= 1.0).mean()))
+        m = np.mean(rows, axis=0)
+        print(f"{label:>26s} {m[0]:6.3f} {m[1]:6.3f} {m[2]:6.3f} {m[3]:6.3f} {m[4]:10.3f} "
+              f"{m[5]:11.3f} {m[6]:5.3f}/{m[7]:.3f}/{m[8]:.3f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--section", choices=("6.1", "200", "all"), default="all")
+    parser.add_argument("--section", choices=("6.1", "200", "relevance", "all"),
+                        default="all")
     parser.add_argument("--trials", type=int, default=None,
                         help="trials per setting (default 3 for 6.1, 5 for 200)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=ConvergenceWarning)
     if args.section in ("200", "all"):
         section_200(args.trials or 5)
+    if args.section in ("relevance", "all"):
+        section_relevance(args.trials or 5)
     if args.section in ("6.1", "all"):
         section_61(args.trials or 3)
 

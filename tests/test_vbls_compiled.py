@@ -95,3 +95,72 @@ def test_a_sweep_the_floats_cannot_hold_leaves_the_state_as_it_was() -> None:
                 warnings.simplefilter("ignore", RuntimeWarning)
                 assert sweep(state, gram, cross, yy, 3.0, prior) == 0.0
             assert pickle.dumps(state) == before, (sweep.__name__, prior)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 20), st.integers(1, 4), st.integers(1, 3),
+       st.sampled_from([10.0, 1.0, 0.1]))
+def test_online_sweeps_equal_the_sweeps_and_clock_in_turn(seed, m, n, prune_after, cap):
+    """The kernel regressor's fused call: the engine's sweep then the pruning clock, n times,
+    stopping after the sweep that makes a unit due."""
+    from onlinesparse.vbls import _compiled
+
+    rng = np.random.default_rng(seed)
+    H = rng.normal(size=(40, m))
+    y = H @ np.where(rng.random(m) < 0.5, rng.normal(size=m), 0.0) + rng.normal(size=40)
+    gram, cross, yy = H.T @ H, H.T @ y, float(y @ y)
+    slow = engine.initial_state(m, yy / 40, "ard")
+    for _ in range(int(rng.integers(0, 4))):
+        engine.sweep_regression(slow, gram, cross, yy, 40.0, "ard", cap)
+    fast = slow.copy()
+    radial = rng.random(m) < 0.8
+    counts_slow = rng.integers(0, prune_after, m).astype(np.int64)
+    counts_fast = counts_slow.copy()
+    threshold = cap * (1.0 - 1e-6)
+    run_slow = 0
+    for _ in range(n):
+        engine.sweep_regression(slow, gram, cross, yy, 40.0, "ard", cap)
+        run_slow += 1
+        largest = _compiled.count_at_cap(slow.precision_shape, slow.precision_rate, 0,
+                                         np.ascontiguousarray(np.diagonal(gram)),
+                                         slow.noise_precision, radial, counts_slow,
+                                         threshold)
+        if largest >= prune_after:
+            break
+    weights, variances = fast.weights.copy(), fast.weight_variances.copy()
+    rate, psi = fast.precision_rate.copy(), fast.branch_noise.copy()
+    run, kept, psi_y, precision, _, kept_change = _compiled.online_sweeps(
+        n, weights, variances, fast.precision_shape, rate, psi, fast.output_noise,
+        fast.noise_precision, gram, cross, yy, 40.0, cap, engine._noise_floor(yy / 40),
+        engine.PRIOR_RATE, radial, counts_fast, threshold, prune_after)
+    assert run == run_slow and kept == run_slow  # (nothing here overflows)
+    np.testing.assert_array_equal(counts_fast, counts_slow)
+    for name, value in (("weights", weights), ("weight_variances", variances),
+                        ("precision_rate", rate), ("branch_noise", psi)):
+        np.testing.assert_allclose(value, getattr(slow, name), rtol=1e-12, atol=1e-14,
+                                   err_msg=name)
+    assert math.isclose(psi_y, slow.output_noise, rel_tol=1e-12)
+    assert math.isclose(precision, slow.noise_precision, rel_tol=1e-12)
+    assert math.isclose(kept_change, slow.last_change, rel_tol=1e-9, abs_tol=1e-15)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 30), st.integers(0, 30))
+def test_pool_helpers_equal_their_numpy_forms(seed, m, c):
+    """The kernel regressor's candidate cross products in the centred basis and its pool
+    scores, against the NumPy expressions they replace (bit for bit)."""
+    from onlinesparse.vbls import _compiled
+
+    rng = np.random.default_rng(seed)
+    cross = rng.normal(size=(m, c))
+    means = rng.normal(size=m)
+    np.testing.assert_array_equal(_compiled.centred_candidates(cross, means),
+                                  cross - np.outer(means, cross[0]))
+    corr, sq = rng.normal(size=c), rng.uniform(0.0, 5.0, c)
+    spread = np.where(rng.random(c) < 0.2, 1e-14 * sq, rng.uniform(0.0, 1.0, c) * sq)
+    s = float(rng.uniform(0.1, 3.0))
+    expected = np.zeros(c)
+    np.divide(corr * corr, s * spread, out=expected,
+              where=spread > 1e-10 * np.maximum(sq, np.finfo(float).tiny))
+    np.testing.assert_array_equal(
+        _compiled.pool_scores(corr, spread, sq, s, float(np.finfo(float).tiny)), expected)

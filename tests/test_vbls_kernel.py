@@ -10,7 +10,7 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from river import checks, proba
 
@@ -65,7 +65,7 @@ def test_predicts_zero_before_any_data():
                                  {"radii": (1.0, -1.0)}, {"radii": ()},
                                  {"precision_cap": 0.0}, {"admit_threshold": -1.0},
                                  {"sweeps_per_sample": 1.5}, {"max_start": 0},
-                                 {"width": "cv"}])
+                                 {"width": "cv"}, {"candidate_every": 0}])
 def test_invalid_parameters_are_rejected(bad):
     with pytest.raises(ValueError):
         VBLSKernelRegressor(**bad)
@@ -206,6 +206,26 @@ def test_admission_score_is_tipping_faul_q2_over_s():
     np.testing.assert_allclose(t2, Q * Q / S, rtol=1e-5)
 
 
+def test_candidate_every_spaces_the_columns_and_the_admission_test():
+    """With candidate_every=3 new candidate columns appear, and kernels are admitted, only on
+    one learn_one in three; between them the model only sweeps."""
+    model = VBLSKernelRegressor(candidate_every=3)
+    heavy = []
+    for i, (x, y) in enumerate(_sinc_stream(300, seed=4)):
+        if model._stats is None:  # (the first sample creates the constant's column)
+            model.learn_one(x, y)
+            continue
+        ids = set(model._stats.ids[: model._stats.n_columns].tolist())
+        admitted = model.n_admitted
+        model.learn_one(x, y)
+        stats = model._stats
+        new_columns = set(stats.ids[: stats.n_columns].tolist()) - ids
+        if new_columns or model.n_admitted > admitted:
+            heavy.append(i)
+    assert heavy and all(i % 3 == 2 for i in heavy)
+    assert model.n_admitted > 3  # (and it still grows)
+
+
 def test_prediction_is_the_raw_kernel_expansion():
     """The centred parametrisation is internal: the prediction is b₀ + Σ b_m k(x, c_m) with
     the weights basis_functions() reports, and re-centring never moves it."""
@@ -257,6 +277,28 @@ def test_kernels_without_data_are_pruned_when_the_window_moves_on():
     centres = [b["centre"]["x"] for b in model.basis_functions()[1:]]
     assert centres and all(c > -0.5 for c in centres)
     assert abs(model.predict_one({"x": 1.5}) - math.cos(4.5)) < 0.1
+
+
+def test_a_model_pickled_before_candidate_every_loads_and_learns_on():
+    """A pickle written before the parameter existed (no ``candidate_every`` in its state)
+    continues as the model then did: columns and admission test on every sample."""
+    model = VBLSKernelRegressor(candidate_every=1)
+    data = list(_sinc_stream(200, seed=8))
+    for x, y in data[:100]:
+        model.learn_one(x, y)
+    state = model.__dict__.copy()
+    del state["candidate_every"]
+    old = VBLSKernelRegressor.__new__(VBLSKernelRegressor)
+    old.__setstate__(state)
+    old = pickle.loads(pickle.dumps(old))
+    clone = pickle.loads(pickle.dumps(model))
+    for x, y in data[100:]:
+        clone.learn_one(x, y)
+        old.learn_one(x, y)
+    assert old.candidate_every == 1
+    assert old.predict_one(data[0][0]) == clone.predict_one(data[0][0])
+    old.refine(50)  # (a batch fit builds a new candidate pool from the parameter)
+    assert old.diagnostics()["n_basis"] >= 1
 
 
 def test_pickled_mid_stream_continues_identically():
@@ -482,6 +524,7 @@ def test_gp_log_evidence_and_gradient_match_a_from_scratch_computation(
 @settings(max_examples=8, deadline=None)
 @given(n=st.integers(20, 45), d=st.integers(2, 4), seed=st.integers(0, 2**16),
        noise=st.floats(0.05, 0.5))
+@example(n=27, d=4, seed=29, noise=0.2442479567607922)  # an early L-BFGS-B stop (restarted)
 def test_ard_evidence_scales_are_a_local_optimum(n, d, seed, noise):
     """evidence_hyperparameters(ard=True): every coordinate of (log ℓ…, log σ_f, log σ_n) is at
     a stationary point of the (from-scratch) log evidence or at its bound with the gradient

@@ -141,3 +141,93 @@ def test_one_pass_matches_the_batch_fit_when_inputs_outnumber_early_patterns():
     assert nmse(online) <= 1.2 * nmse(batch)
     flags = online.relevance()
     assert np.mean([not flags[n] for n in names[18:]]) >= 0.95
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 12), st.integers(20, 80))
+def test_readmission_is_tipping_and_faul_from_scratch(seed, m, n):
+    """A capped unit's t² = Q²/S with S = hᵀC⁻¹h, Q = hᵀC⁻¹y and C = sI + Σ_{k≠m} h_k h_kᵀ/α_k
+    formed explicitly; it comes back, at ⟨α⟩ = S/(t² − 1), exactly when t² > 4."""
+    rng = np.random.default_rng(seed)
+    H = rng.normal(size=(n, m))
+    y = H @ rng.normal(0.0, 1.0, m) + rng.normal(size=n)
+    gram, cross = H.T @ H, H.T @ y
+    state = engine.initial_state(m, float(y @ y) / n, "ard")
+    state.branch_noise = np.full(m, rng.uniform(0.05, 0.5))
+    state.output_noise = float(rng.uniform(0.05, 0.5))
+    s = state.total_noise
+    cap = 10.0
+    ratio = np.where(rng.random(m) < 0.5, cap, rng.uniform(0.01, 5.0, m))
+    alpha = ratio * np.diagonal(gram) / s
+    state.precision_rate = state.precision_shape / alpha
+    state.noise_precision = 1.0 / s
+    rate = state.precision_rate.copy()
+    out = schedule.readmission(state, gram, cross, cap)
+    expected = alpha.copy()
+    for j in np.flatnonzero(ratio == cap):
+        others = [k for k in range(m) if k != j]
+        C = s * np.eye(n) + (H[:, others] / alpha[others]) @ H[:, others].T
+        S = float(H[:, j] @ np.linalg.solve(C, H[:, j]))
+        Q = float(H[:, j] @ np.linalg.solve(C, y))
+        if Q * Q / S > schedule.READMIT_T2:
+            expected[j] = S / (Q * Q / S - 1.0)
+    if out is None:
+        np.testing.assert_allclose(expected, alpha)
+    else:
+        np.testing.assert_allclose(out.precisions, expected, rtol=1e-7)
+        np.testing.assert_array_equal(state.precision_rate, rate)  # the state is left alone
+
+
+def test_readmission_never_lowers_the_batch_fits_lower_bound(monkeypatch):
+    """refine() keeps a re-admission only when its fixed point has the higher lower bound."""
+    from onlinesparse.vbls import regressor
+
+    H, y, *_ = _problem(3, 60, 40, 2.0)
+    frame = pd.DataFrame(H[:, 1:], columns=[f"x{i}" for i in range(40)])
+    with_readmission = VBLSRegressor()
+    with_readmission.learn_many(frame, pd.Series(y))
+    monkeypatch.setattr(regressor, "_READMIT_ROUNDS", 0)
+    without = VBLSRegressor()
+    without.learn_many(frame, pd.Series(y))
+    assert (with_readmission.diagnostics()["lower_bound"]
+            >= without.diagnostics()["lower_bound"])
+
+
+def test_online_restarts_alternate_the_neutral_point_and_a_readmission():
+    """Every other restart is the model's state with its capped inputs re-admitted (when the
+    test re-admits any), the others start from the neutral point."""
+    H, y, gram, cross, yy, n = _problem(5, 80, 6, 0.3)
+    state = engine.initial_state(7, yy / n, "ard", n_flat=1)
+    schedule.fit_fixed_point(state, gram, cross, yy, n, "ard", 10.0)
+    # Push the input with the strongest signal to the cap: the data want it back.
+    strongest = 1 + int(np.argmax(np.abs(state.weights[1:])))
+    s = state.total_noise
+    state.precision_rate[strongest] = (state.precision_shape[strongest] * s
+                                       / (10.0 * gram[strongest, strongest]))
+    online = schedule.OnlineSchedule("ard", 10.0, 1, 20)
+    first = online._new_restart(state, gram, cross, yy, n)
+    second = online._new_restart(state, gram, cross, yy, n)
+    neutral = schedule.neutral_state(7, yy, n, "ard", 1)
+    np.testing.assert_array_equal(first.precisions, neutral.precisions)
+    expected = schedule.readmission(state, gram, cross, 10.0)
+    assert expected is not None
+    np.testing.assert_array_equal(second.precisions, expected.precisions)
+    assert second.precisions[strongest] < state.precisions[strongest]
+
+
+def test_online_readmission_stops_above_its_unit_limit():
+    """Above READMIT_ONLINE_UNITS weights every restart starts from the neutral point (the
+    test's O(M³) would dominate that sample)."""
+    m = schedule.READMIT_ONLINE_UNITS + 1
+    rng = np.random.default_rng(2)
+    H = rng.normal(size=(2 * m, m))
+    y = H[:, 0] * 3.0 + rng.normal(size=2 * m)
+    gram, cross, yy, n = H.T @ H, H.T @ y, float(y @ y), float(2 * m)
+    state = engine.initial_state(m, yy / n, "ard")
+    state.precision_rate = state.precision_shape * state.total_noise / (10.0 * np.diagonal(gram))
+    assert schedule.readmission(state, gram, cross, 10.0) is not None  # it would re-admit
+    online = schedule.OnlineSchedule("ard", 10.0, 1, 20)
+    neutral = schedule.neutral_state(m, yy, n, "ard")
+    for _ in range(2):
+        restart = online._new_restart(state, gram, cross, yy, n)
+        np.testing.assert_array_equal(restart.precisions, neutral.precisions)

@@ -237,3 +237,81 @@ def count_at_cap(shape: np.ndarray, rate: np.ndarray, n_flat: int, gram_diag: np
             counts[j] = 0
         largest = max(largest, counts[j])
     return largest
+
+
+@_jit
+def online_sweeps(n: int, weights: np.ndarray, variances: np.ndarray, shape: np.ndarray,
+                  rate: np.ndarray, psi: np.ndarray, psi_y: float, precision: float,
+                  gram: np.ndarray, cross: np.ndarray, yy: float, count: float, cap: float,
+                  floor: float, prior_rate: float, radial: np.ndarray, counts: np.ndarray,
+                  threshold: float, prune_after: int
+                  ) -> tuple[int, int, float, float, float, float]:
+    """The kernel regressor's sweeps in one call: up to ``n`` ARD sweeps
+    (:func:`sweep_regression`, no flat unit) in place, each followed by the pruning clock
+    (:func:`count_at_cap`), stopping after the sweep that leaves a unit due for pruning
+    (a count of ``prune_after``). A sweep whose posterior is not finite is undone and only
+    raises every ψ to ``floor`` (engine.sweep_regression's "finite or unchanged").
+
+    Returns ``(sweeps run, sweeps kept, ψ_y, Σκ/p, change, kept change)``: the relative
+    change of the weights over the last sweep (0 for an undone one) and over the last kept
+    one (NaN if none was kept). The same arithmetic as
+    engine.sweep_regression and count_at_cap called in turn, without the interpreter
+    between them (the tests check that)."""
+    m = weights.shape[0]
+    backup = np.empty((5, m))
+    kept = 0
+    change = 0.0
+    kept_change = math.nan
+    gram_diag = np.empty(m)
+    for j in range(m):
+        gram_diag[j] = gram[j, j]
+    for i in range(n):
+        backup[0, :] = weights
+        backup[1, :] = variances
+        backup[2, :] = rate
+        backup[3, :] = psi
+        new_psi_y, new_precision, new_change, held = sweep_regression(
+            weights, variances, shape, rate, psi, psi_y, gram, cross, yy, count, 0, cap, 0,
+            floor, prior_rate)
+        if math.isfinite(held):
+            psi_y, precision, change = new_psi_y, new_precision, new_change
+            kept_change = change
+            kept += 1
+        else:
+            weights[:] = backup[0, :]
+            variances[:] = backup[1, :]
+            rate[:] = backup[2, :]
+            for j in range(m):
+                psi[j] = max(backup[3, j], floor)
+            psi_y = max(psi_y, floor)
+            change = 0.0
+        largest = count_at_cap(shape, rate, 0, gram_diag, precision, radial, counts,
+                               threshold)
+        if largest >= prune_after:
+            return i + 1, kept, psi_y, precision, change, kept_change
+    return n, kept, psi_y, precision, change, kept_change
+
+
+@_jit
+def centred_candidates(cross: np.ndarray, means: np.ndarray) -> np.ndarray:
+    """``k = H'ᵀΦ``: the model's centred columns against the candidates, ``cross[j, c] −
+    μ_j·cross[0, c]`` (the kernel regressor's ``_score_pool``), in one pass."""
+    m, c = cross.shape
+    out = np.empty((m, c))
+    for j in range(m):
+        mj = means[j]
+        for i in range(c):
+            out[j, i] = cross[j, i] - mj * cross[0, i]
+    return out
+
+
+@_jit
+def pool_scores(corr: np.ndarray, spread: np.ndarray, sq: np.ndarray, s: float,
+                tiny: float) -> np.ndarray:
+    """``t² = corr²/(s·spread)`` of every candidate, 0 where its projected norm ``spread``
+    is below 1e-10 of its norm ``sq`` (a candidate inside the model's span)."""
+    out = np.zeros(corr.shape[0])
+    for i in range(corr.shape[0]):
+        if spread[i] > 1e-10 * max(sq[i], tiny):
+            out[i] = corr[i] * corr[i] / (s * spread[i])
+    return out

@@ -73,10 +73,11 @@ class VBLSKernelRegressor(base.Regressor):
     * **Admission.** While the model has fewer than ``max_basis`` basis functions, the
       candidate that raises the marginal likelihood most is admitted when its statistic
       ``t² = Q²/S`` exceeds ``admit_threshold`` (1 is Tipping and Faul's inclusion test
-      ``Q² > S``). ``S = φᵀC⁻¹φ`` and ``Q = φᵀC⁻¹y`` use the marginal covariance
-      ``C = sI + HA⁻¹Hᵀ`` of the current model, i.e. the RVM posterior of eq. 5.2 with
-      ``⟨α⟩`` and s = ``ψ_y + Σψ_zm``: t² is the squared t-statistic of φ on the residual
-      with the model's columns projected out, read from the window statistics in
+      ``Q² > S``; the default is 2, see the parameter). ``S = φᵀC⁻¹φ`` and
+      ``Q = φᵀC⁻¹y`` use the marginal covariance ``C = sI + HA⁻¹Hᵀ`` of the current
+      model, i.e. the RVM posterior of eq. 5.2 with ``⟨α⟩`` and s = ``ψ_y + Σψ_zm``: t²
+      is the squared t-statistic of φ on the residual with the model's columns projected
+      out, read from the window statistics in
       O(M³ + M²·C) for M basis functions and C candidates. The new unit starts at Tipping
       and Faul's optimum ``α = S²/(Q² − S)``, and every weight jumps to the fixed point of
       eq. 4.8 for the new precisions, so that the kernels already in the model make room
@@ -118,19 +119,13 @@ class VBLSKernelRegressor(base.Regressor):
     metric by the evidence of a Gaussian process (``width``, the route Ting et al. recommend
     after eq. 5.4; the rules are in :mod:`onlinesparse.vbls.kernel_batch`); with
     ``width="ard"`` every input, stored and future, is then divided by its length scale
-    (:attr:`input_scales`) before a kernel sees it.
-    Online, before any batch fit, the input scales are 1 and the pool's ladder is
-
-    * ``(1/2, 1/√2, √2)·√d``, for
-      standardised inputs (put a ``preprocessing.StandardScaler`` in front), around √d, the
-      width of scikit-learn's ``gamma="auto"``, whose neighbourhood holds the typical
-      distance √(2d) between two standardised points. It reaches half an octave lower than
-      the fixed batch ladder because the online model, grown one kernel at a time under the
-      factorised posterior, cannot build a narrow feature out of overlapping broad kernels:
-      without the 1/2 (the ladder ``(1/√2, √2)·√d``) a single pass over Tipping's sinc got
-      stuck in 3 of 10 trials with an inflated noise estimate and unfitted side lobes
-      (nMSE 0.048 against 0.017 with it). After a batch fit the pool proposes the batch's
-      radii, in the batch fit's scaled space.
+    (:attr:`input_scales`) before a kernel sees it. Online, before any batch fit, the input
+    scales are 1 and the pool's ladder is ``(1/2, 1/√2, √2)·√d`` for standardised inputs
+    (put a ``preprocessing.StandardScaler`` in front): around √d, scikit-learn's
+    ``gamma="auto"``, and half an octave below the batch ladder, since a model grown one
+    kernel at a time cannot build a narrow feature out of broad kernels (without the 1/2 a
+    pass over Tipping's sinc got stuck in 3 of 10 trials: nMSE 0.048 against 0.017). After
+    a batch fit the pool proposes the batch's radii, in its scaled space.
 
     Parameters
     ----------
@@ -151,7 +146,9 @@ class VBLSKernelRegressor(base.Regressor):
         EM sweeps after each ``learn_one``.
     admit_threshold
         A candidate is admitted when its Tipping–Faul statistic ``Q²/S`` (its squared
-        t-statistic on the residual, the model projected out) exceeds this.
+        t-statistic on the residual, the model projected out) exceeds this. Tipping and
+        Faul's test is 1; 2 admits the kernels the factorised sweeps then keep (with 1,
+        99.8 % of those admitted below 2 were pruned again: docs/vbls_online.md).
     precision_cap
         Largest ratio ``s⟨α_m⟩/G_mm`` of a weight's prior precision to its data precision
         (engine module); a kernel at the cap is on its way out.
@@ -160,7 +157,8 @@ class VBLSKernelRegressor(base.Regressor):
     relevance_threshold
         ``diagnostics()["n_relevant"]`` counts basis functions with ratio below this.
     novelty, error_threshold
-        The buffer manager's proposal rules (see :class:`~onlinesparse.buffer.BufferManager`).
+        The buffer manager's proposal rules (see :class:`~onlinesparse.buffer.BufferManager`);
+        each proposal costs a column per radius over the window.
     tol
         :meth:`refine` stops when no ⟨α_m⟩ changed by more than this relative amount
         (``|Δlog⟨α_m⟩| < tol``) in a sweep and no kernel was pruned (10⁻³ is the
@@ -176,6 +174,9 @@ class VBLSKernelRegressor(base.Regressor):
         window, radii √2·(1, √2) in the scaled inputs), ``"evidence"`` (one length scale for
         all, radii √2·ℓ̂·(1, √2)) or ``"fixed"`` (``(1/√2, √2)·√d``). See "Kernel width and
         input metric" above.
+    candidate_every
+        The candidate columns and the admission test run on one ``learn_one`` in this many
+        (the others only sweep): cheaper samples, a more slowly growing model.
     strict
         Raise on missing or unseen features instead of imputing / ignoring them (see
         :mod:`onlinesparse.features`).
@@ -206,11 +207,11 @@ class VBLSKernelRegressor(base.Regressor):
 
     def __init__(self, max_basis: int = 100, window_size: int = 1000, kernel: str = "gaussian",
                  radii: tuple[float, ...] | None = None, n_candidates: int = 30,
-                 sweeps_per_sample: int = 2, admit_threshold: float = 1.0,
+                 sweeps_per_sample: int = 2, admit_threshold: float = 2.0,
                  precision_cap: float = 10.0, prune_after: int = 3,
-                 relevance_threshold: float = 1.0, novelty: float = 0.25,
+                 relevance_threshold: float = 1.0, novelty: float = 1.0,
                  error_threshold: float = 2.0, tol: float = 1e-3, max_sweeps: int = 20_000,
-                 max_start: int = 1000, width: str = "ard",
+                 max_start: int = 1000, width: str = "ard", candidate_every: int = 1,
                  strict: bool = False) -> None:
         self.max_basis = max_basis
         self.window_size = window_size
@@ -228,6 +229,7 @@ class VBLSKernelRegressor(base.Regressor):
         self.max_sweeps = max_sweeps
         self.max_start = max_start
         self.width = width
+        self.candidate_every = candidate_every
         self.strict = strict
         self._validate_parameters()
         self._features = FeatureMap(strict=strict)
@@ -248,6 +250,11 @@ class VBLSKernelRegressor(base.Regressor):
         self.n_admitted = 0
         self.n_pruned = 0
 
+    def __setstate__(self, state: dict) -> None:
+        # (a model pickled before candidate_every did the heavy work on every sample)
+        state.setdefault("candidate_every", 1)
+        self.__dict__.update(state)
+
     def _validate_parameters(self) -> None:
         check_int("max_basis", self.max_basis)
         check_int("window_size", self.window_size, 2)
@@ -256,6 +263,7 @@ class VBLSKernelRegressor(base.Regressor):
         check_int("prune_after", self.prune_after)
         check_int("max_sweeps", self.max_sweeps, 0)
         check_int("max_start", self.max_start)
+        check_int("candidate_every", self.candidate_every)
         check_choice("kernel", self.kernel, KERNELS)
         check_choice("width", self.width, _WIDTHS)
         check_radii("radii", self.radii)
@@ -282,7 +290,8 @@ class VBLSKernelRegressor(base.Regressor):
         self._buffer = BufferManager(radii=tuple(float(r) for r in radii), kernel=self.kernel,
                                      capacity=self.n_candidates, novelty=self.novelty,
                                      error_threshold=self.error_threshold,
-                                     max_new_per_sample=len(radii))
+                                     max_new_per_sample=len(radii),
+                                     column_every=self.candidate_every)
         return stats
 
     # -- the centred parametrisation ---------------------------------------------------------
@@ -362,9 +371,10 @@ class VBLSKernelRegressor(base.Regressor):
         """
         gram, cross = self._statistics()
         s = self._state.total_noise
-        alpha = self._state.precisions.copy()
+        alpha = self._state.precisions  # (a new array)
         alpha[0] = 0.0
-        system = gram + s * np.diag(alpha)
+        system = gram.copy()
+        system[np.diag_indices(len(alpha))] += s * alpha
         # LAPACK directly: at a stream's small M the wrappers cost more than the work.
         return gram, cross, kernel_batch.cholesky_with_jitter(system), s
 
@@ -385,15 +395,13 @@ class VBLSKernelRegressor(base.Regressor):
         stats = self._stats
         m, n = stats.n_model, stats.n_columns
         gram, cross, factor, s = self._posterior()
-        k = stats.cross_candidates - np.outer(self._means, stats.cross_candidates[0])
+        k = _compiled.centred_candidates(stats.cross_candidates, self._means)
         mean = lapack.dpotrs(factor, cross, lower=1)[0]  # P⁻¹c' from P = LLᵀ
         corr = stats.cross_y_candidates - k.T @ mean
         half = lapack.dtrtrs(factor, k, lower=1)[0]
         sq = stats.candidate_sq_norms
         spread = sq - np.einsum("ij,ij->j", half, half)
-        t2 = np.zeros(n - m)
-        np.divide(corr * corr, s * spread, out=t2,
-                  where=spread > 1e-10 * np.maximum(sq, _TINY))
+        t2 = _compiled.pool_scores(corr, spread, sq, s, _TINY)
         stats.merit[m:n] = t2  # the buffer manager evicts the lowest first
         return t2, corr, spread
 
@@ -450,24 +458,32 @@ class VBLSKernelRegressor(base.Regressor):
 
     def _sweep(self, n: int) -> float:
         """``n`` EM sweeps (Ting et al. 4.7, 4.8) on the centred statistics, each followed by
-        the pruning rule; returns the relative change of the weights over the last sweep."""
+        the pruning rule (compiled: :func:`~onlinesparse.vbls._compiled.online_sweeps`);
+        returns the relative change of the weights over the last sweep."""
         stats, state = self._stats, self._state
-        change = 0.0
         if n <= 0:
-            return change
+            return 0.0
         gram, cross = self._centred()
         radial = stats.basis.radial_mask[: stats.n_model]  # only kernels are pruned
-        for _ in range(n):
-            change = engine.sweep_regression(state, gram, cross, stats.yy, stats.count, "ard",
-                                             self.precision_cap)
-            # The precision ratio (engine.precision_ratio) at the cap: one more sweep there.
-            largest = _compiled.count_at_cap(
-                state.precision_shape, state.precision_rate, state.n_flat,
-                np.ascontiguousarray(np.diagonal(gram)), state.noise_precision, radial,
-                self._at_cap, self.precision_cap * _AT_CAP)
-            if largest >= self.prune_after:
-                doomed = np.flatnonzero(self._at_cap >= self.prune_after)
-                for j in doomed[::-1]:
+        floor = engine._raise_noise_floor(state, stats.yy, stats.count)  # (as each sweep)
+        while n > 0:
+            # In place: the compiled call undoes a sweep that is not finite by itself.
+            weights, variances, rate, psi = (np.ascontiguousarray(a, dtype=float) for a in (
+                state.weights, state.weight_variances, state.precision_rate, state.branch_noise))
+            run, kept, psi_y, precision, change, kept_change = _compiled.online_sweeps(
+                n, weights, variances, np.ascontiguousarray(state.precision_shape), rate,
+                psi, float(state.output_noise), float(state.noise_precision), gram, cross,
+                float(stats.yy), float(stats.count), float(self.precision_cap), floor,
+                engine.PRIOR_RATE, radial, self._at_cap, self.precision_cap * _AT_CAP,
+                self.prune_after)
+            state.weights, state.weight_variances = weights, variances
+            state.precision_rate, state.branch_noise = rate, psi
+            state.output_noise, state.noise_precision = psi_y, precision
+            state.n_sweeps += kept
+            state.last_change = kept_change if kept else state.last_change
+            n -= run
+            if self._at_cap.size and int(self._at_cap.max()) >= self.prune_after:
+                for j in np.flatnonzero(self._at_cap >= self.prune_after)[::-1]:
                     self._prune_unit(int(j))
                 gram, cross = self._centred()
                 radial = stats.basis.radial_mask[: stats.n_model]
@@ -518,8 +534,11 @@ class VBLSKernelRegressor(base.Regressor):
             error, std = 0.0, 0.0
         self._covariance = None  # the sweeps below move the posterior off the batch one
         self._push(scaled, target, row)
+        # The heavy work (candidate columns, admission test): one sample in candidate_every.
+        heavy = self._buffer.column_due()
         self._buffer.consider(stats, scaled, error, std)
-        self._admit()
+        if heavy:
+            self._admit()
         self._sweep(self.sweeps_per_sample)
         self._features.commit(vector, x)
 
@@ -627,7 +646,6 @@ class VBLSKernelRegressor(base.Regressor):
         if self._input_scales is not None:
             return self._input_scales.copy()
         return np.ones(0 if self._stats is None else self._stats.n_features)
-
 
     def _install(self, specs: list[BasisSpec], precisions: np.ndarray, noise: float,
                  radii: tuple[float, ...], scales: np.ndarray | None, X: np.ndarray) -> None:
