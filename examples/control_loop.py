@@ -95,7 +95,7 @@ AMPLITUDE, FREQUENCY = 1.0, 0.5  # reference q_d = A sin(2π f t)
 BUDGET = 1e-3  # s per tick
 MARGIN = 0.85  # use at most this fraction of the tick for computing (the rest is I/O)
 Q_SCALE, QD_SCALE, QDD_SCALE = 1.0, 2 * math.pi * 0.5, (2 * math.pi * 0.5) ** 2
-MODEL_PARAMS = {"max_basis": 20, "window": 300, "evaluations_per_sample": 1, "n_candidates": 8}
+MODEL_PARAMS = {"max_basis": 20, "window_size": 300, "evaluations_per_sample": 1, "n_candidates": 8}
 LEARN_EVERY = 10  # learn from every 10th tick (100 Hz); predict at every tick (1 kHz)
 
 
