@@ -238,8 +238,9 @@ def test_from_batch_starts_from_the_selected_basis_and_keeps_streaming():
                                atol=1e-9 * np.abs(result.weights).max())
     x0 = X.iloc[0].to_dict()
     assert model.predict_one(x0) == pytest.approx(float(F[0, result.selected] @ result.weights))
-    for _ in range(50):
-        model.learn_one({"a": float(rng.uniform()), "b": float(rng.uniform())}, 0.0)
+    for _ in range(50):  # (the same stream goes on)
+        a, b = float(rng.uniform()), float(rng.uniform())
+        model.learn_one({"a": a, "b": b}, float(np.sin(6 * b) + 0.3 * a))
     assert model.n_basis >= 1
 
 
@@ -732,3 +733,39 @@ def test_the_first_predictions_are_as_good_as_the_running_mean():
     ours, baseline = np.array(ours[1:]), np.array(baseline[1:])
     assert np.sqrt(np.mean(ours[:49] ** 2)) <= np.sqrt(np.mean(baseline[:49] ** 2))
     assert np.sqrt(np.mean(ours ** 2)) < 0.85 * np.sqrt(np.mean(baseline ** 2))
+
+
+def test_a_stream_that_keeps_changing_is_fitted_on_the_stretch_between_its_changes():
+    """memory="adaptive" on a target that flips sign every 150 samples: each change is
+    caught (a cut each), and from the second on the window refills only to about the
+    interval between changes (half as much again at most) instead of to window_size; once
+    the stream settles the cap relaxes and the window refills."""
+    rng = np.random.default_rng(12)
+    model = SparseRBFRegressor(max_basis=20, window_size=1000)
+    largest_while_changing = 0
+    for k in range(6000):
+        x = rng.uniform(-2, 2, 2)
+        sign = -1.0 if k < 1800 and (k // 150) % 2 else 1.0
+        y = sign * np.sin(2 * x[0]) + 0.1 * rng.normal()
+        model.learn_one({"a": float(x[0]), "b": float(x[1])}, float(y))
+        if 900 <= k < 1800:
+            largest_while_changing = max(largest_while_changing, model.model.n_patterns)
+        if k == 1799:
+            assert model.n_memory_cuts >= 11  # (eleven changes)
+    assert largest_while_changing <= 1.5 * 160
+    assert model.model.n_patterns >= 600  # (settled: the cap relaxed)
+
+
+def test_patterns_from_before_a_change_leave_once_enough_new_ones_have_come():
+    """A cut keeps at least max(M + 10, 30) patterns, older ones included when the change
+    was only a few samples ago; those leave as soon as as many new ones are in."""
+    rng = np.random.default_rng(13)
+    xs = rng.uniform(-2, 2, (3200, 1))
+    ys = np.sin(2 * xs[:, 0]) + 0.05 * rng.normal(size=3200)
+    ys[3000:] = -ys[3000:]
+    model = SparseRBFRegressor(max_basis=10, window_size=500)
+    for k in range(3200):
+        model.learn_one({"a": float(xs[k, 0])}, float(ys[k]))
+    assert model.n_memory_cuts >= 1
+    stored = model.model.window.stored_inputs()[:, 0]
+    assert np.all(np.isin(stored, xs[3000:, 0]))
