@@ -219,7 +219,8 @@ def print_drift_blocks(results: dict[str, dict], position: tuple) -> list[bool]:
 
 def fresh_batch_bound(data: list[tuple[dict, float]], position: tuple) -> None:
     """What 300 samples of the new concept allow this model at all: a fresh
-    ``StandardScaler | SparseRBFRegressor`` given the first 300 samples after each change
+    ``StandardScaler | SparseRBFRegressor(memory="window")`` given the first 300 samples
+    after each change
     at once (``learn_many``: refined to convergence on them, as a batch fit) and scored on
     the next 100. Recovery within 300 samples asks the streaming model's block 201–300
     after the change to be within 1.2× of its pre-drift level; a batch fit on all 300 is
@@ -232,7 +233,7 @@ def fresh_batch_bound(data: list[tuple[dict, float]], position: tuple) -> None:
         scaler = preprocessing.StandardScaler()
         for x, _ in train:
             scaler.learn_one(x)
-        model = SparseRBFRegressor()
+        model = SparseRBFRegressor(memory="window")  # (a batch fit: no cut inside it)
         model.learn_many(pd.DataFrame([scaler.transform_one(x) for x, _ in train]),
                          pd.Series([y for _, y in train]))
         errors = np.array([y - model.predict_one(scaler.transform_one(x)) for x, y in test])
