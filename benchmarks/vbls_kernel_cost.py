@@ -23,12 +23,12 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import math  # noqa: E402
-import time  # noqa: E402
 from collections.abc import Callable, Iterable  # noqa: E402
 
 import numpy as np  # noqa: E402
-from river import datasets, preprocessing  # noqa: E402
+from river import datasets  # noqa: E402
 from river.datasets import synth  # noqa: E402
+from vbls_stream import squared_errors_and_times  # noqa: E402  (benchmarks/ is on sys.path)
 
 import onlinesparse  # noqa: E402
 from onlinesparse import SparseRBFRegressor  # noqa: E402
@@ -46,15 +46,8 @@ MODELS: dict[str, Callable[[], object]] = {
 
 def progressive(stream: Iterable, model) -> tuple[float, np.ndarray]:
     """RMSE over the stream and the µs of every sample's predict_one + learn_one."""
-    pipeline = preprocessing.StandardScaler() | model
-    errors, times = [], []
-    for x, y in stream:
-        start = time.thread_time()
-        prediction = pipeline.predict_one(x)
-        pipeline.learn_one(x, y)
-        times.append(time.thread_time() - start)
-        errors.append((y - (prediction or 0.0)) ** 2)
-    return math.sqrt(float(np.mean(errors))), 1e6 * np.array(times)
+    errors, times = squared_errors_and_times(stream, model)
+    return math.sqrt(float(np.mean(errors))), times
 
 
 def main() -> None:

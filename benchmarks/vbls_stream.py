@@ -80,8 +80,10 @@ KERNEL_MODELS: dict[str, Callable[[], object]] = {
 }
 
 
-def progressive(stream: Iterable, model) -> tuple[float, float, float, float]:
-    """RMSE over all samples and the first 20, median and p99 µs of predict + learn."""
+def squared_errors_and_times(stream: Iterable, model) -> tuple[np.ndarray, np.ndarray]:
+    """Progressive validation behind a StandardScaler: every sample's squared error
+    (a prediction of None scored as 0) and the µs of its predict_one + learn_one (this
+    thread's CPU time)."""
     pipeline = preprocessing.StandardScaler() | model
     errors, times = [], []
     for x, y in stream:
@@ -90,7 +92,12 @@ def progressive(stream: Iterable, model) -> tuple[float, float, float, float]:
         pipeline.learn_one(x, y)
         times.append(time.thread_time() - start)
         errors.append((y - (prediction or 0.0)) ** 2)
-    errors, times = np.array(errors), 1e6 * np.array(times)
+    return np.array(errors), 1e6 * np.array(times)
+
+
+def progressive(stream: Iterable, model) -> tuple[float, float, float, float]:
+    """RMSE over all samples and the first 20, median and p99 µs of predict + learn."""
+    errors, times = squared_errors_and_times(stream, model)
     return (math.sqrt(errors.mean()), math.sqrt(errors[:20].mean()),
             float(np.median(times)), float(np.percentile(times, 99)))
 
