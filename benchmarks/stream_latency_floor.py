@@ -113,7 +113,7 @@ def main() -> None:
         lambda: model._features.transform(x_scaled))
 
     n, m = window.n_columns, ridge.size
-    gram, cross_y, traffic = window._gram, window._cross_y, window.traffic.copy()
+    gram, cross_y, traffic = window.gram_buffer, window.cross_y_buffer, window.traffic.copy()
     variance, weights, lambdas = state.variance, state.weights, state.lambdas
     rows_all = np.empty((1, n))
     rows_model = np.empty((1, m))
@@ -134,7 +134,7 @@ def main() -> None:
 
     # The model's (yᵀP²y, γ): computed once per sample and shared by both evaluations; the
     # basis evaluation below times its computation.
-    summary = ridge._summary()
+    summary = ridge.summary()
     columns = np.array([window.n_model, window.n_model + 1])
     merit = window.merit.copy()
     lam_min = model._lambda_min

@@ -85,9 +85,9 @@ class BufferManager:
         if proposal is None:
             if nearest is None:
                 basis = window.basis
+                kinds, centres = basis.arrays()[:2]
                 # ∞ when no radial column is tracked yet: then every input is novel.
-                nearest = core.nearest_sq_distance(basis._kind, basis._centres,
-                                                     basis.size, x)
+                nearest = core.nearest_sq_distance(kinds, centres, basis.size, x)
             proposal = core.proposes(nearest, self.novelty_threshold, error, noise_std,
                                      self.error_threshold)
         if proposal:

@@ -525,6 +525,7 @@ def _unknown_options(args: argparse.Namespace, unknown: list[str]) -> None:
     import difflib
 
     sub: argparse.ArgumentParser = args._subparsers[args.command]
+    # (argparse lists a parser's options only in its private _actions; read, never written)
     known = [s for a in sub._actions for s in a.option_strings]
     hints = []
     for word in unknown:

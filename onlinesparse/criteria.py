@@ -186,7 +186,7 @@ def basis_quantities(model: IncrementalRidge, j: int) -> dict[str, float]:
     # correction along sⱼ, so the cost is four M × M matrix-vector products, run as one
     # compiled loop (the formulas above, in the same order).
     out = np.empty(8)
-    core.basis_quantities(state.variance, window._gram, window._cross_y, state.weights,
+    core.basis_quantities(state.variance, window.gram_buffer, window.cross_y_buffer, state.weights,
                             state.lambdas, window.yy, window.count, int(j), out)
     return dict(zip(("a", "b", "c", "alpha", "beta", "psi", "yPh", "yP2h"), out.tolist(),
                     strict=True))
@@ -202,7 +202,7 @@ def basis_optimum(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
         raise ValueError(f"basis index {j} is not in the model (it has {state.size} basis "
                          "functions)")
     out = np.empty(8)
-    core.basis_optimum(state.variance, window._gram, window._cross_y, state.weights,
+    core.basis_optimum(state.variance, window.gram_buffer, window.cross_y_buffer, state.weights,
                          state.lambdas, window.yy, window.count, int(j), float(lambda_min), out,
                          bool(zeros_only))
     return LocalOptimum(float(out[0]), float(out[1]), float(out[2]), core.CASES[int(out[3])])
@@ -222,8 +222,8 @@ def candidate_quantities(model: IncrementalRidge, positions: np.ndarray | None =
     """
     columns, removed = _candidate_columns(model, positions, without)
     out = np.empty((4, len(columns)))
-    core.candidate_quantities(model.state.variance, model.window._gram, model.state.size,
-                                model.window._cross_y, model.state.weights, columns, removed,
+    core.candidate_quantities(model.state.variance, model.window.gram_buffer, model.state.size,
+                                model.window.cross_y_buffer, model.state.weights, columns, removed,
                                 out)
     return {"r": out[0], "gamma": out[1], "xi": out[2], "u": out[3]}
 
@@ -244,8 +244,8 @@ def candidate_optima(model: IncrementalRidge, positions: np.ndarray,
     else:
         error, trace_p = model.training_error, model.n_patterns - model.effective_parameters
     out = np.empty((2, len(columns)))
-    core.candidate_optima(model.state.variance, model.window._gram, model.state.size,
-                            model.window._cross_y, model.state.weights, columns, removed,
+    core.candidate_optima(model.state.variance, model.window.gram_buffer, model.state.size,
+                            model.window.cross_y_buffer, model.state.weights, columns, removed,
                             float(error), float(trace_p), float(model.n_patterns),
                             float(lambda_min), np.empty((4, len(columns))), out,
                             bool(zeros_only))
@@ -317,7 +317,7 @@ def basis_optima(model: IncrementalRidge, lambda_min: float = 0.0,
     """
     window, state = model.window, model.state
     out = np.empty((state.size, 8))
-    core.basis_optima(state.variance, window._gram, window._cross_y, state.weights,
+    core.basis_optima(state.variance, window.gram_buffer, window.cross_y_buffer, state.weights,
                         state.lambdas, window.yy, window.count, float(lambda_min), out,
                         bool(zeros_only))
     return out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy()
@@ -337,8 +337,8 @@ def candidate_scores(model: IncrementalRidge, lambda_min: float = 0.0,
     columns, _ = _candidate_columns(model, None, None)
     quantities = np.empty((4, len(columns)))
     out = np.empty((2, len(columns)))
-    core.candidate_optima(model.state.variance, model.window._gram, model.state.size,
-                            model.window._cross_y, model.state.weights, columns, -1,
+    core.candidate_optima(model.state.variance, model.window.gram_buffer, model.state.size,
+                            model.window.cross_y_buffer, model.state.weights, columns, -1,
                             float(model.training_error),
                             float(model.n_patterns - model.effective_parameters),
                             float(model.n_patterns), float(lambda_min), quantities, out,

@@ -40,13 +40,13 @@ def reestimate_basis(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
     # One compiled call evaluates j, decides, and makes the common move (a rank-one change
     # of λⱼ) in place: at M = 100 the interpreter overhead of doing it step by step cost
     # more than the arithmetic.
-    model.state._check_index(j)  # the compiled loop does not check bounds
-    error, gamma = model._summary()
+    model.state.check_index(j)  # the compiled loop does not check bounds
+    error, gamma = model.summary()
     state, window = model.state, model.window
     out = np.empty(8)
-    action = core.basis_move(state.variance, window._gram, window._cross_y, state.weights,
-                               state.lambdas, window.yy, window.count, error, gamma, int(j),
-                               float(lambda_min), core.RELATIVE_GAIN, out)
+    action = core.basis_move(state.variance, window.gram_buffer, window.cross_y_buffer,
+                             state.weights, state.lambdas, window.yy, window.count, error,
+                             gamma, int(j), float(lambda_min), core.RELATIVE_GAIN, out)
     return _apply_basis_move(model, j, action, out, protected)
 
 

@@ -317,10 +317,10 @@ class IncrementalRidge(RecordOwner):
         if position < window.n_model:
             raise ValueError(f"column {column_id} is already in the model")
         m = window.n_model
-        gram = window._gram
+        gram = window.gram_buffer
         g = gram[position, :m].copy()  # row of the symmetric Gram: contiguous
         g_jj = float(gram[position, position])
-        c_j = float(window._cross_y[position])
+        c_j = float(window.cross_y_buffer[position])
         # A window that stores its rows can recompute a cancelled hᵀPh from them.
         project_below = core.PROJECT_BELOW if self._can_project() else 0.0
         try:
@@ -332,8 +332,7 @@ class IncrementalRidge(RecordOwner):
                                                self._projection(position, g, g_jj))
         except IllConditionedError:
             if created:
-                window.drop_column(position)
-                window._next_id -= 1
+                window.forget_new_column(position)
             raise
         window.promote(position)
         self._after_update(account)
@@ -359,11 +358,10 @@ class IncrementalRidge(RecordOwner):
         l_vec = state.variance @ g
         if g_jj - float(g @ l_vec) >= core.PROJECT_BELOW * g_jj:
             return None
-        slots = (slice(None) if window.n_stored == len(window._y) else window._order())
-        rows = window._HT
-        residual = rows[position, slots] - l_vec @ rows[: state.size, slots]
+        rows = window.stored_rows(model_only=False)  # (oldest first, one row per pattern)
+        residual = rows[:, position] - rows[:, : state.size] @ l_vec
         return (float(residual @ residual + l_vec @ (state.lambdas * l_vec)),
-                float(residual @ window._y[slots]))
+                float(residual @ window.stored_targets()))
 
     def _can_project(self) -> bool:
         """Whether :meth:`_projection` can use the stored rows (an unweighted window)."""
@@ -377,14 +375,14 @@ class IncrementalRidge(RecordOwner):
         :class:`IllConditionedError` with nothing changed when the candidate is in the span
         of the other basis functions to rounding."""
         lam = _as_lambda(lam)
-        self.state._check_index(j)
+        self.state.check_index(j)
         window = self.window
         position = window.position_of(int(column_id))
         if position < window.n_model:
             raise ValueError(f"column {column_id} is already in the model")
-        g = window._gram[position, : self.size].copy()  # row of the symmetric Gram
-        account = self.state.replace_basis(j, g, float(window._gram[position, position]),
-                                           float(window._cross_y[position]), lam)
+        g = window.gram_buffer[position, : self.size].copy()  # row of the symmetric Gram
+        account = self.state.replace_basis(j, g, float(window.gram_buffer[position, position]),
+                                           float(window.cross_y_buffer[position]), lam)
         if account is not None:
             window.swap_columns(j, position)
             self._after_update(account)
@@ -402,8 +400,8 @@ class IncrementalRidge(RecordOwner):
 
     def swap_basis(self, i: int, j: int) -> None:
         """Exchange the positions of basis functions ``i`` and ``j`` (nothing else changes)."""
-        self.state._check_index(i)
-        self.state._check_index(j)
+        self.state.check_index(i)
+        self.state.check_index(j)
         self.state.swap(i, j)
         self.window.swap_columns(i, j)
         self._version += 1  # the criteria's sums now run in another order
@@ -431,7 +429,7 @@ class IncrementalRidge(RecordOwner):
 
     def remove_basis(self, j: int, keep_as_candidate: bool = False) -> int:
         """Remove basis function ``j`` (position in the model); returns its column id."""
-        self.state._check_index(j)
+        self.state.check_index(j)
         last = self.size - 1
         self.state.swap(j, last)
         self.window.swap_columns(j, last)
@@ -446,12 +444,12 @@ class IncrementalRidge(RecordOwner):
     def set_lambda(self, j: int, lam: float) -> None:
         """Set λⱼ of basis function ``j`` (rank one, FGCV App. V)."""
         lam = _as_lambda(lam)
-        self.state._check_index(j)
+        self.state.check_index(j)
         # Row j of the symmetric Gram is its column j, read contiguously and without a copy
         # (only the rare remove-and-add branch of RidgeState.set_lambda reads it).
-        gram = self.window._gram
+        gram = self.window.gram_buffer
         account = self.state.set_lambda(j, lam, gram[j, : self.size], float(gram[j, j]),
-                                        float(self.window._cross_y[j]))
+                                        float(self.window.cross_y_buffer[j]))
         self._after_update(account)
 
     def scale_lambdas(self, factor: float) -> None:
@@ -485,7 +483,7 @@ class IncrementalRidge(RecordOwner):
         """
         if not self.size:
             return 1.0
-        return core.condition_bound(self.window._gram, self.state.variance,
+        return core.condition_bound(self.window.gram_buffer, self.state.variance,
                                       self.state.lambdas)
 
     def _statistics_cancellation(self, h_old: np.ndarray) -> tuple[float, float]:
@@ -580,7 +578,7 @@ class IncrementalRidge(RecordOwner):
         """Relative residual ``‖S(G + Λ)v − v‖/‖v‖`` for a fixed probe v: O(M²)."""
         if self.size == 0:
             return 0.0
-        return core.drift(self.window._gram, self.state.variance, self.state.lambdas)
+        return core.drift(self.window.gram_buffer, self.state.variance, self.state.lambdas)
 
     def refresh(self, statistics: bool = True) -> None:
         """Recompute ``S`` and ``w`` from the statistics by Cholesky (O(M³)), and first the
@@ -600,7 +598,7 @@ class IncrementalRidge(RecordOwner):
         self._since_check = 0
 
     # -- criteria (Orr (1996) section 5) -----------------------------------------------
-    def _summary(self) -> tuple[float, float]:
+    def summary(self) -> tuple[float, float]:
         """``(yᵀP²y, γ)``, from which every criterion follows.
 
         Criteria are read many times between two changes of the model (the pruner compares
@@ -615,15 +613,15 @@ class IncrementalRidge(RecordOwner):
     @property
     def training_error(self) -> float:
         """``yᵀP²y = yᵀy − 2wᵀc + wᵀGw`` (clipped at 0 against rounding)."""
-        return self._summary()[0]
+        return self.summary()[0]
 
     @property
     def effective_parameters(self) -> float:
         """γ = tr(SG) = M − Σⱼ λⱼ Sⱼⱼ (Orr eq. 4.10, appendix A.8)."""
-        return self._summary()[1]
+        return self.summary()[1]
 
     def _criterion(self, fn) -> float:
-        error, gamma = self._summary()
+        error, gamma = self.summary()
         return fn(error, gamma, self.window.count)
 
     @property

@@ -145,7 +145,7 @@ class RidgeState:
 
     def remove_basis(self, j: int) -> tuple[float, float]:
         """λⱼ → ∞ then drop j: ``S ← S − sⱼsⱼᵀ/sⱼⱼ``, ``w ← w − sⱼwⱼ/sⱼⱼ`` (FGCV App. V)."""
-        self._check_index(j)
+        self.check_index(j)
         m = self.size
         variance, weights = np.empty((m - 1, m - 1)), np.empty(m - 1)
         core.remove_basis(self.variance, self.weights, j, variance, weights)
@@ -163,7 +163,7 @@ class RidgeState:
         (Orr eq. (A.4) on ``S' = S − sⱼsⱼᵀ/sⱼⱼ``), which is exact whatever the change. ``g``,
         ``g_jj`` and ``c_j`` are the column's Gram column, squared norm and ``hⱼᵀy``.
         """
-        self._check_index(j)
+        self.check_index(j)
         if not (lam >= 0.0 and math.isfinite(lam)):
             raise ValueError(
                 f"λ must be finite and ≥ 0 (remove the basis function for ∞), got {lam}")
@@ -196,7 +196,7 @@ class RidgeState:
         its ``hᵀPh`` would lose more than four digits and the caller should take the exact
         path. The error account is the addition's, ``(g_kk + λ)/Δ``.
         """
-        self._check_index(j)
+        self.check_index(j)
         if not (lam >= 0.0 and math.isfinite(lam)):
             raise ValueError(f"λ must be finite and ≥ 0, got {lam}")
         amplification = core.replace_basis(self.variance, self.weights, self.lambdas, j, g,
@@ -242,6 +242,6 @@ class RidgeState:
         self.variance = inverse.T if inverse.flags.f_contiguous else inverse
         self.weights = self.variance @ cross_y
 
-    def _check_index(self, j: int) -> None:
+    def check_index(self, j: int) -> None:
         if not (isinstance(j, int | np.integer) and 0 <= j < self.size):
             raise ValueError(f"basis index {j!r} is not in the model (it has {self.size})")

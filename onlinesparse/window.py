@@ -408,10 +408,9 @@ class WindowStatistics(RecordOwner):
             self.n_columns += 1
         n = self.n_columns
         if self.n_stored:
-            basis = self.basis
-            core.new_column(basis._kind, basis._centres, basis._inv_r2, basis._feature,
-                              self._XT, self._y, self._HT, self._gram, self._cross_y,
-                              position, n, self._head, self.n_stored, self.factor)
+            core.new_column(*self.basis.arrays(), self._XT, self._y, self._HT, self._gram,
+                            self._cross_y, position, n, self._head, self.n_stored,
+                            self.factor)
         else:
             self._gram[:n, position] = 0.0
             self._gram[position, :n] = 0.0
@@ -423,6 +422,12 @@ class WindowStatistics(RecordOwner):
         self._next_id += 1
         return int(self.ids[position])
 
+    def forget_new_column(self, position: int) -> None:
+        """Undo :meth:`add_column` of the column at ``position``, its id included (an
+        addition that failed after the column was made): as if it had never been."""
+        self.drop_column(position)
+        self._next_id -= 1
+
     def swap_columns(self, i: int, j: int) -> None:
         """Exchange the positions of two tracked columns (statistics, rows, spec, id)."""
         if i == j:
@@ -430,10 +435,9 @@ class WindowStatistics(RecordOwner):
         n = self.n_columns
         if not (0 <= i < n and 0 <= j < n):
             raise ValueError(f"column positions {i}, {j} out of range 0…{n - 1}")
-        basis = self.basis
+        kinds, centres, inv_r2, features = self.basis.arrays()
         core.swap_columns(self._gram, self._HT, self._cross_y, self.ids, self.merit,
-                          self.stamps, self.traffic, basis._kind, basis._inv_r2, basis._feature,
-                            basis._centres, i, j, n)
+                          self.stamps, self.traffic, kinds, inv_r2, features, centres, i, j, n)
 
     def promote(self, position: int) -> None:
         """Move the candidate at ``position`` to the end of the model block."""

@@ -131,7 +131,7 @@ def test_online_sweeps_equal_the_sweeps_and_clock_in_turn(seed, m, n, prune_afte
     rate, psi = fast.precision_rate.copy(), fast.branch_noise.copy()
     run, kept, psi_y, precision, _, kept_change = _compiled.online_sweeps(
         n, weights, variances, fast.precision_shape, rate, psi, fast.output_noise,
-        fast.noise_precision, gram, cross, yy, 40.0, cap, engine._noise_floor(yy / 40),
+        fast.noise_precision, gram, cross, yy, 40.0, cap, engine.noise_floor(yy / 40),
         engine.PRIOR_RATE, radial, counts_fast, threshold, prune_after)
     assert run == run_slow and kept == run_slow  # (nothing here overflows)
     np.testing.assert_array_equal(counts_fast, counts_slow)

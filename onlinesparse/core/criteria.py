@@ -69,7 +69,7 @@ def training_error(gram: np.ndarray, cross_y: np.ndarray, weights: np.ndarray,
 def error_and_gamma(gram: np.ndarray, cross_y: np.ndarray, weights: np.ndarray,
                     lambdas: np.ndarray, variance: np.ndarray, yy: float
                     ) -> tuple[float, float]:
-    """The two numbers every criterion needs (``IncrementalRidge._summary``): the training
+    """The two numbers every criterion needs (``IncrementalRidge.summary``): the training
     error ``yᵀP²y`` of :func:`training_error` clipped at 0 against rounding, and
     ``γ = M − Σⱼ λⱼSⱼⱼ`` (Orr eq. 4.10)."""
     m = weights.shape[0]

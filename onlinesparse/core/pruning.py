@@ -86,7 +86,7 @@ def criteria_now(ridge_record: np.ndarray, window_record: np.ndarray, gram: np.n
                  cross_y: np.ndarray, variance: np.ndarray, weights: np.ndarray,
                  lambdas: np.ndarray) -> tuple[float, float]:
     """``(yᵀP²y, γ)`` of the current model (:func:`error_and_gamma`), computed once per
-    version of it and kept in the ridge's record (``IncrementalRidge._summary``)."""
+    version of it and kept in the ridge's record (``IncrementalRidge.summary``)."""
     r = ridge_record[0]
     if r.summary_version != r.version:
         r.training_error, r.gamma = error_and_gamma(gram, cross_y, weights, lambdas,

@@ -134,7 +134,7 @@ def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
     choose the best one that lowers GCV by more than ``min_gain``; at the budget, price
     trading the least useful basis function for it (its usefulness refreshed first, then
     the candidate's optimum without it, :func:`candidate_quantities` with ``removed``).
-    ``error`` and ``gamma`` are the current model's (``IncrementalRidge._summary``, computed
+    ``error`` and ``gamma`` are the current model's (``IncrementalRidge.summary``, computed
     once per change of the model and shared with :func:`basis_move`).
 
     Returns 0 (no move), 1 (add column ``out[0]`` with λ ``out[1]``) or 2 (remove basis

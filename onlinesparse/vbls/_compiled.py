@@ -34,7 +34,7 @@ def sweep_regression(weights: np.ndarray, variances: np.ndarray, shape: np.ndarr
     """One sweep in place on the state's arrays; returns ``(ψ_y, Σκ/p, change, held)``,
     ``held`` a sum that is finite exactly when the new posterior is (⟨b⟩ᵀ⟨b⟩ + Σψ + ψ_y,
     plus rateᵀψ with a prior: the finite-or-unchanged check of engine.update_posteriors).
-    Every ψ is first raised to ``floor`` (engine._raise_noise_floor)."""
+    Every ψ is first raised to ``floor`` (engine.raise_noise_floor)."""
     m = weights.shape[0]
     psi_y = max(psi_y, floor)
     s = psi_y

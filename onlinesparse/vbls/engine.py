@@ -110,7 +110,7 @@ _NOISE_FLOOR = 1e-12
 _TINY = np.finfo(float).tiny
 
 
-def _noise_floor(scale: float) -> float:
+def noise_floor(scale: float) -> float:
     """The floor of a noise variance: ``_NOISE_FLOOR`` times the targets' second moment, and
     never below the smallest normal float, so that ``1/s`` stays finite when the targets' squares
     underflow (targets of order 1e-160)."""
@@ -203,7 +203,7 @@ class VBLSState:
             self.precision_shape = np.full(m, shape)
             self.precision_rate = np.full(m, float(self.precision_rate[0]))
         else:
-            shape, rate = _prior_posterior(prior, m)
+            shape, rate = prior_posterior(prior, m)
             self.precision_shape = np.concatenate([self.precision_shape, np.full(count, shape)])
             self.precision_rate = np.concatenate([self.precision_rate, np.full(count, rate)])
 
@@ -232,7 +232,7 @@ class ResidualTerms:
     rss: float = 0.0
 
 
-def _prior_posterior(prior: str, n_units: int) -> tuple[float, float]:
+def prior_posterior(prior: str, n_units: int) -> tuple[float, float]:
     """Initial ``(â, b̂)``: the shape of 4.3 / 4.7 and a rate giving ⟨α⟩ = a₀/b₀ = 1 (4.4).
     ``prior="none"`` has ⟨α⟩ = 0 (no prior)."""
     if prior == "none":
@@ -258,7 +258,7 @@ def initial_state(n_units: int, target_second_moment: float, prior: str = "ard",
     if not (v >= _TINY and math.isfinite(v)):  # (1/v must be finite)
         v = 1.0
     split = v / (n_units + 1)
-    shape, rate = _prior_posterior(prior, n_units)
+    shape, rate = prior_posterior(prior, n_units)
     shape_arr, rate_arr = np.full(n_units, shape), np.full(n_units, rate)
     return VBLSState(
         weights=np.zeros(n_units),
@@ -375,7 +375,7 @@ def update_posteriors(state: VBLSState, gram_diag: np.ndarray, terms: ResidualTe
     psi_new = (delta * delta * gram_diag + 2.0 * delta * psi * terms.correlation
                + psi * psi * terms.sq_sum + count * psi - psi * psi * terms.curvature
                + new_var * gram_diag) / count
-    psi_new = np.maximum(psi_new, _noise_floor(state.scale))
+    psi_new = np.maximum(psi_new, noise_floor(state.scale))
     # A sweep the floats cannot hold (data of magnitudes far apart, e.g. features of 1e-160
     # whose squares underflow) leaves the posterior as it was instead of turning it NaN for
     # good. One product checks it: every rate (≥ b₀, it holds ⟨b_m²⟩ = μ² + σ²) and every ψ
@@ -400,9 +400,9 @@ def update_posteriors(state: VBLSState, gram_diag: np.ndarray, terms: ResidualTe
     return change
 
 
-def _raise_noise_floor(state: VBLSState, yy: float, count: float) -> float:
+def raise_noise_floor(state: VBLSState, yy: float, count: float) -> float:
     """Move the state's scale to the targets' current second moment ``yy/count`` and raise
-    every ψ to the floor of that scale (:func:`_noise_floor`); returns the floor.
+    every ψ to the floor of that scale (:func:`noise_floor`); returns the floor.
 
     The floor follows the current second moment, not only the first target's: after a tiny
     first target (1e-125) s would stay so small that the next ordinary target overflows the
@@ -410,7 +410,7 @@ def _raise_noise_floor(state: VBLSState, yy: float, count: float) -> float:
     second_moment = yy / count
     if second_moment > 0.0:
         state.scale = second_moment
-    floor = _noise_floor(state.scale)
+    floor = noise_floor(state.scale)
     np.maximum(state.branch_noise, floor, out=state.branch_noise)
     state.output_noise = max(state.output_noise, floor)
     return floor
@@ -444,11 +444,11 @@ def sweep_regression(state: VBLSState, gram: np.ndarray, cross_y: np.ndarray, yy
         weights, variances, shape, rate, psi, float(state.output_noise),
         np.ascontiguousarray(gram, dtype=float), np.ascontiguousarray(cross_y, dtype=float),
         float(yy), float(count), _compiled.PRIOR_CODES[prior], float(precision_cap),
-        int(state.n_flat), _noise_floor(state.scale), PRIOR_RATE)
+        int(state.n_flat), noise_floor(state.scale), PRIOR_RATE)
     if not math.isfinite(held):
         # Finite or unchanged (update_posteriors): the compiled sweep worked on copies, so
         # the posterior is as it was; its floors are met, as in the reference.
-        _raise_noise_floor(state, yy, count)
+        raise_noise_floor(state, yy, count)
         return 0.0
     state.weights, state.weight_variances, state.branch_noise = weights, variances, psi
     if prior != "none":
@@ -473,7 +473,7 @@ def sweep_regression_reference(state: VBLSState, gram: np.ndarray, cross_y: np.n
     """
     if count <= 0.0:
         return 0.0
-    _raise_noise_floor(state, yy, count)
+    raise_noise_floor(state, yy, count)
     terms = regression_terms(state, gram, cross_y, yy, count)
     s = state.total_noise
     psi_y = state.output_noise
@@ -481,7 +481,7 @@ def sweep_regression_reference(state: VBLSState, gram: np.ndarray, cross_y: np.n
     change = update_posteriors(state, np.diagonal(gram), terms, prior, precision_cap)
     psi_y_new = (psi_y / s) ** 2 * terms.rss / count + psi_y * (s - psi_y) / s
     if state.n_sweeps > n_sweeps and math.isfinite(psi_y_new):  # (the sweep was kept)
-        state.output_noise = max(psi_y_new, _noise_floor(state.scale))
+        state.output_noise = max(psi_y_new, noise_floor(state.scale))
     return change
 
 

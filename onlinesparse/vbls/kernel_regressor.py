@@ -465,7 +465,7 @@ class VBLSKernelRegressor(base.Regressor):
             return 0.0
         gram, cross = self._centred()
         radial = stats.basis.radial_mask[: stats.n_model]  # only kernels are pruned
-        floor = engine._raise_noise_floor(state, stats.yy, stats.count)  # (as each sweep)
+        floor = engine.raise_noise_floor(state, stats.yy, stats.count)  # (as each sweep)
         while n > 0:
             # In place: the compiled call undoes a sweep that is not finite by itself.
             weights, variances, rate, psi = (np.ascontiguousarray(a, dtype=float) for a in (

@@ -159,9 +159,9 @@ def noise_fixed_point(state: engine.VBLSState, gram_diag: np.ndarray, rss: float
     EM moves s (e.g. p ≤ M with moderate precisions)."""
     if count <= 0.0 or state.n_units == 0:
         return False
-    # The floor of the targets' current second moment (engine._noise_floor): the sweep
+    # The floor of the targets' current second moment (engine.noise_floor): the sweep
     # before this one moved state.scale to yy/count.
-    floor = engine._noise_floor(state.scale)
+    floor = engine.noise_floor(state.scale)
     alpha = np.ascontiguousarray(state.precisions, dtype=float)
     lowest = max(rss / count, floor)
     target = _compiled.noise_root(alpha, np.ascontiguousarray(gram_diag, dtype=float),
@@ -322,7 +322,7 @@ class OnlineSchedule:
         point yet), the weights solved for those (eq. 4.8 at its fixed point, a ridge
         regression with λ = s), then the paper's sweep for the posterior variances."""
         if self.prior != "none":
-            shape, rate = engine._prior_posterior(self.prior, state.n_units)
+            shape, rate = engine.prior_posterior(self.prior, state.n_units)
             state.precision_shape = np.full(state.n_units, shape)
             state.precision_rate = np.full(state.n_units, rate)
         flat = state.n_flat
@@ -332,7 +332,7 @@ class OnlineSchedule:
             explained = float(cross[:flat] @ solution)
         if yy > 0.0:  # (the floor of the targets' current second moment, as every sweep)
             state.scale = yy / count
-        floor = engine._noise_floor(state.scale)
+        floor = engine.noise_floor(state.scale)
         share = max((yy - explained) / count, floor) / (state.n_units + 1)
         state.branch_noise = np.full(state.n_units, share)
         state.output_noise = share

@@ -139,7 +139,7 @@ def sweep(state: engine.VBLSState, gram: np.ndarray, cross: np.ndarray, yy: floa
         return 0.0
     # The floor of the targets' current second moment, as the Gaussian sweeps (engine.
     # _raise_noise_floor): ψ_y ≥ the floor keeps s ≥ the smallest normal float.
-    floor = engine._raise_noise_floor(state, yy, count)
+    floor = engine.raise_noise_floor(state, yy, count)
     diag = np.diagonal(gram)
     psi, mu = state.branch_noise, state.weights
     alpha = state.precisions
