@@ -664,12 +664,13 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         model = self._model
         noise = self._noise_level()
         if model is None or not model.size:
-            return gaussian(self._empty_prediction(), noise + self._novelty_variance(vector))
+            return gaussian(self._empty_prediction(),
+                            noise + self._novelty_variance(vector, noise))
         h = model.model_row(vector)
         # (the calibration factor κ², see core.sample.calibrate)
         variance = model.predictive_variance(h, noise) * math.exp(2.0 * self._calibration)
         mean = core.inner(h, model.weights, model.size)
-        variance += self._novelty_variance(vector)
+        variance += self._novelty_variance(vector, noise)
         w = self._model_weight
         if w != 1.0:  # the two-component mixture's mean and variance
             other, spread = self._mean_prediction, self._mean_variance
@@ -694,7 +695,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         record["log_odds"] = core.LOG_ODDS_LIMIT
         record["model_weight"] = 1.0
 
-    def _novelty_variance(self, vector: np.ndarray) -> float:
+    def _novelty_variance(self, vector: np.ndarray, noise: float) -> float:
         """What the basis set cannot know at x: the posterior variance of the weight of a
         new Gaussian basis function centred at x (height 1, the middle proposed radius),
         given the data near it and a prior variance of s², the target's variance in
@@ -702,13 +703,12 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         Quiñonero-Candela 2005, taken conditionally on the other weights). Far from every
         stored input it is s² (anything in the target's range); where the window is dense
         it is σ² divided by the data near x, a few per cent of σ² on Friedman #1. O(W·d),
-        paid by ``with_dist=True`` only."""
+        paid by ``with_dist=True`` only; ``noise`` is σ², the noise variance in use."""
         model = self._model
         if model is None or not model.n_patterns:
             return 0.0
         window = model.window
         prior = core.target_variance(window.record)
-        noise = self._noise_level()
         if not (prior > 0.0 and noise > 0.0):
             return 0.0
         near = window.support(vector, self._buffer.reference_radius)

@@ -153,28 +153,26 @@ def noise_level(sample_record: np.ndarray, window_record: np.ndarray) -> float:
 
 @jit
 def calibrate(sample_record: np.ndarray, window_record: np.ndarray, error: float,
-              leverage: float) -> float:
+              leverage: float) -> None:
     """One step of the predictive deviation's calibration (adaptive conformal inference,
     Gibbs and Candès 2021, on a scale): κ grows by e^(0.95η) when the error before
     learning fell outside the 95 % interval ``±1.96·κ·σ·√(1 + hᵀSh)`` and shrinks by
     e^(−0.05η) when it fell inside, so that in the long run 5 % fall outside whatever the
     stream (a noise estimate from few patterns, heavy tails, drift, inputs far from the
     centres). The error in units of that deviation (before the step), clipped at ±3, is
-    ``sample_record.z``, which :func:`watch_for_change` accumulates. Returns that
-    deviation (0 when there is no noise level yet)."""
+    ``sample_record.z``, which :func:`watch_for_change` accumulates."""
     s = sample_record[0]
     noise = noise_level(sample_record, window_record)
     spread = noise * (1.0 + leverage)
     if not spread > 0.0:
         s.z = 0.0
-        return 0.0
+        return
     deviation = math.exp(s.calibration) * math.sqrt(spread)
     s.z = min(max(error / deviation, -3.0), 3.0)
     miss = abs(error) > Z95 * deviation
     step = CALIBRATION_STEP * ((1.0 if miss else 0.0) - 0.05)
     s.calibration = min(max(s.calibration + step, -CALIBRATION_LIMIT), CALIBRATION_LIMIT)
     watch_for_change(sample_record)
-    return deviation
 
 
 # The bound on the evidence for either side: past it the losing side's weight is below
@@ -210,12 +208,9 @@ def weigh_against_mean(sample_record: np.ndarray, window_record: np.ndarray, y: 
         s.log_odds = min(max(s.log_odds + ratio, -LOG_ODDS_LIMIT), LOG_ODDS_LIMIT)
     s.model_weight = 1.0 / (1.0 + math.exp(-s.log_odds))
     w = window_record[0]
-    if w.count >= MIN_WEIGHED:
-        s.mean_prediction = w.sum_y / w.count
-        s.mean_variance = target_variance(window_record) * (1.0 + 1.0 / w.count)
-    else:
-        s.mean_prediction = w.sum_y / w.count if w.count > 0.0 else 0.0
-        s.mean_variance = 0.0
+    s.mean_prediction = w.sum_y / w.count if w.count > 0.0 else 0.0
+    s.mean_variance = (target_variance(window_record) * (1.0 + 1.0 / w.count)
+                       if w.count >= MIN_WEIGHED else 0.0)
 
 
 # The change statistics' allowance (a shift of the errors' mean by 2k deviations is what
