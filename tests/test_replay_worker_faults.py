@@ -95,18 +95,24 @@ def test_workers_end_when_their_parent_is_killed(setup, tmp_path):
         proc.communicate(timeout=30)
 
 
-def test_a_killed_worker_is_an_error_message_and_the_outputs_are_written(setup, tmp_path):
-    d, env = setup
-    out = tmp_path / "out"
-    proc = _start(d, env, out, "--workers", "2", "--predictions-format", "csv")
+def _kill_one_worker(proc: subprocess.Popen, out, timeout: float) -> str:
+    """SIGKILL one worker once the replay is under way; the run's stderr (the run is
+    killed if it has not ended by then)."""
     try:
         workers = _wait_until_replaying(proc, out)
         os.kill(workers[0], signal.SIGKILL)
-        stdout, stderr = proc.communicate(timeout=120)
+        return proc.communicate(timeout=timeout)[1]
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def test_a_killed_worker_is_an_error_message_and_the_outputs_are_written(setup, tmp_path):
+    d, env = setup
+    out = tmp_path / "out"
+    proc = _start(d, env, out, "--workers", "2", "--predictions-format", "csv")
+    stderr = _kill_one_worker(proc, out, timeout=120)
     assert proc.returncode == 1, stderr
     assert "Traceback" not in stderr
     assert "onlinesparse: error: y1: the worker process replaying it died" in stderr
@@ -123,14 +129,7 @@ def test_a_dask_worker_killed_past_allowed_failures_is_an_error_message(setup, t
     env = {**env, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
     proc = _start(d, env, out, "--scheduler", "local", "--workers", "2",
                   "--predictions-format", "csv")
-    try:
-        workers = _wait_until_replaying(proc, out)
-        os.kill(workers[0], signal.SIGKILL)
-        stdout, stderr = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    stderr = _kill_one_worker(proc, out, timeout=180)
     assert proc.returncode == 1, stderr
     # No traceback of ours. (Depending on timing, distributed's own logger may print the
     # traceback of a coroutine it cancelled when the worker died — event_wait, seen on a
