@@ -20,7 +20,7 @@ from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.pruner import GCVPruner
 from onlinesparse.ridge import IllConditionedError, IncrementalRidge
 
-__all__ = ["SparseRBFRegressor", "warm_up"]
+__all__ = ["SparseRBFRegressor"]
 
 # Default radii, as multiples of √d: on standardised inputs the typical distance between
 # two points is √(2d), so these span "local" to "broad" kernels whatever the dimension.
@@ -95,8 +95,10 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
 
     Units, memory and intervals (``docs/rbf_on_streams.md``): the model is equivariant to
     the unit of its target; ``memory="adaptive"`` forgets the patterns before a change of
-    the stream; the predictive deviation of ``predict_one(x, with_dist=True)`` is
-    calibrated online to 95 % coverage.
+    the stream; errors that wander together from sample to sample (a stream in time
+    order) are followed by a level added to the predictions (``core.level``), which fades
+    to 0 where they do not; the predictive deviation of ``predict_one(x, with_dist=True)``
+    is calibrated online to 95 % coverage.
 
     Parameters
     ----------
@@ -191,6 +193,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         self._buffer: BufferManager | None = None
         self._pruner = GCVPruner(max_basis=max_basis)
         self.record = self._new_record(vars(self))
+        self._levels = core.new_levels()
         self._spares = None
 
     def _validate_parameters(self) -> None:
@@ -222,6 +225,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     _model_weight = Field("model_weight")
     _mean_prediction = Field("mean_prediction")
     _mean_variance = Field("mean_variance")
+    _level_offset = Field("level_offset")
+    _level_variance = Field("level_variance")
+    _outer_calibration = Field("outer_calibration")
 
     @property
     def model(self) -> IncrementalRidge | None:
@@ -242,6 +248,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             state.setdefault("memory", "window")
             state.setdefault("n_memory_cuts", 0)
         state["record"] = upgrade_record(state["record"], SAMPLE)
+        state.setdefault("_levels", core.new_levels())  # (a pickle from before the level)
         for name in ("_detector", "_bias_detector"):  # (river ADWINs before the CUSUM)
             state.pop(name, None)
         if "window" in state and "window_size" not in state:  # (the parameter's old name)
@@ -488,7 +495,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         protected = self._buffer.protected_ids()
         pruner = self._pruner
         basis = window.basis.arrays()
-        arguments = (self.record, pruner.record, model.record, window.record,
+        arguments = (self.record, self._levels, pruner.record, model.record, window.record,
                      self._row_buffer(), *window.tracked_ring(), *state.arrays(),
                      *self._spare_arrays(), protected, pruner.move)
         self._cached_arguments = ((window.layout, state.variance, self._spares), arguments)
@@ -669,8 +676,10 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         h = model.model_row(vector)
         # (the calibration factor κ², see core.sample.calibrate)
         variance = model.predictive_variance(h, noise) * math.exp(2.0 * self._calibration)
-        mean = core.inner(h, model.weights, model.size)
-        variance += self._novelty_variance(vector, noise)
+        # (the errors' level, and the calibration of the sum, κ_o²: core.sample.calibrate)
+        variance = ((variance + self._level_variance) * math.exp(2.0 * self._outer_calibration)
+                    + self._novelty_variance(vector, noise))
+        mean = core.inner(h, model.weights, model.size) + self._level_offset
         w = self._model_weight
         if w != 1.0:  # the two-component mixture's mean and variance
             other, spread = self._mean_prediction, self._mean_variance
@@ -681,8 +690,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
 
     def _averaged(self, prediction: float) -> float:
         """The model's prediction averaged with the running mean's by the prequential
-        evidence (``core.sample.weigh_against_mean``): ``w·f(x) + (1 − w)·ȳ``; once the
-        model has won, w is 1 and this is f(x)."""
+        evidence (``core.sample.weigh_against_mean``): ``w·(f(x) + b) + (1 − w)·ȳ``, b the
+        errors' level (``core.level``); once the model has won, w is 1."""
+        prediction += self._level_offset
         w = self._model_weight
         if w == 1.0:
             return prediction
@@ -785,29 +795,3 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             down = basis.evaluate_many(X - step, 0, size) @ weights
             out[name] = float(np.mean(np.abs(up - down)))
         return out
-
-
-
-def warm_up(seed: int = 0) -> None:
-    """Load (or compile) every compiled loop a :class:`SparseRBFRegressor` uses, now.
-
-    The numerical core runs through numba: the first call of each compiled function in a
-    process loads its machine code from the on-disk cache, or compiles it when the cache
-    is missing or stale — some hundreds of milliseconds in all, paid by whichever sample
-    first needs each function. A real-time loop calls this once before its first tick, so
-    that no tick pays it. A small throwaway model is driven through every path (growing,
-    full window, budget, trades, refreshes); the types, hence the machine code, are those
-    of any model. Takes well under a second once the cache exists.
-    """
-    rng = np.random.default_rng(seed)
-    model = SparseRBFRegressor(max_basis=6, window_size=40, n_candidates=6)
-    for k in range(400):
-        x = rng.uniform(-1.0, 1.0, 2)
-        y = float(np.sin(3.0 * x[0]) + x[1] ** 2 + 0.05 * rng.standard_normal())
-        model.learn_one({"a": float(x[0]), "b": float(x[1])}, y)
-        model.predict_one({"a": float(x[0]), "b": float(x[1])}, with_dist=k % 2 == 0)
-    model.refine(20)
-    # Rarely reached in a short run: the measurement of the rounding in S, and a refresh.
-    model.model.check_health()
-    model.model.condition_bound()
-    model.model.refresh()

@@ -359,12 +359,12 @@ def test_a_slide_the_compiled_sample_refuses_takes_the_add_first_order(monkeypat
 
     def refusing(x, y, means, committed, evaluations, first, *arrays):
         calls["k"] += 1
-        window_record, row = arrays[3], arrays[4]
+        window_record, row = arrays[4], arrays[5]
         full = window_record[0]["n_stored"] >= window_record[0]["store_capacity"]
         if full and calls["k"] % 5 == 0:
             calls["refused"] += 1
             n = int(window_record[0]["n_columns"])
-            kinds, centres, inv_r2, features = arrays[14:18]
+            kinds, centres, inv_r2, features = arrays[15:19]
             core.evaluate_rows(kinds, centres, inv_r2, features, x.reshape(1, -1), 0, n,
                                row[:n].reshape(1, n))
             return core.SLIDE_REFUSED
@@ -538,10 +538,12 @@ def test_a_model_pickled_before_the_records_loads_and_goes_on_learning():
 
 
 def _averaged(model: SparseRBFRegressor, prediction: float) -> float:
-    """The ridge's prediction averaged with the running mean's by the model's weight
-    (core.weigh_against_mean), as predict_one gives it."""
+    """The ridge's prediction plus the errors' level (core.level), averaged with the
+    running mean's by the model's weight (core.weigh_against_mean), as predict_one gives
+    it."""
     record = model.record[0]
     w = float(record["model_weight"])
+    prediction += float(record["level_offset"])
     return w * prediction + (1.0 - w) * float(record["mean_prediction"])
 
 
@@ -691,8 +693,9 @@ def test_predict_one_agrees_with_the_ridge_after_every_kind_of_update():
 def test_the_evidence_against_the_running_mean_is_the_prequential_log_likelihood_ratio():
     """core.weigh_against_mean from scratch: after every sample, log_odds grows by
     (miss² − error²)/(2·v) — the errors before learning of the running mean and of the
-    model, v the mean's predictive variance s²(1 + 1/p) as it stood — bounded by ±40, and
-    predict_one is w·f(x) + (1 − w)·ȳ with w its logistic."""
+    model's prediction as made (the errors' level included), v the mean's predictive
+    variance s²(1 + 1/p) as it stood — bounded by ±40, and predict_one is
+    w·(f(x) + b) + (1 − w)·ȳ with w its logistic and b the level."""
     rng = np.random.default_rng(6)
     model = SparseRBFRegressor(max_basis=10, window_size=60)
     expected = 0.0
@@ -701,10 +704,11 @@ def test_the_evidence_against_the_running_mean_is_the_prequential_log_likelihood
         y = float(np.sin(2 * x["a"]) + 0.3 * rng.normal())
         record = model.record[0]
         before = (float(record["mean_prediction"]), float(record["mean_variance"]))
+        offset = float(record["level_offset"])
         fitted = model.n_basis > 0
         model.learn_one(x, y)
         if before[1] > 0.0 and fitted:
-            error = float(model.record[0]["error"])
+            error = float(model.record[0]["error"]) - offset
             expected += ((y - before[0]) ** 2 - error ** 2) / (2.0 * before[1])
             expected = min(max(expected, -40.0), 40.0)
             assert model.record[0]["log_odds"] == pytest.approx(expected, rel=1e-9, abs=1e-9)
@@ -714,6 +718,7 @@ def test_the_evidence_against_the_running_mean_is_the_prequential_log_likelihood
         if model.n_basis:
             f = model.model.predict(np.array([0.3, -0.1]))
             mean = float(model.record[0]["mean_prediction"])
+            f += float(model.record[0]["level_offset"])
             assert model.predict_one(probe) == pytest.approx(w * f + (1 - w) * mean, rel=1e-9)
 
 

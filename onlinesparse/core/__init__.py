@@ -14,6 +14,7 @@ Layers, bottom up (a module imports only from those above it in this list):
 ``criteria``    GCV / UEV, Orr A.11's optimal λⱼ, FGCV's candidate quantities r, γ, ξ, u
 ``selection``   the pruner's decisions: re-estimate / delete / add / trade, turn order
 ``pruning``     the pruner's evaluations with their moves carried out in place
+``level``       the errors' wandering level: local-level Kalman filters, averaged
 ``sample``      one sample of ``SparseRBFRegressor`` as calls to the above
 ==============  ===========================================================================
 
@@ -70,6 +71,12 @@ from onlinesparse.core.health import (
     drift,
     is_healthy,
     measured_estimate,
+)
+from onlinesparse.core.level import (
+    LEVEL_DRIFTS,
+    level_mixture,
+    new_levels,
+    track_level,
 )
 from onlinesparse.core.linalg import (
     mirror_lower,
@@ -147,6 +154,10 @@ from onlinesparse.core.updates import (
 
 __all__ = [
     "ACCOUNT_DRIFT",
+    "LEVEL_DRIFTS",
+    "level_mixture",
+    "new_levels",
+    "track_level",
     "BASIS_FIRST",
     "BASIS_MOVE",
     "CANDIDATE_FIRST",

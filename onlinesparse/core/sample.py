@@ -24,6 +24,7 @@ from onlinesparse.core._jit import jit
 from onlinesparse.core.basis import evaluate_rows, inner, nearest_sq_distance
 from onlinesparse.core.criteria import noise_estimate
 from onlinesparse.core.health import REFRESH_NOW, account, close_round, decide, is_healthy
+from onlinesparse.core.level import level_mixture, track_level
 from onlinesparse.core.pruning import FINISHED, HAND_BACK, Ridge, Tracked, criteria_now, evaluate
 from onlinesparse.core.selection import lambda_min, proposes
 from onlinesparse.core.statistics import gram_rank_one, rolling_refresh, running_mean
@@ -153,26 +154,70 @@ def noise_level(sample_record: np.ndarray, window_record: np.ndarray) -> float:
 
 @jit
 def calibrate(sample_record: np.ndarray, window_record: np.ndarray, error: float,
-              leverage: float) -> None:
-    """One step of the predictive deviation's calibration (adaptive conformal inference,
-    Gibbs and Candès 2021, on a scale): κ grows by e^(0.95η) when the error before
-    learning fell outside the 95 % interval ``±1.96·κ·σ·√(1 + hᵀSh)`` and shrinks by
-    e^(−0.05η) when it fell inside, so that in the long run 5 % fall outside whatever the
-    stream (a noise estimate from few patterns, heavy tails, drift, inputs far from the
-    centres). The error in units of that deviation (before the step), clipped at ±3, is
-    ``sample_record.z``, which :func:`watch_for_change` accumulates."""
+              made: float, leverage: float) -> None:
+    """One step of the predictive deviations' calibration (adaptive conformal inference,
+    Gibbs and Candès 2021, on a scale): a factor grows by e^(0.95η) when the error before
+    learning fell outside its 95 % interval and shrinks by e^(−0.05η) when it fell inside,
+    so that in the long run 5 % fall outside whatever the stream (a noise estimate from
+    few patterns, heavy tails, drift, inputs far from the centres). Two factors:
+
+    * κ (``calibration``), of the model's own deviation ``κσ√(1 + hᵀSh)``, on its own
+      ``error``. That error in units of this deviation (before the step), clipped at ±3,
+      is ``sample_record.z``, which :func:`watch_for_change` accumulates.
+    * κ_o (``outer_calibration``), of the deviation of the prediction as made,
+      ``κ_o√(κ²σ²(1 + hᵀSh) + v_b)`` with v_b the variance of the errors' level
+      (:mod:`~onlinesparse.core.level`), on that prediction's error ``made``. Where the
+      level explains part of the model's errors, κ alone would leave the interval too
+      wide.
+
+    The change statistics and the level watch the model itself: a level that follows a
+    change must not hide it from the memory."""
     s = sample_record[0]
-    noise = noise_level(sample_record, window_record)
-    spread = noise * (1.0 + leverage)
+    spread = model_spread(sample_record, window_record, leverage)
     if not spread > 0.0:
         s.z = 0.0
         return
-    deviation = math.exp(s.calibration) * math.sqrt(spread)
+    deviation = math.sqrt(spread)
     s.z = min(max(error / deviation, -3.0), 3.0)
+    outer = math.exp(s.outer_calibration) * math.sqrt(spread + s.level_variance)
+    s.calibration = _calibration_step(s.calibration, error, deviation)
+    s.outer_calibration = _calibration_step(s.outer_calibration, made, outer)
+    watch_for_change(sample_record)
+
+
+@jit
+def _calibration_step(log_scale: float, error: float, deviation: float) -> float:
     miss = abs(error) > Z95 * deviation
     step = CALIBRATION_STEP * ((1.0 if miss else 0.0) - 0.05)
-    s.calibration = min(max(s.calibration + step, -CALIBRATION_LIMIT), CALIBRATION_LIMIT)
-    watch_for_change(sample_record)
+    return min(max(log_scale + step, -CALIBRATION_LIMIT), CALIBRATION_LIMIT)
+
+
+@jit
+def model_spread(sample_record: np.ndarray, window_record: np.ndarray,
+                 leverage: float) -> float:
+    """The model's calibrated predictive variance at an input of leverage ``hᵀSh``,
+    ``κ²σ²(1 + hᵀSh)``."""
+    noise = noise_level(sample_record, window_record)
+    return math.exp(2.0 * sample_record[0].calibration) * noise * (1.0 + leverage)
+
+
+@jit
+def judge_prediction(sample_record: np.ndarray, window_record: np.ndarray,
+                     levels: np.ndarray, leverage: float, y: float) -> None:
+    """What a sample's target says of the prediction made for it: the error of the
+    prediction as made (the model's plus the errors' level) and the model's own
+    calibrate the two deviations (:func:`calibrate`) and the first weighs the model against
+    the mean (:func:`weigh_against_mean`); the model's own error moves the level's
+    filters (:func:`~onlinesparse.core.level.track_level`) once the noise has been
+    estimated — before that, the level has no unit."""
+    s = sample_record[0]
+    spread = model_spread(sample_record, window_record, leverage)  # (κ before this step)
+    made = s.error - s.level_offset
+    calibrate(sample_record, window_record, s.error, made, leverage)
+    weigh_against_mean(sample_record, window_record, y, made)
+    if s.noise_variance > 0.0:
+        track_level(levels, s.error, spread, s.noise_variance)
+        s.level_offset, s.level_variance = level_mixture(levels)
 
 
 # The bound on the evidence for either side: past it the losing side's weight is below
@@ -326,7 +371,7 @@ def continue_sample(sample_record: np.ndarray, pruner_record: np.ndarray,
 @jit
 def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
                   evaluations: int, first: int, sample_record: np.ndarray,
-                  pruner_record: np.ndarray, ridge_record: np.ndarray,
+                  levels: np.ndarray, pruner_record: np.ndarray, ridge_record: np.ndarray,
                   window_record: np.ndarray, row: np.ndarray, gram: np.ndarray,
                   cross_y: np.ndarray, traffic: np.ndarray,
                   HT: np.ndarray, XT: np.ndarray, targets: np.ndarray, ids: np.ndarray,
@@ -361,9 +406,7 @@ def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
     sample_record[0].n_learned += 1
     running_mean(means, x, committed)
     if weights.shape[0] > 0:  # (an empty model's prediction is no model's)
-        calibrate(sample_record, window_record, sample_record[0].error,
-                  ridge_record[0].leverage)
-        weigh_against_mean(sample_record, window_record, y, sample_record[0].error)
+        judge_prediction(sample_record, window_record, levels, ridge_record[0].leverage, y)
     else:
         sample_record[0].z = 0.0  # (nothing to judge: no change statistics either)
         weigh_against_mean(sample_record, window_record, y, y - sample_record[0].mean_prediction)

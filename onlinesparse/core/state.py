@@ -65,9 +65,13 @@ SAMPLE = _dtype(
     # log_odds: the prequential evidence for the model against the running mean
     # (core.sample.weigh_against_mean), model_weight its posterior probability, and the
     # mean's prediction and predictive variance for the next sample
+    # level_offset, level_variance: the mean and variance of the errors' level for the
+    # next sample (core.level), added to the model's prediction and predictive variance;
+    # outer_calibration log κ_o, the factor of the deviation of that sum
     ("noise_variance", "novelty_sq", "error_threshold", "error", "nearest",
      "calibration", "z", "cusum_up", "cusum_down", "cusum_scale", "log_odds",
-     "model_weight", "mean_prediction", "mean_variance"))
+     "model_weight", "mean_prediction", "mean_variance", "level_offset",
+     "level_variance", "outer_calibration"))
 # RIDGE.pending: no refresh waits, one of S alone, one of the statistics and S.
 NO_REFRESH, REFRESH_STATE, REFRESH_STATISTICS = -1, 0, 1
 
