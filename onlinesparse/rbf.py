@@ -765,6 +765,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             "gcv": model.gcv,
             "noise_std": math.sqrt(self._noise_level()),
             "calibration": math.exp(float(self.record[0]["calibration"])),
+            # (the errors' level added to predictions, core.level, and κ_o)
+            "level": self._level_offset,
+            "level_calibration": math.exp(self._outer_calibration),
             "n_patterns": model.n_patterns,
             "n_refreshes": float(model.n_refreshes),
             "n_added": float(self._pruner.n_added),

@@ -139,6 +139,7 @@ def test_the_interval_carries_the_levels_variance_and_survives_a_pickle():
         model.learn_one(x, y)
     record = model.record[0]
     assert record["level_variance"] > 0.0 and record["level_offset"] != 0.0
+    assert model.diagnostics()["level"] == record["level_offset"]
     probe = {"a": 0.2, "b": -0.4, "c": 1.0}
     f = model.model.predict(np.array([0.2, -0.4, 1.0]))
     assert model.predict_one(probe) == pytest.approx(f + record["level_offset"], rel=1e-12)
