@@ -403,9 +403,17 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         if keep < stored:
             model.forget_oldest(stored - keep)
             self.n_memory_cuts += 1
+            self._restart_level()
         # (the patterns from before the change kept to reach the floor go as soon as as
         # many new ones have come: _hold_memory)
         self._stale = max(min(keep, stored) - since, 0)
+
+    def _restart_level(self) -> None:
+        """A model refitted after a change makes errors of its own: the level its
+        predecessor's errors had (``core.level``) starts again from 0."""
+        self._levels[:] = core.new_levels()
+        self._level_offset = 0.0
+        self._level_variance = 0.0
 
     def _hold_memory(self) -> None:
         """Keep the window of a stream that keeps changing at about the interval between

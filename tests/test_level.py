@@ -8,7 +8,7 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from onlinesparse import SparseRBFRegressor, core
@@ -67,6 +67,7 @@ def test_each_filter_is_the_local_level_models_exact_posterior(seed, n, scale, w
             total = variances[t] + spreads[t]
             log_odds += (e * e - (e - means[t]) ** 2) / (2.0 * total)
             log_odds = min(max(log_odds, -40.0), 40.0)
+            assume(log_odds > -40.0)  # (a discredited filter restarts: the next test)
         assert levels[k]["log_odds"] == pytest.approx(log_odds, rel=1e-7, abs=1e-9)
         weights.append(math.exp(log_odds))
         first += weights[-1] * means[-1]
@@ -76,6 +77,23 @@ def test_each_filter_is_the_local_level_models_exact_posterior(seed, n, scale, w
     assert offset == pytest.approx(first / total, rel=1e-6, abs=1e-9 * scale)
     assert variance == pytest.approx(max(second / total - (first / total) ** 2, 0.0),
                                      rel=1e-6, abs=1e-9 * noise)
+
+
+def test_a_discredited_filter_starts_again_from_zero():
+    """A level sent far out (a wild error, then errors near 0 again) loses its evidence;
+    at the lower bound it restarts at mean 0 and variance qσ² instead of carrying its
+    mean, times e^(−40), into every later prediction."""
+    levels = core.new_levels()
+    core.track_level(levels, 1e6, 1.0, 1.0)  # (variance 0 at first: no level moves)
+    core.track_level(levels, 1e6, 1.0, 1.0)
+    assert np.all(levels["mean"] > 500.0)
+    for _ in range(5):
+        core.track_level(levels, 0.0, 1.0, 1.0)
+    assert np.all(levels["log_odds"] == -40.0)
+    np.testing.assert_array_equal(levels["mean"], 0.0)
+    np.testing.assert_allclose(levels["variance"], levels["drift"])
+    offset, variance = core.level_mixture(levels)
+    assert abs(offset) == 0.0 and variance < 1e-17
 
 
 def _stream(n: int, seed: int, wander: float):
@@ -159,3 +177,18 @@ def test_the_interval_carries_the_levels_variance_and_survives_a_pickle():
     assert old.predict_one(probe) == pytest.approx(f, rel=1e-12)
     old.learn_one(probe, 0.5)  # (and it goes on learning, with filters of its own)
     assert old._levels.shape == (len(core.LEVEL_DRIFTS),)
+
+
+def test_a_memory_cut_restarts_the_level():
+    """After a change the refitted model makes errors of its own: the sample whose alarm
+    cuts the memory leaves the filters as new (the level is 0 until the errors move it)."""
+    model = SparseRBFRegressor(max_basis=20, window_size=400)
+    cuts = 0
+    for k, (x, y) in enumerate(_stream(1200, 5, 0.02)):
+        model.learn_one(x, y if k < 600 else -y + 3.0)
+        if model.n_memory_cuts > cuts:
+            cuts = model.n_memory_cuts
+            fresh = core.new_levels()
+            np.testing.assert_array_equal(model._levels, fresh)
+            assert model.record[0]["level_offset"] == 0.0
+    assert cuts >= 1

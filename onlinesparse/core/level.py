@@ -38,6 +38,9 @@ __all__ = ["LEVEL_DRIFTS", "LEVEL_LOG_ODDS_LIMIT", "new_levels", "track_level",
 LEVEL_DRIFTS = (1e-3, 1e-2, 1e-1)
 # As core.sample.LOG_ODDS_LIMIT: a filter that lost can come back after some forty nats.
 LEVEL_LOG_ODDS_LIMIT = 40.0
+# A filter whose evidence reaches −LEVEL_LOG_ODDS_LIMIT is discredited and starts again
+# from a level of 0: its weight e^(−40) would otherwise still carry a mean that a wild
+# target (or a model polluted by one) sent far out into every later prediction.
 
 LEVEL = np.dtype([("drift", np.float64), ("mean", np.float64), ("variance", np.float64),
                   ("log_odds", np.float64)])
@@ -63,7 +66,8 @@ def track_level(levels: np.ndarray, error: float, spread: float, noise: float) -
     ``log_odds``, compares what they predict and not how confident they claim to be (a
     wider distribution would otherwise win on heavy-tailed errors alone). The update is
     ``g = P/(P + r)``, ``m ← m + g(e − m)``, ``P ← (1 − g)P + qσ²`` (West and Harrison,
-    ch. 2), σ² being ``noise``."""
+    ch. 2), σ² being ``noise``. A filter whose evidence reaches the lower bound restarts
+    at m = 0, P = qσ²."""
     if not (spread > 0.0 and noise > 0.0):
         return
     for k in range(levels.shape[0]):
@@ -72,6 +76,10 @@ def track_level(levels: np.ndarray, error: float, spread: float, noise: float) -
         miss = error - f.mean
         ratio = 0.5 * (error * error - miss * miss) / total
         f.log_odds = min(max(f.log_odds + ratio, -LEVEL_LOG_ODDS_LIMIT), LEVEL_LOG_ODDS_LIMIT)
+        if f.log_odds <= -LEVEL_LOG_ODDS_LIMIT:  # (discredited: it starts again from 0)
+            f.mean = 0.0
+            f.variance = f.drift * noise
+            continue
         gain = f.variance / total
         f.mean += gain * miss
         f.variance = (1.0 - gain) * f.variance + f.drift * noise
