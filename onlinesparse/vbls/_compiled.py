@@ -293,19 +293,6 @@ def online_sweeps(n: int, weights: np.ndarray, variances: np.ndarray, shape: np.
 
 
 @_jit
-def centred_candidates(cross: np.ndarray, means: np.ndarray) -> np.ndarray:
-    """``k = H'ᵀΦ``: the model's centred columns against the candidates, ``cross[j, c] −
-    μ_j·cross[0, c]`` (the kernel regressor's ``_score_pool``), in one pass."""
-    m, c = cross.shape
-    out = np.empty((m, c))
-    for j in range(m):
-        mj = means[j]
-        for i in range(c):
-            out[j, i] = cross[j, i] - mj * cross[0, i]
-    return out
-
-
-@_jit
 def pool_scores(corr: np.ndarray, spread: np.ndarray, sq: np.ndarray, s: float,
                 tiny: float) -> np.ndarray:
     """``t² = corr²/(s·spread)`` of every candidate, 0 where its projected norm ``spread``

@@ -16,7 +16,6 @@ from collections.abc import Hashable, Iterable, Mapping
 import numpy as np
 import pandas as pd
 from river import base, proba
-from scipy.linalg import lapack
 
 from onlinesparse._blas import single_blas_thread
 from onlinesparse._distributions import gaussian
@@ -24,7 +23,7 @@ from onlinesparse._validation import check_choice, check_int, check_radii, check
 from onlinesparse.buffer import BufferManager
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.kernels import KERNELS, BasisSpec
-from onlinesparse.vbls import _compiled, engine, kernel_batch
+from onlinesparse.vbls import _compiled, admission, engine, kernel_batch
 from onlinesparse.vbls._many import predict_series
 from onlinesparse.vbls.evidence import (  # noqa: F401  (re-exported: the public home before)
     evidence_hyperparameters,
@@ -48,7 +47,6 @@ _AUTO_RADII = (0.5, math.sqrt(0.5), math.sqrt(2.0))
 _WIDTHS = kernel_batch.WIDTHS
 # A unit counts as "at the precision cap" when its ratio is within this of the cap.
 _AT_CAP = 1.0 - 1e-6
-_TINY = float(np.finfo(float).tiny)
 
 
 class VBLSKernelRegressor(base.Regressor):
@@ -357,53 +355,22 @@ class VBLSKernelRegressor(base.Regressor):
         stats.drop_column(last)
         self.n_pruned += 1
 
-    def _posterior(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-        """The Gaussian posterior of the weights given ``⟨α⟩`` and ``s``, O(M³).
-
-        ``P = G' + s·diag⟨α⟩`` on the centred statistics, so that ``Σ_b = s·P⁻¹`` is the
-        RVM's posterior covariance (Ting et al. eq. 5.2 with ``⟨1/ψ_y⟩ → 1/s``) and
-        ``μ = P⁻¹c'`` its mean, the fixed point of eq. 4.8 for the current ``⟨α⟩`` and ``s``
-        (set ``⟨b_m⟩`` unchanged in 4.8: ``(G' + s·diag⟨α⟩)⟨b⟩ = c'``). Returns the
-        centred ``G'``, ``c'``, the Cholesky factor of ``P`` and ``s``.
-
-        The bias is given a flat prior here (its ⟨α⟩ is left out): it is never pruned, and a
-        capped precision on it would keep the candidates' means from being projected out.
-        """
-        gram, cross = self._statistics()
-        s = self._state.total_noise
-        alpha = self._state.precisions  # (a new array)
-        alpha[0] = 0.0
-        system = gram.copy()
-        system[np.diag_indices(len(alpha))] += s * alpha
-        # LAPACK directly: at a stream's small M the wrappers cost more than the work.
-        return gram, cross, kernel_batch.cholesky_with_jitter(system), s
-
-    def _score_pool(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Tipping and Faul's inclusion statistic of every candidate, O(M³ + M²·C).
-
-        With ``C = sI + HA⁻¹Hᵀ`` the marginal covariance of the targets, a candidate φ has
-        ``S = φᵀC⁻¹φ = (φᵀφ − kᵀP⁻¹k)/s`` and ``Q = φᵀC⁻¹y = φᵀ(y − Hμ)/s``
-        (Woodbury, with ``k = H'ᵀφ`` in the centred basis and ``P``, ``μ`` of
-        :meth:`_posterior`); the marginal likelihood has a finite optimum for its precision,
-        ``α = S²/(Q² − S)``, exactly when ``Q² > S`` (Tipping and Faul 2003). The score is
-        ``t² = Q²/S = (φᵀr)² / (s(φᵀφ − kᵀP⁻¹k))``: the squared t-statistic of φ on the
-        residual with the model's columns *projected out* (the likelihood gain of adding φ,
-        ``t² − 1 − log t²``, grows with it, so the best candidate is the one that raises the
-        evidence most). Read from the window statistics; the scores go to the columns' merit,
-        which evicts the lowest first. Returns ``t²``, ``φᵀr`` and ``s·S``.
-        """
-        stats = self._stats
+    def _score_pool(self) -> admission.PoolScores:
+        """Tipping and Faul's inclusion statistic ``t² = Q²/S`` of every candidate with the
+        model's columns projected out (:func:`~onlinesparse.vbls.admission.score_pool`:
+        ``S = φᵀC⁻¹φ``, ``Q = φᵀC⁻¹y``, ``C = sI + HA⁻¹Hᵀ`` the marginal covariance of the
+        targets under the RVM posterior of eq. 5.2 with ``⟨α⟩``, the bias flat, and
+        s = ``ψ_y + Σψ_zm``), O(M³ + M²·C). The marginal likelihood has a finite optimum
+        for the candidate's precision, ``α = S²/(Q² − S)``, exactly when ``Q² > S``, and the
+        likelihood gain of adding it, ``t² − 1 − log t²``, grows with t². The scores go to
+        the columns' merit, which evicts the lowest first."""
+        stats, state = self._stats, self._state
         m, n = stats.n_model, stats.n_columns
-        gram, cross, factor, s = self._posterior()
-        k = _compiled.centred_candidates(stats.cross_candidates, self._means)
-        mean = lapack.dpotrs(factor, cross, lower=1)[0]  # P⁻¹c' from P = LLᵀ
-        corr = stats.cross_y_candidates - k.T @ mean
-        half = lapack.dtrtrs(factor, k, lower=1)[0]
-        sq = stats.candidate_sq_norms
-        spread = sq - np.einsum("ij,ij->j", half, half)
-        t2 = _compiled.pool_scores(corr, spread, sq, s, _TINY)
-        stats.merit[m:n] = t2  # the buffer manager evicts the lowest first
-        return t2, corr, spread
+        pool = admission.score_pool(stats.gram_model, stats.cross_y_model, state.precisions,
+                                    state.total_noise, stats.cross_candidates,
+                                    stats.cross_y_candidates, stats.candidate_sq_norms)
+        stats.merit[m:n] = pool.t2  # the buffer manager evicts the lowest first
+        return pool
 
     def _admit(self) -> bool:
         """Admit the candidate with the largest :meth:`_score_pool` statistic if it passes
@@ -412,7 +379,9 @@ class VBLSKernelRegressor(base.Regressor):
         The new unit starts where the marginal likelihood puts it: its precision at Tipping
         and Faul's optimum ``α = S²/(Q² − S) = sS/(s(t² − 1))`` (the flat prior's
         ⟨α⟩ = a₀/b₀ = 1 of 4.4 if ``t² ≤ 1``), every weight at the fixed point of eq. 4.8
-        for the new set of precisions (:meth:`_posterior`), so that the kernels already in
+        for the new set of precisions (the posterior mean of eq. 5.2, from the pool's
+        factor bordered by the new row in O(M²):
+        :func:`~onlinesparse.vbls.admission.bordered_mean`), so that the kernels already in
         the model make room for it at once instead of over many backfitting sweeps, during
         which ARD would judge the newcomer on a residual that has not yet adjusted. The noise
         variance s is kept continuous: the new branch gets the mean branch noise (a typical
@@ -422,9 +391,10 @@ class VBLSKernelRegressor(base.Regressor):
         m, n = stats.n_model, stats.n_columns
         if state is None or n == m or stats.count <= 1.0:
             return False
-        t2, corr, spread = self._score_pool()
-        best = int(np.argmax(t2))
-        if m >= self.max_basis or not t2[best] > self.admit_threshold:
+        pool = self._score_pool()
+        best = int(np.argmax(pool.t2))
+        t2 = float(pool.t2[best])
+        if m >= self.max_basis or not t2 > self.admit_threshold:
             return False
         position = m + best
         stats.merit[position] = np.nan  # its pool score says nothing about it in the model
@@ -432,15 +402,20 @@ class VBLSKernelRegressor(base.Regressor):
         s = state.total_noise
         stats.promote(position)
         state.add_units(1, "ard")
-        if t2[best] > 1.0:
-            alpha = float(spread[best]) / (s * (float(t2[best]) - 1.0))
+        if t2 > 1.0:
+            alpha = float(pool.spread[best]) / (s * (t2 - 1.0))
             state.precision_rate[-1] = state.precision_shape[-1] / alpha
         scale = s / state.total_noise
         state.branch_noise *= scale
         state.output_noise *= scale
         self._means = np.append(self._means, mean)
         self._at_cap = np.append(self._at_cap, 0)
-        self._jump()
+        raw = admission.bordered_mean(pool, best, stats.cross_y_model, s,
+                                      float(state.precisions[-1]))
+        if raw is not None:  # (else the sweeps move the weights)
+            # The centred basis's weights: b₀' = b₀ + Σ_m b_m μ_m (_raw_weights inverted).
+            raw[0] += float(raw[1:] @ self._means[1:])
+            state.weights = raw
         self.n_admitted += 1
         return True
 
