@@ -4,12 +4,13 @@ computations on an explicit design."""
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onlinesparse.vbls import VBLSKernelRegressor, admission
+from onlinesparse.vbls import VBLSKernelRegressor, admission, proposals
 
 
 def _design(seed: int, p: int, m: int, c: int):
@@ -101,3 +102,69 @@ def test_admitted_weights_are_the_fixed_point_of_the_grown_model():
                                    atol=1e-10)
         checked += 1
     assert checked >= 2
+
+
+def _pool(stats) -> list[tuple]:
+    """The candidates as (radius, centre, φᵀφ, φᵀy, Hᵀφ), in a canonical order."""
+    out = []
+    cross = stats.cross_candidates
+    for k, j in enumerate(range(stats.n_model, stats.n_columns)):
+        spec = stats.basis.spec(j)
+        out.append((spec.radius, tuple(np.round(spec.centre, 12)),
+                    float(stats.candidate_sq_norms[k]), float(stats.cross_y_candidates[k]),
+                    tuple(cross[:, k])))
+    return sorted(out, key=lambda item: (item[0], item[1]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 3), st.integers(20, 120), st.integers(3, 12),
+       st.floats(0.0, 2.0))
+def test_skipping_evicted_columns_leaves_the_buffer_managers_pool(seed, d, n, capacity,
+                                                                  novelty):
+    """From any state of a stream, proposals.consider leaves the pool the buffer manager's
+    own step leaves (same candidates, same statistics), computing fewer columns."""
+    rng = np.random.default_rng(seed)
+    model = VBLSKernelRegressor(n_candidates=capacity, novelty=novelty, window_size=80)
+    for _ in range(n):
+        x = rng.normal(size=d)
+        model.learn_one(dict(enumerate(x)), float(np.sin(x).sum() + rng.normal(0.0, 0.1)))
+    x = rng.normal(size=d)
+    error, std = float(rng.normal(0.0, 2.0)), 1.0
+    mine, theirs = pickle.loads(pickle.dumps(model)), pickle.loads(pickle.dumps(model))
+    proposals.consider(mine._buffer, mine._stats, x, error, std)
+    theirs._buffer.consider(theirs._stats, x, error, std)
+    assert mine._buffer.max_new_per_sample == theirs._buffer.max_new_per_sample
+    ours, reference = _pool(mine._stats), _pool(theirs._stats)
+    assert len(ours) == len(reference)
+    for a, b in zip(ours, reference, strict=True):
+        assert a[:2] == b[:2]
+        np.testing.assert_allclose(a[2:4], b[2:4], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(a[4], b[4], rtol=1e-12, atol=1e-12)
+    def queue(m):
+        return [(tuple(c), r) for c, r in m._buffer.queue]
+
+    assert queue(mine) == queue(theirs)  # the same proposals still wait
+    # (ids count the columns computed: never more than the buffer manager's)
+    assert mine._stats.ids[: mine._stats.n_columns].max() <= theirs._stats.ids[
+        : theirs._stats.n_columns].max()
+
+
+def test_a_full_pool_computes_one_column_per_proposal():
+    """With the pool full of scored candidates, a novel input's three columns (one per
+    radius) would evict each other: only the last is computed."""
+    rng = np.random.default_rng(3)
+    model = VBLSKernelRegressor(n_candidates=6, window_size=100)
+    for _ in range(150):
+        x = rng.normal(size=10)
+        model.learn_one(dict(enumerate(x)), float(np.sin(x[0] * x[1]) + x[2]))
+    stats, buffer = model._stats, model._buffer
+    assert stats.n_candidates == buffer.capacity and not np.isnan(
+        stats.merit[stats.n_model: stats.n_columns]).any()
+    reference = pickle.loads(pickle.dumps(model))
+    x = rng.normal(size=10) + 5.0  # far from every centre: novel
+    last = int(stats.ids[: stats.n_columns].max())
+    proposals.consider(buffer, stats, x, 0.0, 1.0)
+    reference._buffer.consider(reference._stats, x, 0.0, 1.0)
+    assert int(stats.ids[: stats.n_columns].max()) == last + 1
+    assert int(reference._stats.ids[: reference._stats.n_columns].max()) == last + 3
+    assert _pool(stats)[-1][:2] == _pool(reference._stats)[-1][:2]

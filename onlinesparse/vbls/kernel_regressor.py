@@ -23,7 +23,7 @@ from onlinesparse._validation import check_choice, check_int, check_radii, check
 from onlinesparse.buffer import BufferManager
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.kernels import KERNELS, BasisSpec
-from onlinesparse.vbls import _compiled, admission, engine, kernel_batch
+from onlinesparse.vbls import _compiled, admission, engine, kernel_batch, proposals
 from onlinesparse.vbls._many import predict_series
 from onlinesparse.vbls.evidence import (  # noqa: F401  (re-exported: the public home before)
     evidence_hyperparameters,
@@ -511,7 +511,8 @@ class VBLSKernelRegressor(base.Regressor):
         self._push(scaled, target, row)
         # The heavy work (candidate columns, admission test): one sample in candidate_every.
         heavy = self._buffer.column_due()
-        self._buffer.consider(stats, scaled, error, std)
+        # (the buffer manager's step, without the columns their siblings would evict)
+        proposals.consider(self._buffer, stats, scaled, error, std)
         if heavy:
             self._admit()
         self._sweep(self.sweeps_per_sample)
