@@ -18,6 +18,8 @@ import math
 import numba
 import numpy as np
 
+from onlinesparse import core
+
 __all__ = ["sweep_regression"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -302,3 +304,41 @@ def pool_scores(corr: np.ndarray, spread: np.ndarray, sq: np.ndarray, s: float,
         if spread[i] > 1e-10 * max(sq[i], tiny):
             out[i] = corr[i] * corr[i] / (s * spread[i])
     return out
+
+
+@_jit
+def surviving_columns(merit: np.ndarray, ids: np.ndarray, start: int, stop: int,
+                      capacity: int, due: int, protected: np.ndarray) -> int:
+    """How many of ``due`` new candidate columns, computed one after the other into the
+    pool ``start … stop−1`` of at most ``capacity`` candidates, the buffer manager's
+    eviction rule (``core.least_useful``: a new column never scored, newest id) leaves in
+    the pool; ``due`` when the survivors are not the last ones computed (the kernel
+    regressor's ``proposals.surviving_columns``)."""
+    n = stop
+    work_merit = np.empty(stop + due)
+    work_ids = np.empty(stop + due, dtype=ids.dtype)
+    holder = np.full(stop + due, -1)
+    next_id = 0
+    for j in range(stop):
+        work_merit[j] = merit[j]
+        work_ids[j] = ids[j]
+        next_id = max(next_id, ids[j] + 1)
+    for k in range(due):
+        if n - start < capacity:
+            position = n
+            n += 1
+        else:
+            position = core.least_useful(work_merit, work_ids, start, n, protected)
+            if position < 0:
+                return due
+        work_merit[position] = np.nan
+        work_ids[position] = next_id + k
+        holder[position] = k
+    kept = 0
+    first = due
+    for j in range(n):
+        if holder[j] >= 0:
+            kept += 1
+            first = min(first, holder[j])
+    # Skipping is exact only when the survivors are the last `kept` of the due columns.
+    return kept if first == due - kept else due

@@ -20,6 +20,7 @@ import numpy as np
 
 from onlinesparse import core
 from onlinesparse.buffer import BufferManager
+from onlinesparse.vbls import _compiled
 from onlinesparse.window import WindowStatistics
 
 __all__ = ["consider", "surviving_columns"]
@@ -29,29 +30,11 @@ def surviving_columns(buffer: BufferManager, window: WindowStatistics, due: int)
     """How many of the next ``due`` queued columns would still be in the pool after the
     buffer manager computed all of them, or ``due`` when those are not its last ones (then
     nothing may be skipped). The eviction rule replayed on the merits with placeholders for
-    the new columns (never scored, newest ids), O(due·C)."""
-    start, n = window.n_model, window.n_columns
-    merit = np.append(window.merit[:n], np.full(due, np.nan))
-    ids = np.append(window.ids[:n], np.zeros(due, dtype=window.ids.dtype))
-    next_id = int(ids[:n].max(initial=0)) + 1
-    protected = buffer.protected_ids()
-    holder = np.full(n + due, -1)  # which new column (0 … due−1) a position holds
-    for k in range(due):
-        if n - start < buffer.capacity:
-            position = n
-            n += 1
-        else:
-            position = core.least_useful(merit, ids, start, n, protected)
-            if position < 0:
-                return due  # (the buffer manager stops here too; nothing to save)
-        merit[position] = np.nan
-        ids[position] = next_id + k
-        holder[position] = k
-    kept = np.sort(holder[holder >= 0])
-    # The survivors are the last len(kept) of the due columns, or skipping is not exact.
-    if not np.array_equal(kept, np.arange(due - len(kept), due)):
-        return due
-    return len(kept)
+    the new columns (never scored, newest ids), O(due·C), compiled
+    (:func:`~onlinesparse.vbls._compiled.surviving_columns`)."""
+    return int(_compiled.surviving_columns(window.merit, window.ids, window.n_model,
+                                           window.n_columns, buffer.capacity, due,
+                                           buffer.protected_ids()))
 
 
 def consider(buffer: BufferManager, window: WindowStatistics, x: np.ndarray, error: float,
