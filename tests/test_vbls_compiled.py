@@ -56,6 +56,32 @@ def test_centred_statistics_equal_the_centred_design(seed, m):
 
 
 @settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 30))
+def test_recentre_equals_the_design_centred_on_its_window_means(seed, m):
+    """The re-centring from a view of a larger Gram array: the new means are the columns'
+    window means, G' and c' the products of the design centred on them (G'_0m = 0), and the
+    moved bias keeps every prediction of the old parametrisation."""
+    from onlinesparse.vbls import _compiled
+
+    rng = np.random.default_rng(seed)
+    H = np.hstack([np.ones((50, 1)), rng.uniform(size=(50, m - 1))])
+    y = rng.normal(size=50)
+    old = np.append(0.0, rng.uniform(size=m - 1))
+    weights = rng.normal(size=m)
+    before = (np.hstack([np.ones((50, 1)), (H - old)[:, 1:]])) @ weights
+    big = np.zeros((m + 3, m + 3))
+    big[:m, :m] = H.T @ H
+    gram, cross, means = _compiled.recentre(big[:m, :m], H.T @ y, 50.0, old, weights)
+    np.testing.assert_allclose(means[1:], H[:, 1:].mean(axis=0), rtol=1e-12)
+    assert means[0] == 0.0
+    centred = np.hstack([np.ones((50, 1)), (H - means)[:, 1:]])
+    np.testing.assert_allclose(gram, centred.T @ centred, rtol=1e-9, atol=1e-9)
+    assert np.all(gram[0, 1:] == 0.0) and np.all(gram[1:, 0] == 0.0)
+    np.testing.assert_allclose(cross, centred.T @ y, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(centred @ weights, before, rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.integers(1, 20), st.floats(0.5, 20.0))
 def test_count_at_cap_follows_the_precision_ratio(seed, m, threshold):
     from onlinesparse.vbls import _compiled

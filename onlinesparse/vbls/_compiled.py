@@ -222,6 +222,38 @@ def centred_statistics(gram: np.ndarray, cross: np.ndarray, means: np.ndarray
 
 
 @_jit
+def recentre(gram: np.ndarray, cross: np.ndarray, count: float, means: np.ndarray,
+             weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kernel regressor's re-centring (its ``_centred``) in one pass over the raw
+    statistics ``gram`` (any layout: the window's block is a view): the window means
+    ``μ_m = G_0m/p`` (μ_0 = 0), the bias weight moved by ``Σ_m b_m(μ_m^new − μ_m^old)`` in
+    place so that the prediction stays, and :func:`centred_statistics` for the new means
+    with ``G'_0m = G'_m0 = 0`` exactly. Returns ``G'``, ``c'`` and the new means."""
+    m = means.shape[0]
+    new = np.empty(m)
+    new[0] = 0.0
+    shift = 0.0
+    for j in range(1, m):
+        new[j] = gram[0, j] / count
+        shift += weights[j] * (new[j] - means[j])
+    weights[0] += shift
+    out = np.empty((m, m))
+    g00 = gram[0, 0]
+    for j in range(m):
+        mj = new[j]
+        for k in range(m):
+            mk = new[k]
+            out[j, k] = gram[j, k] - mj * gram[0, k] - gram[j, 0] * mk + g00 * mj * mk
+    for j in range(1, m):
+        out[0, j] = 0.0
+        out[j, 0] = 0.0
+    c = np.empty(m)
+    for j in range(m):
+        c[j] = cross[j] - new[j] * cross[0]
+    return out, c, new
+
+
+@_jit
 def count_at_cap(shape: np.ndarray, rate: np.ndarray, n_flat: int, gram_diag: np.ndarray,
                  noise_precision: float, radial: np.ndarray, counts: np.ndarray,
                  threshold: float) -> int:

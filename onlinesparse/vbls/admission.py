@@ -62,14 +62,19 @@ def score_pool(gram: np.ndarray, cross_y: np.ndarray, alpha: np.ndarray, s: floa
     noise variance, ``cross`` ``K = HᵀΦ`` of the candidates, ``cross_y_candidates``
     ``Φᵀy`` and ``sq_norms`` ``φᵀφ``. Raises ``LinAlgError`` if P is not positive definite
     even with jitter."""
+    m, c = cross.shape
     system = np.array(gram, dtype=float)  # (a copy: the window's block is a view)
-    diagonal = system.ravel()[:: len(system) + 1]
+    diagonal = system.ravel()[:: m + 1]
     diagonal[1:] += s * alpha[1:]
     # LAPACK directly: at a stream's small M the wrappers cost more than the work.
     factor = kernel_batch.cholesky_with_jitter(system)
-    mean = lapack.dpotrs(factor, cross_y, lower=1)[0]  # P⁻¹c from P = LLᵀ
-    corr = cross_y_candidates - cross.T @ mean
-    half = lapack.dtrtrs(factor, cross, lower=1)[0]
+    # One triangular solve for L⁻¹[K c]: kᵀμ = kᵀL⁻ᵀL⁻¹c = (L⁻¹k)ᵀ(L⁻¹c).
+    both = np.empty((m, c + 1), order="F")
+    both[:, :c] = cross
+    both[:, c] = cross_y
+    solved = lapack.dtrtrs(factor, both, lower=1, overwrite_b=1)[0]
+    half = solved[:, :c]
+    corr = cross_y_candidates - half.T @ solved[:, c]
     spread = sq_norms - np.einsum("ij,ij->j", half, half)
     t2 = _compiled.pool_scores(corr, spread, sq_norms, s, _TINY)
     return PoolScores(t2, corr, spread, factor, half)

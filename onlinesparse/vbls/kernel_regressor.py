@@ -315,13 +315,11 @@ class VBLSKernelRegressor(base.Regressor):
         ``b₀' ← b₀' + Σ_m b_m(μ_m^new − μ_m^old)``.
         """
         stats, state = self._stats, self._state
-        means = stats.gram_model[0] / stats.count
-        means[0] = 0.0
-        state.weights[0] += float(state.weights[1:] @ (means[1:] - self._means[1:]))
-        self._means = means
-        gram, cross = self._statistics()
-        gram[0, 1:] = 0.0  # exactly, not to rounding
-        gram[1:, 0] = 0.0
+        # (compiled, in one pass: _compiled.recentre; G'_0m = 0 exactly, not to rounding)
+        weights = np.ascontiguousarray(state.weights, dtype=float)
+        gram, cross, self._means = _compiled.recentre(
+            stats.gram_model, stats.cross_y_model, float(stats.count), self._means, weights)
+        state.weights = weights
         return gram, cross
 
     def _centred_row(self, row: np.ndarray) -> np.ndarray:
