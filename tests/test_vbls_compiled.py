@@ -186,3 +186,27 @@ def test_pool_scores_equal_their_numpy_form(seed, c):
               where=spread > 1e-10 * np.maximum(sq, np.finfo(float).tiny))
     np.testing.assert_array_equal(
         _compiled.pool_scores(corr, spread, sq, s, float(np.finfo(float).tiny)), expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 30), st.integers(0, 5))
+def test_centred_predictive_equals_the_engines_on_the_centred_row(seed, m, extra):
+    """The kernel regressor's compiled predictive against engine.predictive_regression on
+    the centred row [1, f_m − μ_m] (a row longer than the model: candidates follow)."""
+    from onlinesparse.vbls import _compiled, engine
+
+    rng = np.random.default_rng(seed)
+    state = engine.initial_state(m, 2.0, "ard")
+    state.weights = rng.normal(size=m)
+    state.weight_variances = rng.uniform(0.0, 1.0, m)
+    state.branch_noise = rng.uniform(0.01, 1.0, m)
+    state.output_noise = float(rng.uniform(0.01, 1.0))
+    row = rng.uniform(0.0, 1.0, m + extra)
+    row[0] = 1.0
+    means = np.append(0.0, rng.uniform(0.0, 1.0, m - 1))
+    centred = row[:m] - means
+    centred[0] = 1.0
+    expected = engine.predictive_regression(state, centred)
+    got = _compiled.centred_predictive(row, means, state.weights, state.weight_variances,
+                                       state.output_noise, state.branch_noise)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)

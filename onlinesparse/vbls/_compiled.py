@@ -374,3 +374,20 @@ def surviving_columns(merit: np.ndarray, ids: np.ndarray, start: int, stop: int,
             first = min(first, holder[j])
     # Skipping is exact only when the survivors are the last `kept` of the due columns.
     return kept if first == due - kept else due
+
+
+@_jit
+def centred_predictive(row: np.ndarray, means: np.ndarray, weights: np.ndarray,
+                       variances: np.ndarray, psi_y: float, psi: np.ndarray
+                       ) -> tuple[float, float]:
+    """The kernel regressor's predictive of eq. 4.12 on the centred basis (its
+    ``_predictive`` without a batch covariance): ``f = [1, row_m − μ_m]`` over the first
+    ``len(means)`` entries of ``row``, mean ``⟨b⟩ᵀf`` and variance
+    ``ψ_y + Σψ_zm + Σ_m f_m² σ²_bm`` (engine.predictive_regression), in one pass."""
+    mean = weights[0]
+    var = psi_y + psi[0] + variances[0]
+    for j in range(1, means.shape[0]):
+        f = row[j] - means[j]
+        mean += weights[j] * f
+        var += psi[j] + f * f * variances[j]
+    return mean, var

@@ -366,7 +366,7 @@ class VBLSKernelRegressor(base.Regressor):
         m, n = stats.n_model, stats.n_columns
         pool = admission.score_pool(stats.gram_model, stats.cross_y_model, state.precisions,
                                     state.total_noise, stats.cross_candidates,
-                                    stats.cross_y_candidates, stats.candidate_sq_norms)
+                                    stats.cross_y_candidates, np.diagonal(stats.gram)[m:n])
         stats.merit[m:n] = pool.t2  # the buffer manager evicts the lowest first
         return pool
 
@@ -480,11 +480,14 @@ class VBLSKernelRegressor(base.Regressor):
     def _predictive(self, row: np.ndarray) -> tuple[float, float]:
         """Mean and variance of eq. 4.12 from a row over (at least) the model's columns;
         right after a batch fit with the full covariance of its posterior (eq. 5.2)."""
+        state = self._state
+        if self._covariance is None:  # (compiled: a handful of NumPy calls cost more)
+            return _compiled.centred_predictive(
+                row, self._means, state.weights, state.weight_variances,
+                float(state.output_noise), state.branch_noise)
         centred = self._centred_row(row)
-        if self._covariance is None:
-            return engine.predictive_regression(self._state, centred)
-        mean = float(centred @ self._state.weights)
-        return mean, self._state.total_noise + float(centred @ self._covariance @ centred)
+        mean = float(centred @ state.weights)
+        return mean, state.total_noise + float(centred @ self._covariance @ centred)
 
     # -- river API --------------------------------------------------------------------------
     @single_blas_thread
