@@ -67,7 +67,9 @@ class VBLSKernelRegressor(base.Regressor):
       above ``error_threshold`` predictive standard deviations, eq. 4.12); each proposal
       enters a candidate pool once per radius. The pool's cross statistics with the model
       (``Hᵀφ``, ``φᵀφ``, ``φᵀy``) live in the same
-      :class:`~onlinesparse.window.WindowStatistics` as the model's.
+      :class:`~onlinesparse.window.WindowStatistics` as the model's. A column that the next
+      radius's column would evict from a full pool before it is ever scored is not
+      computed (:mod:`onlinesparse.vbls.proposals`).
     * **Admission.** While the model has fewer than ``max_basis`` basis functions, the
       candidate that raises the marginal likelihood most is admitted when its statistic
       ``t² = Q²/S`` exceeds ``admit_threshold`` (1 is Tipping and Faul's inclusion test
@@ -76,10 +78,12 @@ class VBLSKernelRegressor(base.Regressor):
       model, i.e. the RVM posterior of eq. 5.2 with ``⟨α⟩`` and s = ``ψ_y + Σψ_zm``: t²
       is the squared t-statistic of φ on the residual with the model's columns projected
       out, read from the window statistics in
-      O(M³ + M²·C) for M basis functions and C candidates. The new unit starts at Tipping
-      and Faul's optimum ``α = S²/(Q² − S)``, and every weight jumps to the fixed point of
-      eq. 4.8 for the new precisions, so that the kernels already in the model make room
-      for it at once; the ARD precisions then decide.
+      O(M³ + M²·C) for M basis functions and C candidates
+      (:mod:`onlinesparse.vbls.admission`). The new unit starts at Tipping and Faul's
+      optimum ``α = S²/(Q² − S)``, and every weight jumps to the fixed point of eq. 4.8
+      for the new precisions (O(M²), from the scoring's Cholesky factor bordered by the new
+      row), so that the kernels already in the model make room for it at once; the ARD
+      precisions then decide.
     * **Pruning.** The precision of a basis function that does not explain the data grows
       without bound under the factorised posterior (engine module); it stops at
       ``precision_cap`` times the data's precision. A kernel whose precision has stayed at
@@ -96,8 +100,9 @@ class VBLSKernelRegressor(base.Regressor):
     Memory is a window of the last ``window_size`` patterns (a new candidate's column must be
     evaluated over the patterns in memory). Each ``learn_one`` adds the pattern to the
     window statistics (O(M² + C·M)), lets the buffer manager compute at most one proposal's
-    columns over the window (O(W·(M + C)·d) per radius), scores the pool and admits at most
-    one candidate (O(M³ + M²·C)), and runs ``sweeps_per_sample`` warm-started EM sweeps,
+    columns over the window (O(W·(M + C + d)) per radius that will stay in the pool), scores
+    the pool and admits at most one candidate (O(M³ + M²·C)), and runs
+    ``sweeps_per_sample`` warm-started EM sweeps,
     O(M²) each: the work per sample is bounded by ``max_basis``, ``n_candidates``,
     ``window_size`` and ``sweeps_per_sample``.
 
@@ -156,7 +161,7 @@ class VBLSKernelRegressor(base.Regressor):
         ``diagnostics()["n_relevant"]`` counts basis functions with ratio below this.
     novelty, error_threshold
         The buffer manager's proposal rules (see :class:`~onlinesparse.buffer.BufferManager`);
-        each proposal costs a column per radius over the window.
+        each proposal costs a column per radius over the window (one, once the pool is full).
     tol
         :meth:`refine` stops when no ⟨α_m⟩ changed by more than this relative amount
         (``|Δlog⟨α_m⟩| < tol``) in a sweep and no kernel was pruned (10⁻³ is the
