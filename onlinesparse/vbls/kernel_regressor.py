@@ -161,7 +161,8 @@ class VBLSKernelRegressor(base.Regressor):
         ``diagnostics()["n_relevant"]`` counts basis functions with ratio below this.
     novelty, error_threshold
         The buffer manager's proposal rules (see :class:`~onlinesparse.buffer.BufferManager`);
-        each proposal costs a column per radius over the window (one, once the pool is full).
+        each proposal costs a column per radius over the window, or a single one when the
+        pool is full of scored candidates (the others would be evicted unscored).
     tol
         :meth:`refine` stops when no ⟨α_m⟩ changed by more than this relative amount
         (``|Δlog⟨α_m⟩| < tol``) in a sweep and no kernel was pruned (10⁻³ is the
