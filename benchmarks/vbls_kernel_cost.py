@@ -11,7 +11,7 @@ then the ratio of the medians (the issue's target: ≤ 3). The models alternate 
 ``--repeats`` rounds (3 by default) and the medians are taken over all rounds, so that a
 burst of load on the machine falls on both.
 
-Run: ``.venv/bin/python benchmarks/vbls_kernel_cost.py`` (about a minute).
+Run: ``.venv/bin/python benchmarks/vbls_kernel_cost.py`` (about five seconds here).
 """
 
 from __future__ import annotations

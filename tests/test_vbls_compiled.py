@@ -56,6 +56,32 @@ def test_centred_statistics_equal_the_centred_design(seed, m):
 
 
 @settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 30))
+def test_recentre_equals_the_design_centred_on_its_window_means(seed, m):
+    """The re-centring from a view of a larger Gram array: the new means are the columns'
+    window means, G' and c' the products of the design centred on them (G'_0m = 0), and the
+    moved bias keeps every prediction of the old parametrisation."""
+    from onlinesparse.vbls import _compiled
+
+    rng = np.random.default_rng(seed)
+    H = np.hstack([np.ones((50, 1)), rng.uniform(size=(50, m - 1))])
+    y = rng.normal(size=50)
+    old = np.append(0.0, rng.uniform(size=m - 1))
+    weights = rng.normal(size=m)
+    before = (np.hstack([np.ones((50, 1)), (H - old)[:, 1:]])) @ weights
+    big = np.zeros((m + 3, m + 3))
+    big[:m, :m] = H.T @ H
+    gram, cross, means = _compiled.recentre(big[:m, :m], H.T @ y, 50.0, old, weights)
+    np.testing.assert_allclose(means[1:], H[:, 1:].mean(axis=0), rtol=1e-12)
+    assert means[0] == 0.0
+    centred = np.hstack([np.ones((50, 1)), (H - means)[:, 1:]])
+    np.testing.assert_allclose(gram, centred.T @ centred, rtol=1e-9, atol=1e-9)
+    assert np.all(gram[0, 1:] == 0.0) and np.all(gram[1:, 0] == 0.0)
+    np.testing.assert_allclose(cross, centred.T @ y, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(centred @ weights, before, rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.integers(1, 20), st.floats(0.5, 20.0))
 def test_count_at_cap_follows_the_precision_ratio(seed, m, threshold):
     from onlinesparse.vbls import _compiled
@@ -145,17 +171,13 @@ def test_online_sweeps_equal_the_sweeps_and_clock_in_turn(seed, m, n, prune_afte
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.integers(0, 10_000), st.integers(1, 30), st.integers(0, 30))
-def test_pool_helpers_equal_their_numpy_forms(seed, m, c):
-    """The kernel regressor's candidate cross products in the centred basis and its pool
-    scores, against the NumPy expressions they replace (bit for bit)."""
+@given(st.integers(0, 10_000), st.integers(0, 30))
+def test_pool_scores_equal_their_numpy_form(seed, c):
+    """The kernel regressor's pool scores against the NumPy expression they replace (bit
+    for bit)."""
     from onlinesparse.vbls import _compiled
 
     rng = np.random.default_rng(seed)
-    cross = rng.normal(size=(m, c))
-    means = rng.normal(size=m)
-    np.testing.assert_array_equal(_compiled.centred_candidates(cross, means),
-                                  cross - np.outer(means, cross[0]))
     corr, sq = rng.normal(size=c), rng.uniform(0.0, 5.0, c)
     spread = np.where(rng.random(c) < 0.2, 1e-14 * sq, rng.uniform(0.0, 1.0, c) * sq)
     s = float(rng.uniform(0.1, 3.0))
@@ -164,3 +186,27 @@ def test_pool_helpers_equal_their_numpy_forms(seed, m, c):
               where=spread > 1e-10 * np.maximum(sq, np.finfo(float).tiny))
     np.testing.assert_array_equal(
         _compiled.pool_scores(corr, spread, sq, s, float(np.finfo(float).tiny)), expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 30), st.integers(0, 5))
+def test_centred_predictive_equals_the_engines_on_the_centred_row(seed, m, extra):
+    """The kernel regressor's compiled predictive against engine.predictive_regression on
+    the centred row [1, f_m − μ_m] (a row longer than the model: candidates follow)."""
+    from onlinesparse.vbls import _compiled, engine
+
+    rng = np.random.default_rng(seed)
+    state = engine.initial_state(m, 2.0, "ard")
+    state.weights = rng.normal(size=m)
+    state.weight_variances = rng.uniform(0.0, 1.0, m)
+    state.branch_noise = rng.uniform(0.01, 1.0, m)
+    state.output_noise = float(rng.uniform(0.01, 1.0))
+    row = rng.uniform(0.0, 1.0, m + extra)
+    row[0] = 1.0
+    means = np.append(0.0, rng.uniform(0.0, 1.0, m - 1))
+    centred = row[:m] - means
+    centred[0] = 1.0
+    expected = engine.predictive_regression(state, centred)
+    got = _compiled.centred_predictive(row, means, state.weights, state.weight_variances,
+                                       state.output_noise, state.branch_noise)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)

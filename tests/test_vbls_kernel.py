@@ -187,7 +187,7 @@ def test_admission_score_is_tipping_faul_q2_over_s():
         for radius in model._buffer.radii:
             stats.add_column(BasisSpec.radial(x, radius))
     assert stats.n_candidates > 0 and stats.n_model > 2
-    t2, _, _ = model._score_pool()
+    t2 = model._score_pool().t2
     rows = stats.stored_rows(model_only=False)
     H, Phi = rows[:, : stats.n_model], rows[:, stats.n_model:]
     targets = stats.stored_targets()

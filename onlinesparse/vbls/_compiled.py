@@ -18,6 +18,8 @@ import math
 import numba
 import numpy as np
 
+from onlinesparse import core
+
 __all__ = ["sweep_regression"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -220,6 +222,38 @@ def centred_statistics(gram: np.ndarray, cross: np.ndarray, means: np.ndarray
 
 
 @_jit
+def recentre(gram: np.ndarray, cross: np.ndarray, count: float, means: np.ndarray,
+             weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kernel regressor's re-centring (its ``_centred``) in one pass over the raw
+    statistics ``gram`` (any layout: the window's block is a view): the window means
+    ``μ_m = G_0m/p`` (μ_0 = 0), the bias weight moved by ``Σ_m b_m(μ_m^new − μ_m^old)`` in
+    place so that the prediction stays, and :func:`centred_statistics` for the new means
+    with ``G'_0m = G'_m0 = 0`` exactly. Returns ``G'``, ``c'`` and the new means."""
+    m = means.shape[0]
+    new = np.empty(m)
+    new[0] = 0.0
+    shift = 0.0
+    for j in range(1, m):
+        new[j] = gram[0, j] / count
+        shift += weights[j] * (new[j] - means[j])
+    weights[0] += shift
+    out = np.empty((m, m))
+    g00 = gram[0, 0]
+    for j in range(m):
+        mj = new[j]
+        for k in range(m):
+            mk = new[k]
+            out[j, k] = gram[j, k] - mj * gram[0, k] - gram[j, 0] * mk + g00 * mj * mk
+    for j in range(1, m):
+        out[0, j] = 0.0
+        out[j, 0] = 0.0
+    c = np.empty(m)
+    for j in range(m):
+        c[j] = cross[j] - new[j] * cross[0]
+    return out, c, new
+
+
+@_jit
 def count_at_cap(shape: np.ndarray, rate: np.ndarray, n_flat: int, gram_diag: np.ndarray,
                  noise_precision: float, radial: np.ndarray, counts: np.ndarray,
                  threshold: float) -> int:
@@ -293,19 +327,6 @@ def online_sweeps(n: int, weights: np.ndarray, variances: np.ndarray, shape: np.
 
 
 @_jit
-def centred_candidates(cross: np.ndarray, means: np.ndarray) -> np.ndarray:
-    """``k = H'ᵀΦ``: the model's centred columns against the candidates, ``cross[j, c] −
-    μ_j·cross[0, c]`` (the kernel regressor's ``_score_pool``), in one pass."""
-    m, c = cross.shape
-    out = np.empty((m, c))
-    for j in range(m):
-        mj = means[j]
-        for i in range(c):
-            out[j, i] = cross[j, i] - mj * cross[0, i]
-    return out
-
-
-@_jit
 def pool_scores(corr: np.ndarray, spread: np.ndarray, sq: np.ndarray, s: float,
                 tiny: float) -> np.ndarray:
     """``t² = corr²/(s·spread)`` of every candidate, 0 where its projected norm ``spread``
@@ -315,3 +336,58 @@ def pool_scores(corr: np.ndarray, spread: np.ndarray, sq: np.ndarray, s: float,
         if spread[i] > 1e-10 * max(sq[i], tiny):
             out[i] = corr[i] * corr[i] / (s * spread[i])
     return out
+
+
+@_jit
+def surviving_columns(merit: np.ndarray, ids: np.ndarray, start: int, stop: int,
+                      capacity: int, due: int, protected: np.ndarray) -> int:
+    """How many of ``due`` new candidate columns, computed one after the other into the
+    pool ``start … stop−1`` of at most ``capacity`` candidates, the buffer manager's
+    eviction rule (``core.least_useful``: a new column never scored, newest id) leaves in
+    the pool; ``due`` when the survivors are not the last ones computed (the kernel
+    regressor's ``proposals.surviving_columns``)."""
+    n = stop
+    work_merit = np.empty(stop + due)
+    work_ids = np.empty(stop + due, dtype=ids.dtype)
+    holder = np.full(stop + due, -1)
+    next_id = 0
+    for j in range(stop):
+        work_merit[j] = merit[j]
+        work_ids[j] = ids[j]
+        next_id = max(next_id, ids[j] + 1)
+    for k in range(due):
+        if n - start < capacity:
+            position = n
+            n += 1
+        else:
+            position = core.least_useful(work_merit, work_ids, start, n, protected)
+            if position < 0:
+                return due
+        work_merit[position] = np.nan
+        work_ids[position] = next_id + k
+        holder[position] = k
+    kept = 0
+    first = due
+    for j in range(n):
+        if holder[j] >= 0:
+            kept += 1
+            first = min(first, holder[j])
+    # Skipping is exact only when the survivors are the last `kept` of the due columns.
+    return kept if first == due - kept else due
+
+
+@_jit
+def centred_predictive(row: np.ndarray, means: np.ndarray, weights: np.ndarray,
+                       variances: np.ndarray, psi_y: float, psi: np.ndarray
+                       ) -> tuple[float, float]:
+    """The kernel regressor's predictive of eq. 4.12 on the centred basis (its
+    ``_predictive`` without a batch covariance): ``f = [1, row_m − μ_m]`` over the first
+    ``len(means)`` entries of ``row``, mean ``⟨b⟩ᵀf`` and variance
+    ``ψ_y + Σψ_zm + Σ_m f_m² σ²_bm`` (engine.predictive_regression), in one pass."""
+    mean = weights[0]
+    var = psi_y + psi[0] + variances[0]
+    for j in range(1, means.shape[0]):
+        f = row[j] - means[j]
+        mean += weights[j] * f
+        var += psi[j] + f * f * variances[j]
+    return mean, var

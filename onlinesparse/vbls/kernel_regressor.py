@@ -16,7 +16,6 @@ from collections.abc import Hashable, Iterable, Mapping
 import numpy as np
 import pandas as pd
 from river import base, proba
-from scipy.linalg import lapack
 
 from onlinesparse._blas import single_blas_thread
 from onlinesparse._distributions import gaussian
@@ -24,7 +23,7 @@ from onlinesparse._validation import check_choice, check_int, check_radii, check
 from onlinesparse.buffer import BufferManager
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.kernels import KERNELS, BasisSpec
-from onlinesparse.vbls import _compiled, engine, kernel_batch
+from onlinesparse.vbls import _compiled, admission, engine, kernel_batch, proposals
 from onlinesparse.vbls._many import predict_series
 from onlinesparse.vbls.evidence import (  # noqa: F401  (re-exported: the public home before)
     evidence_hyperparameters,
@@ -48,7 +47,6 @@ _AUTO_RADII = (0.5, math.sqrt(0.5), math.sqrt(2.0))
 _WIDTHS = kernel_batch.WIDTHS
 # A unit counts as "at the precision cap" when its ratio is within this of the cap.
 _AT_CAP = 1.0 - 1e-6
-_TINY = float(np.finfo(float).tiny)
 
 
 class VBLSKernelRegressor(base.Regressor):
@@ -69,7 +67,9 @@ class VBLSKernelRegressor(base.Regressor):
       above ``error_threshold`` predictive standard deviations, eq. 4.12); each proposal
       enters a candidate pool once per radius. The pool's cross statistics with the model
       (``Hᵀφ``, ``φᵀφ``, ``φᵀy``) live in the same
-      :class:`~onlinesparse.window.WindowStatistics` as the model's.
+      :class:`~onlinesparse.window.WindowStatistics` as the model's. A column that the next
+      radius's column would evict from a full pool before it is ever scored is not
+      computed (:mod:`onlinesparse.vbls.proposals`).
     * **Admission.** While the model has fewer than ``max_basis`` basis functions, the
       candidate that raises the marginal likelihood most is admitted when its statistic
       ``t² = Q²/S`` exceeds ``admit_threshold`` (1 is Tipping and Faul's inclusion test
@@ -78,10 +78,12 @@ class VBLSKernelRegressor(base.Regressor):
       model, i.e. the RVM posterior of eq. 5.2 with ``⟨α⟩`` and s = ``ψ_y + Σψ_zm``: t²
       is the squared t-statistic of φ on the residual with the model's columns projected
       out, read from the window statistics in
-      O(M³ + M²·C) for M basis functions and C candidates. The new unit starts at Tipping
-      and Faul's optimum ``α = S²/(Q² − S)``, and every weight jumps to the fixed point of
-      eq. 4.8 for the new precisions, so that the kernels already in the model make room
-      for it at once; the ARD precisions then decide.
+      O(M³ + M²·C) for M basis functions and C candidates
+      (:mod:`onlinesparse.vbls.admission`). The new unit starts at Tipping and Faul's
+      optimum ``α = S²/(Q² − S)``, and every weight jumps to the fixed point of eq. 4.8
+      for the new precisions (O(M²), from the scoring's Cholesky factor bordered by the new
+      row), so that the kernels already in the model make room for it at once; the ARD
+      precisions then decide.
     * **Pruning.** The precision of a basis function that does not explain the data grows
       without bound under the factorised posterior (engine module); it stops at
       ``precision_cap`` times the data's precision. A kernel whose precision has stayed at
@@ -98,8 +100,9 @@ class VBLSKernelRegressor(base.Regressor):
     Memory is a window of the last ``window_size`` patterns (a new candidate's column must be
     evaluated over the patterns in memory). Each ``learn_one`` adds the pattern to the
     window statistics (O(M² + C·M)), lets the buffer manager compute at most one proposal's
-    columns over the window (O(W·(M + C)·d) per radius), scores the pool and admits at most
-    one candidate (O(M³ + M²·C)), and runs ``sweeps_per_sample`` warm-started EM sweeps,
+    columns over the window (O(W·(M + C + d)) per radius that will stay in the pool), scores
+    the pool and admits at most one candidate (O(M³ + M²·C)), and runs
+    ``sweeps_per_sample`` warm-started EM sweeps,
     O(M²) each: the work per sample is bounded by ``max_basis``, ``n_candidates``,
     ``window_size`` and ``sweeps_per_sample``.
 
@@ -158,7 +161,8 @@ class VBLSKernelRegressor(base.Regressor):
         ``diagnostics()["n_relevant"]`` counts basis functions with ratio below this.
     novelty, error_threshold
         The buffer manager's proposal rules (see :class:`~onlinesparse.buffer.BufferManager`);
-        each proposal costs a column per radius over the window.
+        each proposal costs a column per radius over the window, or a single one when the
+        pool is full of scored candidates (the others would be evicted unscored).
     tol
         :meth:`refine` stops when no ⟨α_m⟩ changed by more than this relative amount
         (``|Δlog⟨α_m⟩| < tol``) in a sweep and no kernel was pruned (10⁻³ is the
@@ -317,13 +321,11 @@ class VBLSKernelRegressor(base.Regressor):
         ``b₀' ← b₀' + Σ_m b_m(μ_m^new − μ_m^old)``.
         """
         stats, state = self._stats, self._state
-        means = stats.gram_model[0] / stats.count
-        means[0] = 0.0
-        state.weights[0] += float(state.weights[1:] @ (means[1:] - self._means[1:]))
-        self._means = means
-        gram, cross = self._statistics()
-        gram[0, 1:] = 0.0  # exactly, not to rounding
-        gram[1:, 0] = 0.0
+        # (compiled, in one pass: _compiled.recentre; G'_0m = 0 exactly, not to rounding)
+        weights = np.ascontiguousarray(state.weights, dtype=float)
+        gram, cross, self._means = _compiled.recentre(
+            stats.gram_model, stats.cross_y_model, float(stats.count), self._means, weights)
+        state.weights = weights
         return gram, cross
 
     def _centred_row(self, row: np.ndarray) -> np.ndarray:
@@ -357,53 +359,22 @@ class VBLSKernelRegressor(base.Regressor):
         stats.drop_column(last)
         self.n_pruned += 1
 
-    def _posterior(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-        """The Gaussian posterior of the weights given ``⟨α⟩`` and ``s``, O(M³).
-
-        ``P = G' + s·diag⟨α⟩`` on the centred statistics, so that ``Σ_b = s·P⁻¹`` is the
-        RVM's posterior covariance (Ting et al. eq. 5.2 with ``⟨1/ψ_y⟩ → 1/s``) and
-        ``μ = P⁻¹c'`` its mean, the fixed point of eq. 4.8 for the current ``⟨α⟩`` and ``s``
-        (set ``⟨b_m⟩`` unchanged in 4.8: ``(G' + s·diag⟨α⟩)⟨b⟩ = c'``). Returns the
-        centred ``G'``, ``c'``, the Cholesky factor of ``P`` and ``s``.
-
-        The bias is given a flat prior here (its ⟨α⟩ is left out): it is never pruned, and a
-        capped precision on it would keep the candidates' means from being projected out.
-        """
-        gram, cross = self._statistics()
-        s = self._state.total_noise
-        alpha = self._state.precisions  # (a new array)
-        alpha[0] = 0.0
-        system = gram.copy()
-        system[np.diag_indices(len(alpha))] += s * alpha
-        # LAPACK directly: at a stream's small M the wrappers cost more than the work.
-        return gram, cross, kernel_batch.cholesky_with_jitter(system), s
-
-    def _score_pool(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Tipping and Faul's inclusion statistic of every candidate, O(M³ + M²·C).
-
-        With ``C = sI + HA⁻¹Hᵀ`` the marginal covariance of the targets, a candidate φ has
-        ``S = φᵀC⁻¹φ = (φᵀφ − kᵀP⁻¹k)/s`` and ``Q = φᵀC⁻¹y = φᵀ(y − Hμ)/s``
-        (Woodbury, with ``k = H'ᵀφ`` in the centred basis and ``P``, ``μ`` of
-        :meth:`_posterior`); the marginal likelihood has a finite optimum for its precision,
-        ``α = S²/(Q² − S)``, exactly when ``Q² > S`` (Tipping and Faul 2003). The score is
-        ``t² = Q²/S = (φᵀr)² / (s(φᵀφ − kᵀP⁻¹k))``: the squared t-statistic of φ on the
-        residual with the model's columns *projected out* (the likelihood gain of adding φ,
-        ``t² − 1 − log t²``, grows with it, so the best candidate is the one that raises the
-        evidence most). Read from the window statistics; the scores go to the columns' merit,
-        which evicts the lowest first. Returns ``t²``, ``φᵀr`` and ``s·S``.
-        """
-        stats = self._stats
+    def _score_pool(self) -> admission.PoolScores:
+        """Tipping and Faul's inclusion statistic ``t² = Q²/S`` of every candidate with the
+        model's columns projected out (:func:`~onlinesparse.vbls.admission.score_pool`:
+        ``S = φᵀC⁻¹φ``, ``Q = φᵀC⁻¹y``, ``C = sI + HA⁻¹Hᵀ`` the marginal covariance of the
+        targets under the RVM posterior of eq. 5.2 with ``⟨α⟩``, the bias flat, and
+        s = ``ψ_y + Σψ_zm``), O(M³ + M²·C). The marginal likelihood has a finite optimum
+        for the candidate's precision, ``α = S²/(Q² − S)``, exactly when ``Q² > S``, and the
+        likelihood gain of adding it, ``t² − 1 − log t²``, grows with t². The scores go to
+        the columns' merit, which evicts the lowest first."""
+        stats, state = self._stats, self._state
         m, n = stats.n_model, stats.n_columns
-        gram, cross, factor, s = self._posterior()
-        k = _compiled.centred_candidates(stats.cross_candidates, self._means)
-        mean = lapack.dpotrs(factor, cross, lower=1)[0]  # P⁻¹c' from P = LLᵀ
-        corr = stats.cross_y_candidates - k.T @ mean
-        half = lapack.dtrtrs(factor, k, lower=1)[0]
-        sq = stats.candidate_sq_norms
-        spread = sq - np.einsum("ij,ij->j", half, half)
-        t2 = _compiled.pool_scores(corr, spread, sq, s, _TINY)
-        stats.merit[m:n] = t2  # the buffer manager evicts the lowest first
-        return t2, corr, spread
+        pool = admission.score_pool(stats.gram_model, stats.cross_y_model, state.precisions,
+                                    state.total_noise, stats.cross_candidates,
+                                    stats.cross_y_candidates, np.diagonal(stats.gram)[m:n])
+        stats.merit[m:n] = pool.t2  # the buffer manager evicts the lowest first
+        return pool
 
     def _admit(self) -> bool:
         """Admit the candidate with the largest :meth:`_score_pool` statistic if it passes
@@ -412,7 +383,9 @@ class VBLSKernelRegressor(base.Regressor):
         The new unit starts where the marginal likelihood puts it: its precision at Tipping
         and Faul's optimum ``α = S²/(Q² − S) = sS/(s(t² − 1))`` (the flat prior's
         ⟨α⟩ = a₀/b₀ = 1 of 4.4 if ``t² ≤ 1``), every weight at the fixed point of eq. 4.8
-        for the new set of precisions (:meth:`_posterior`), so that the kernels already in
+        for the new set of precisions (the posterior mean of eq. 5.2, from the pool's
+        factor bordered by the new row in O(M²):
+        :func:`~onlinesparse.vbls.admission.bordered_mean`), so that the kernels already in
         the model make room for it at once instead of over many backfitting sweeps, during
         which ARD would judge the newcomer on a residual that has not yet adjusted. The noise
         variance s is kept continuous: the new branch gets the mean branch noise (a typical
@@ -422,9 +395,10 @@ class VBLSKernelRegressor(base.Regressor):
         m, n = stats.n_model, stats.n_columns
         if state is None or n == m or stats.count <= 1.0:
             return False
-        t2, corr, spread = self._score_pool()
-        best = int(np.argmax(t2))
-        if m >= self.max_basis or not t2[best] > self.admit_threshold:
+        pool = self._score_pool()
+        best = int(np.argmax(pool.t2))
+        t2 = float(pool.t2[best])
+        if m >= self.max_basis or not t2 > self.admit_threshold:
             return False
         position = m + best
         stats.merit[position] = np.nan  # its pool score says nothing about it in the model
@@ -432,15 +406,20 @@ class VBLSKernelRegressor(base.Regressor):
         s = state.total_noise
         stats.promote(position)
         state.add_units(1, "ard")
-        if t2[best] > 1.0:
-            alpha = float(spread[best]) / (s * (float(t2[best]) - 1.0))
+        if t2 > 1.0:
+            alpha = float(pool.spread[best]) / (s * (t2 - 1.0))
             state.precision_rate[-1] = state.precision_shape[-1] / alpha
         scale = s / state.total_noise
         state.branch_noise *= scale
         state.output_noise *= scale
         self._means = np.append(self._means, mean)
         self._at_cap = np.append(self._at_cap, 0)
-        self._jump()
+        raw = admission.bordered_mean(pool, best, stats.cross_y_model, s,
+                                      float(state.precisions[-1]))
+        if raw is not None:  # (else the sweeps move the weights)
+            # The centred basis's weights: b₀' = b₀ + Σ_m b_m μ_m (_raw_weights inverted).
+            raw[0] += float(raw[1:] @ self._means[1:])
+            state.weights = raw
         self.n_admitted += 1
         return True
 
@@ -507,11 +486,14 @@ class VBLSKernelRegressor(base.Regressor):
     def _predictive(self, row: np.ndarray) -> tuple[float, float]:
         """Mean and variance of eq. 4.12 from a row over (at least) the model's columns;
         right after a batch fit with the full covariance of its posterior (eq. 5.2)."""
+        state = self._state
+        if self._covariance is None:  # (compiled: a handful of NumPy calls cost more)
+            return _compiled.centred_predictive(
+                row, self._means, state.weights, state.weight_variances,
+                float(state.output_noise), state.branch_noise)
         centred = self._centred_row(row)
-        if self._covariance is None:
-            return engine.predictive_regression(self._state, centred)
-        mean = float(centred @ self._state.weights)
-        return mean, self._state.total_noise + float(centred @ self._covariance @ centred)
+        mean = float(centred @ state.weights)
+        return mean, state.total_noise + float(centred @ self._covariance @ centred)
 
     # -- river API --------------------------------------------------------------------------
     @single_blas_thread
@@ -536,7 +518,8 @@ class VBLSKernelRegressor(base.Regressor):
         self._push(scaled, target, row)
         # The heavy work (candidate columns, admission test): one sample in candidate_every.
         heavy = self._buffer.column_due()
-        self._buffer.consider(stats, scaled, error, std)
+        # (the buffer manager's step, without the columns their siblings would evict)
+        proposals.consider(self._buffer, stats, scaled, error, std)
         if heavy:
             self._admit()
         self._sweep(self.sweeps_per_sample)
