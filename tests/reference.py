@@ -87,3 +87,18 @@ def rel_err(a, b) -> float:
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     scale = max(float(np.max(np.abs(b))) if b.size else 0.0, 1e-300)
     return float(np.max(np.abs(a - b))) / scale if b.size else 0.0
+
+
+def tipping_faul(H: np.ndarray, Phi: np.ndarray, y: np.ndarray, alpha: np.ndarray,
+                 s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Tipping and Faul's S and Q of every column of ``Phi`` against the model ``H`` from
+    their definitions: ``C⁻¹ = (I − H(HᵀH + sA)⁻¹Hᵀ)/s`` by Woodbury on the raw design, the
+    bias (column 0) with a flat prior, ``S = φᵀC⁻¹φ``, ``Q = φᵀC⁻¹y``."""
+    a = np.array(alpha, dtype=float)
+    a[0] = 0.0
+    inner = np.linalg.inv(H.T @ H + s * np.diag(a))
+
+    def c_inv(v: np.ndarray) -> np.ndarray:
+        return (v - H @ (inner @ (H.T @ v))) / s
+
+    return np.einsum("ij,ij->j", Phi, c_inv(Phi)), Phi.T @ c_inv(y)

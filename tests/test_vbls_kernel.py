@@ -17,6 +17,7 @@ from river import checks, proba
 from onlinesparse.kernels import BasisSpec, radial_profile
 from onlinesparse.vbls import VBLSKernelRegressor, evidence
 from onlinesparse.vbls import kernel_regressor as module
+from tests.reference import tipping_faul
 
 # x is standardised the way a StandardScaler would: the uniform grid on [−10, 10] has std ≈ 5.8.
 SCALE = 20.0 / math.sqrt(12.0)
@@ -192,17 +193,8 @@ def test_admission_score_is_tipping_faul_q2_over_s():
     H, Phi = rows[:, : stats.n_model], rows[:, stats.n_model:]
     targets = stats.stored_targets()
     s = state.total_noise
-    # C⁻¹ by Woodbury, C⁻¹ = (I − H(HᵀH + sA)⁻¹Hᵀ)/s, on the raw (uncentred) design, the
-    # bias with a flat prior (A₀₀ = 0).
-    alpha = state.precisions.copy()
-    alpha[0] = 0.0
-    inner = np.linalg.inv(H.T @ H + s * np.diag(alpha))
-
-    def c_inv(v):
-        return (v - H @ (inner @ (H.T @ v))) / s
-
-    S = np.einsum("ij,ij->j", Phi, c_inv(Phi))
-    Q = Phi.T @ c_inv(targets)
+    # (C⁻¹ by Woodbury on the raw, uncentred design, the bias with a flat prior)
+    S, Q = tipping_faul(H, Phi, targets, state.precisions, s)
     np.testing.assert_allclose(t2, Q * Q / S, rtol=1e-5)
 
 

@@ -237,19 +237,10 @@ def recentre(gram: np.ndarray, cross: np.ndarray, count: float, means: np.ndarra
         new[j] = gram[0, j] / count
         shift += weights[j] * (new[j] - means[j])
     weights[0] += shift
-    out = np.empty((m, m))
-    g00 = gram[0, 0]
-    for j in range(m):
-        mj = new[j]
-        for k in range(m):
-            mk = new[k]
-            out[j, k] = gram[j, k] - mj * gram[0, k] - gram[j, 0] * mk + g00 * mj * mk
-    for j in range(1, m):
+    out, c = centred_statistics(gram, cross, new)
+    for j in range(1, m):  # (zero in exact arithmetic: the columns are centred)
         out[0, j] = 0.0
         out[j, 0] = 0.0
-    c = np.empty(m)
-    for j in range(m):
-        c[j] = cross[j] - new[j] * cross[0]
     return out, c, new
 
 
