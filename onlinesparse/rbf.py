@@ -275,6 +275,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         reg["n_learned"] = state.get("_n_learned", 0)
         reg["noise_every"] = state["noise_every"]
         reg["error_threshold"] = state["error_threshold"]
+        reg["log_odds"] = core.PRIOR_LOG_ODDS
         buffer = state.get("_buffer")
         if buffer is not None:
             reg["novelty_sq"] = buffer.novelty_threshold

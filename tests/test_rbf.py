@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from river import checks, datasets, preprocessing, proba
 
-from onlinesparse import SparseRBFRegressor
+from onlinesparse import SparseRBFRegressor, core
 from onlinesparse.criteria import global_lambda_reestimate
 from onlinesparse.kernels import BasisSpec
 from onlinesparse.pruner import local_ridge
@@ -691,14 +691,14 @@ def test_predict_one_agrees_with_the_ridge_after_every_kind_of_update():
 
 
 def test_the_evidence_against_the_running_mean_is_the_prequential_log_likelihood_ratio():
-    """core.weigh_against_mean from scratch: after every sample, log_odds grows by
-    (miss² − error²)/(2·v) — the errors before learning of the running mean and of the
-    model's prediction as made (the errors' level included), v the mean's predictive
+    """core.weigh_against_mean from scratch: after every sample, log_odds grows (from the
+    prior, −4) by (miss² − error²)/(2·v) — the errors before learning of the running mean
+    and of the model's prediction as made (the errors' level included), v the mean's predictive
     variance s²(1 + 1/p) as it stood — bounded by ±40, and predict_one is
     w·(f(x) + b) + (1 − w)·ȳ with w its logistic and b the level."""
     rng = np.random.default_rng(6)
     model = SparseRBFRegressor(max_basis=10, window_size=60)
-    expected = 0.0
+    expected = core.PRIOR_LOG_ODDS  # (the prior odds: the model earns its weight)
     for _ in range(150):
         x = {"a": float(rng.uniform(-2, 2)), "b": float(rng.uniform(-2, 2))}
         y = float(np.sin(2 * x["a"]) + 0.3 * rng.normal())
@@ -725,8 +725,8 @@ def test_the_evidence_against_the_running_mean_is_the_prequential_log_likelihood
 def test_the_first_predictions_are_as_good_as_the_running_mean():
     """Issue 18, cold start: behind a young StandardScaler on Friedman #1, whose first
     scaled inputs lie far out, the first 50 predictions are at least as good as the running
-    mean's (and the first 200 clearly better): the model earns its weight against the mean
-    sample by sample."""
+    mean's, the first 10 and 20 within 1 % (and the first 200 clearly better): the model
+    earns its weight against the mean sample by sample, from prior odds of e^−4."""
     from river import stats
 
     model = preprocessing.StandardScaler() | SparseRBFRegressor()
@@ -738,6 +738,9 @@ def test_the_first_predictions_are_as_good_as_the_running_mean():
         mean.update(y)
     ours, baseline = np.array(ours[1:]), np.array(baseline[1:])
     assert np.sqrt(np.mean(ours[:49] ** 2)) <= np.sqrt(np.mean(baseline[:49] ** 2))
+    for first in (9, 19):  # (from the prior odds of e^−4: within 1 % of the mean's)
+        assert (np.sqrt(np.mean(ours[:first] ** 2))
+                <= 1.01 * np.sqrt(np.mean(baseline[:first] ** 2)))
     assert np.sqrt(np.mean(ours ** 2)) < 0.85 * np.sqrt(np.mean(baseline ** 2))
 
 
