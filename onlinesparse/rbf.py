@@ -12,9 +12,10 @@ from river import base, proba
 from onlinesparse import core
 from onlinesparse._blas import single_blas_thread
 from onlinesparse._distributions import gaussian
+from onlinesparse._pickles import upgrade_rbf_state
 from onlinesparse._validation import check_choice, check_int, check_radii, check_real
 from onlinesparse.buffer import BufferManager
-from onlinesparse.core.state import SAMPLE, Field, RecordOwner, new_record, upgrade_record
+from onlinesparse.core.state import SAMPLE, Field, RecordOwner, new_record
 from onlinesparse.features import FeatureMap, as_rows, as_target
 from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.pruner import GCVPruner
@@ -238,23 +239,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         self._model = value
 
     def __setstate__(self, state: dict) -> None:
-        if "record" not in state:  # a pickle written before the scalars had a record
-            state["record"] = self._new_record(state)
-            for name in ("_in_registers", "_fuse", "_arguments", "_predict_arguments",
-                         "_ints", "_floats", "_stable_arguments", "_row_buffer",
-                         "_move_buffer"):
-                state.pop(name, None)
-            # (before adaptive memory: the fixed window it was trained with)
-            state.setdefault("memory", "window")
-            state.setdefault("n_memory_cuts", 0)
-        state["record"] = upgrade_record(state["record"], SAMPLE)
-        state.setdefault("_levels", core.new_levels())  # (a pickle from before the level)
-        for name in ("_detector", "_bias_detector"):  # (river ADWINs before the CUSUM)
-            state.pop(name, None)
-        if "window" in state and "window_size" not in state:  # (the parameter's old name)
-            state["window_size"] = state.pop("window")
-        if "model" in state:  # a checkpoint written before the fused path
-            state["_model"] = state.pop("model")
+        state = upgrade_rbf_state(state, self._new_record)
         self.__dict__.update(state)
         self._spares = None
         # (a weight of exactly 0 was never weighed: a pickle from before the weighing)
