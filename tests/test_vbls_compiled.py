@@ -191,9 +191,10 @@ def test_pool_scores_equal_their_numpy_form(seed, c):
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.integers(1, 30), st.integers(0, 5))
 def test_centred_predictive_equals_the_engines_on_the_centred_row(seed, m, extra):
-    """The kernel regressor's compiled predictive against engine.predictive_regression on
-    the centred row [1, f_m − μ_m] (a row longer than the model: candidates follow)."""
-    from onlinesparse.vbls import _compiled, engine
+    """The kernel regressor's predictive (engine.predictive_regression with the window
+    means) against the same on the centred row [1, f_m − μ_m] formed beforehand (a row
+    longer than the model: candidates follow)."""
+    from onlinesparse.vbls import engine
 
     rng = np.random.default_rng(seed)
     state = engine.initial_state(m, 2.0, "ard")
@@ -207,6 +208,5 @@ def test_centred_predictive_equals_the_engines_on_the_centred_row(seed, m, extra
     centred = row[:m] - means
     centred[0] = 1.0
     expected = engine.predictive_regression(state, centred)
-    got = _compiled.centred_predictive(row, means, state.weights, state.weight_variances,
-                                       state.output_noise, state.branch_noise)
+    got = engine.predictive_regression(state, row, means)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)

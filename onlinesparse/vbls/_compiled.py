@@ -368,17 +368,17 @@ def surviving_columns(merit: np.ndarray, ids: np.ndarray, start: int, stop: int,
 
 
 @_jit
-def centred_predictive(row: np.ndarray, means: np.ndarray, weights: np.ndarray,
-                       variances: np.ndarray, psi_y: float, psi: np.ndarray
-                       ) -> tuple[float, float]:
-    """The kernel regressor's predictive of eq. 4.12 on the centred basis (its
-    ``_predictive`` without a batch covariance): ``f = [1, row_m − μ_m]`` over the first
-    ``len(means)`` entries of ``row``, mean ``⟨b⟩ᵀf`` and variance
-    ``ψ_y + Σψ_zm + Σ_m f_m² σ²_bm`` (engine.predictive_regression), in one pass."""
-    mean = weights[0]
-    var = psi_y + psi[0] + variances[0]
-    for j in range(1, means.shape[0]):
-        f = row[j] - means[j]
+def predictive(row: np.ndarray, means: np.ndarray, weights: np.ndarray,
+               variances: np.ndarray, psi_y: float, psi: np.ndarray) -> tuple[float, float]:
+    """The predictive distribution of Ting et al. eq. 4.12,
+    ``y | x ~ N(⟨b⟩ᵀf, ψ_y + Σψ_zm + Σ_m f_m² σ²_bm)``, in one pass over the first
+    ``len(weights)`` entries of ``row``: ``f = row`` (``means`` empty, the regressor's raw
+    basis) or ``f_m = row_m − μ_m`` (the kernel regressor's centred basis, μ_0 = 0)."""
+    centred = means.shape[0] > 0
+    mean = 0.0
+    var = psi_y
+    for j in range(weights.shape[0]):
+        f = row[j] - means[j] if centred else row[j]
         mean += weights[j] * f
         var += psi[j] + f * f * variances[j]
     return mean, var

@@ -487,10 +487,8 @@ class VBLSKernelRegressor(base.Regressor):
         """Mean and variance of eq. 4.12 from a row over (at least) the model's columns;
         right after a batch fit with the full covariance of its posterior (eq. 5.2)."""
         state = self._state
-        if self._covariance is None:  # (compiled: a handful of NumPy calls cost more)
-            return _compiled.centred_predictive(
-                row, self._means, state.weights, state.weight_variances,
-                float(state.output_noise), state.branch_noise)
+        if self._covariance is None:  # (on the centred row without forming it)
+            return engine.predictive_regression(state, row, self._means)
         centred = self._centred_row(row)
         mean = float(centred @ state.weights)
         return mean, state.total_noise + float(centred @ self._covariance @ centred)
