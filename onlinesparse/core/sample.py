@@ -153,17 +153,17 @@ def noise_level(sample_record: np.ndarray, window_record: np.ndarray) -> float:
 
 
 @jit
-def calibrate(sample_record: np.ndarray, window_record: np.ndarray, error: float,
-              made: float, leverage: float) -> None:
+def calibrate(sample_record: np.ndarray, spread: float, error: float, made: float) -> None:
     """One step of the predictive deviations' calibration (adaptive conformal inference,
     Gibbs and Candès 2021, on a scale): a factor grows by e^(0.95η) when the error before
     learning fell outside its 95 % interval and shrinks by e^(−0.05η) when it fell inside,
     so that in the long run 5 % fall outside whatever the stream (a noise estimate from
     few patterns, heavy tails, drift, inputs far from the centres). Two factors:
 
-    * κ (``calibration``), of the model's own deviation ``κσ√(1 + hᵀSh)``, on its own
-      ``error``. That error in units of this deviation (before the step), clipped at ±3,
-      is ``sample_record.z``, which :func:`watch_for_change` accumulates.
+    * κ (``calibration``), of the model's own deviation ``κσ√(1 + hᵀSh)`` (``spread`` is
+      its square, :func:`model_spread`), on its own ``error``. That error in units of
+      this deviation (before the step), clipped at ±3, is ``sample_record.z``, which
+      :func:`watch_for_change` accumulates.
     * κ_o (``outer_calibration``), of the deviation of the prediction as made,
       ``κ_o√(κ²σ²(1 + hᵀSh) + v_b)`` with v_b the variance of the errors' level
       (:mod:`~onlinesparse.core.level`), on that prediction's error ``made``. Where the
@@ -173,7 +173,6 @@ def calibrate(sample_record: np.ndarray, window_record: np.ndarray, error: float
     The change statistics and the level watch the model itself: a level that follows a
     change must not hide it from the memory."""
     s = sample_record[0]
-    spread = model_spread(sample_record, window_record, leverage)
     if not spread > 0.0:
         s.z = 0.0
         return
@@ -213,7 +212,7 @@ def judge_prediction(sample_record: np.ndarray, window_record: np.ndarray,
     s = sample_record[0]
     spread = model_spread(sample_record, window_record, leverage)  # (κ before this step)
     made = s.error - s.level_offset
-    calibrate(sample_record, window_record, s.error, made, leverage)
+    calibrate(sample_record, spread, s.error, made)
     weigh_against_mean(sample_record, window_record, y, made)
     if s.noise_variance > 0.0:
         track_level(levels, s.error, spread, s.noise_variance)
@@ -251,10 +250,10 @@ def weigh_against_mean(sample_record: np.ndarray, window_record: np.ndarray, y: 
     its variance is no estimate.
 
     A model fitted by GCV to a handful of patterns is easily fooled; its predictions are
-    ``w·f(x) + (1 − w)·ȳ`` (``SparseRBFRegressor.predict_one``), so that on the first
-    samples, or after a change it has not caught up with, a stream is predicted at least
-    about as well as by its running mean, and the model takes over as its evidence
-    grows."""
+    ``w·(f(x) + b) + (1 − w)·ȳ`` (``SparseRBFRegressor.predict_one``, b the errors'
+    level), so that on the first samples, or after a change it has not caught up with, a
+    stream is predicted at least about as well as by its running mean, and the model
+    takes over as its evidence grows."""
     s = sample_record[0]
     if s.mean_variance > 0.0:
         miss = y - s.mean_prediction
