@@ -59,15 +59,18 @@ def test_each_filter_is_the_local_level_models_exact_posterior(seed, n, scale, w
     first = second = 0.0
     for k, drift in enumerate(core.LEVEL_DRIFTS):
         means, variances = _from_scratch(errors, spreads, drift, noise)
-        assert levels[k]["mean"] == pytest.approx(means[-1], rel=1e-7, abs=1e-9 * scale)
-        assert levels[k]["variance"] == pytest.approx(variances[-1], rel=1e-7,
-                                                      abs=1e-12 * noise)
         log_odds = 0.0
         for t, e in enumerate(errors):
             total = variances[t] + spreads[t]
             log_odds += (e * e - (e - means[t]) ** 2) / (2.0 * total)
             log_odds = min(max(log_odds, -40.0), 40.0)
-            assume(log_odds > -40.0)  # (a discredited filter restarts: the next test)
+            # A filter discredited on the way restarted from 0 and is no longer the joint
+            # Gaussian's posterior (the next test); the margin keeps a from-scratch sum
+            # within rounding of the bound out of the comparison.
+            assume(log_odds > -39.9)
+        assert levels[k]["mean"] == pytest.approx(means[-1], rel=1e-7, abs=1e-9 * scale)
+        assert levels[k]["variance"] == pytest.approx(variances[-1], rel=1e-7,
+                                                      abs=1e-12 * noise)
         assert levels[k]["log_odds"] == pytest.approx(log_odds, rel=1e-7, abs=1e-9)
         weights.append(math.exp(log_odds))
         first += weights[-1] * means[-1]
