@@ -37,4 +37,8 @@ def upgrade_rbf_state(state: dict, new_record: Callable[[dict], np.ndarray]) -> 
         state["window_size"] = state.pop("window")
     if "model" in state:  # a checkpoint written before the fused path
         state["_model"] = state.pop("model")
+    if "metric" not in state:  # (a pickle from before the inputs' relevance: as it was)
+        state["metric"] = "isotropic"
+    if state.get("_model") is not None and "_relevance" not in state:
+        state["_relevance"] = np.zeros(state["_model"].window.n_features)
     return state

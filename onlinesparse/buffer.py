@@ -72,7 +72,8 @@ class BufferManager:
 
     def consider(self, window: WindowStatistics, x: np.ndarray, error: float,
                  noise_std: float, column: bool = True,
-                 nearest: float | None = None, proposal: bool | None = None) -> None:
+                 nearest: float | None = None, proposal: bool | None = None,
+                 metric: np.ndarray | None = None) -> None:
         """Look at a learned input; maybe queue it as a centre; add ≤ max_new candidates
         (on one call in ``column_every``).
 
@@ -85,13 +86,13 @@ class BufferManager:
         if proposal is None:
             if nearest is None:
                 basis = window.basis
-                kinds, centres = basis.arrays()[:2]
+                kinds, centres, inv_r2 = basis.arrays()[:3]
                 # ∞ when no radial column is tracked yet: then every input is novel.
-                nearest = core.nearest_sq_distance(kinds, centres, basis.size, x)
+                nearest = core.nearest_sq_distance(kinds, centres, inv_r2, basis.size, x)
             proposal = core.proposes(nearest, self.novelty_threshold, error, noise_std,
                                      self.error_threshold)
         if proposal:
-            self.propose(x.copy())
+            self.propose(x.copy(), metric)
         # Basis functions the pruner sends back to the pool can overfill it: trim first.
         while window.n_candidates > self.capacity and self._evict(window):
             pass
@@ -102,23 +103,24 @@ class BufferManager:
         for _ in range(min(self.max_new_per_sample, len(self.queue))):
             # (the centre is a validated input and the radii were checked at creation)
             if window.n_candidates < self.capacity:
-                centre, radius = self.queue.popleft()
-                window.add_radial(centre, radius, self.kernel)
+                centre, radius, metric = self.queue.popleft()
+                window.add_radial(centre, radius, self.kernel, metric)
                 continue
             # A full pool: the new candidate takes the least useful one's place.
             position = self._least_useful(window)
             if position < 0:
                 break
-            centre, radius = self.queue.popleft()
-            window.replace_radial(position, centre, radius, self.kernel)
+            centre, radius, metric = self.queue.popleft()
+            window.replace_radial(position, centre, radius, self.kernel, metric)
             self.n_evicted += 1
 
-    def propose(self, centre: np.ndarray) -> None:
-        """Queue ``centre`` (the caller's to give away) once per radius."""
+    def propose(self, centre: np.ndarray, metric: np.ndarray | None = None) -> None:
+        """Queue ``centre`` (the caller's to give away) once per radius, with the inputs'
+        ``metric`` (positive weights averaging 1; None for the isotropic one)."""
         self.n_proposed += 1
-        # (centre, radius): the spec is built only if the proposal is ever used; most are
-        # pushed out of the short queue by newer ones first.
-        self.queue.extend([(centre, radius) for radius in self.radii])
+        # (centre, radius, metric): the spec is built only if the proposal is ever used;
+        # most are pushed out of the short queue by newer ones first.
+        self.queue.extend([(centre, radius, metric) for radius in self.radii])
 
     def _least_useful(self, window: WindowStatistics) -> int:
         """The candidate to evict first, or −1 when every one is protected. The rule is
@@ -161,4 +163,7 @@ class BufferManager:
         # Checkpoints written when the scores lived here rather than on the columns.
         state.pop("scores", None)
         state.setdefault("_protected_ids", np.zeros(0, dtype=np.int64))
+        queue = state.get("queue")
+        if queue and len(queue[0]) == 2:  # (proposals queued before the metric)
+            state["queue"] = deque([(c, r, None) for c, r in queue], maxlen=queue.maxlen)
         self.__dict__.update(state)

@@ -5,7 +5,10 @@ A :class:`Basis` is an ordered set of columns of a design matrix. Each column is
 * ``constant`` — ``h(x) = 1`` (the bias),
 * ``linear`` — ``h(x) = x[i]`` for one input ``i``,
 * a radial function ``h(x) = φ(‖x − c‖² / r²)`` with centre ``c`` and radius ``r``, where
-  φ is one of Orr's four types (A.3, with ``z = ‖x − c‖²/r²``):
+  φ is one of Orr's four types (A.3, with ``z = ‖x − c‖²/r²``), or with a diagonal metric
+  ``z = Σ_f a_f (x_f − c_f)²/r²`` whose weights ``a`` average 1 (an input of weight
+  ``a_f`` is seen at radius ``r/√a_f``: Orr (1996) A.3's metric per basis function, kept
+  diagonal):
 
   =====================  ======================
   ``gaussian``           ``exp(−z)``
@@ -71,6 +74,7 @@ class BasisSpec:
     centre: tuple[float, ...] = ()
     radius: float = 1.0
     feature: int = -1
+    metric: tuple[float, ...] = ()  # (empty: isotropic)
 
     @staticmethod
     def constant() -> BasisSpec:
@@ -84,7 +88,11 @@ class BasisSpec:
 
     @staticmethod
     def radial(centre: Sequence[float] | np.ndarray, radius: float,
-               kind: str = "gaussian") -> BasisSpec:
+               kind: str = "gaussian",
+               metric: Sequence[float] | np.ndarray | None = None) -> BasisSpec:
+        """A radial column; ``metric`` (optional) weighs the inputs' squared differences,
+        one positive weight per input, rescaled here to average 1 so that ``radius``
+        keeps its meaning."""
         if kind not in KERNELS:
             raise ValueError(f"unknown kernel {kind!r}; choose one of {sorted(KERNELS)}")
         # Plain Python checks: the buffer manager builds one spec per proposal, and NumPy's
@@ -95,7 +103,21 @@ class BasisSpec:
         radius = float(radius)
         if not (math.isfinite(radius) and radius > 0.0):
             raise ValueError(f"a kernel radius must be positive and finite, got {radius}")
-        return BasisSpec(kind, values, radius)
+        return BasisSpec(kind, values, radius, metric=_normalised_metric(metric, len(values)))
+
+
+def _normalised_metric(metric: Sequence[float] | np.ndarray | None, d: int
+                       ) -> tuple[float, ...]:
+    """``metric`` as d positive weights averaging 1, or () for the isotropic metric."""
+    if metric is None:
+        return ()
+    weights = np.asarray(metric, dtype=float).ravel()
+    if weights.shape != (d,) or not np.all(np.isfinite(weights)) or not np.all(weights > 0):
+        raise ValueError(f"a kernel metric must be {d} positive finite weights")
+    weights = weights / weights.mean()
+    if np.allclose(weights, 1.0, rtol=0.0, atol=1e-12):
+        return ()
+    return tuple(weights.tolist())
 
 
 class Basis:
@@ -126,7 +148,8 @@ class Basis:
         capacity = max(int(capacity), 1)
         self._kind = np.zeros(capacity, dtype=np.int8)
         self._centres = np.zeros((capacity, self.n_features))
-        self._inv_r2 = np.ones(capacity)
+        # 1/r² per input: row k is column k's diagonal metric over r² (its mean is 1/r²)
+        self._inv_r2 = np.ones((capacity, self.n_features))
         self._feature = np.full(capacity, -1, dtype=np.int64)
         self.size = 0
 
@@ -139,13 +162,15 @@ class Basis:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        if self._inv_r2.ndim == 1:  # (a pickle from before the diagonal metric)
+            self._inv_r2 = np.repeat(self._inv_r2[:, None], self.n_features, axis=1)
         if self.size == 0:  # keep room for one column so that append can index
             self._grow(1)
 
     # -- structure ------------------------------------------------------------------------
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(kinds, centres, 1/r², input)`` of every column: the description the compiled
-        core evaluates and swaps, in its order."""
+        """``(kinds, centres, 1/r² per input, input)`` of every column: the description
+        the compiled core evaluates and swaps, in its order."""
         return self._kind, self._centres, self._inv_r2, self._feature
 
     def __len__(self) -> int:
@@ -160,7 +185,9 @@ class Basis:
         centres = np.zeros((new_capacity, self.n_features))
         centres[: self.size] = self._centres[: self.size]
         self._centres = centres
-        self._inv_r2 = np.resize(self._inv_r2, new_capacity)
+        inv_r2 = np.ones((new_capacity, self.n_features))
+        inv_r2[: self.size] = self._inv_r2[: self.size]
+        self._inv_r2 = inv_r2
         self._feature = np.resize(self._feature, new_capacity)
 
     def reserve(self, capacity: int) -> None:
@@ -183,24 +210,28 @@ class Basis:
                     f"centre has {len(spec.centre)} coordinates, expected {self.n_features}"
                 )
             kind, centre = KERNELS[spec.kind], spec.centre
-            inv_r2, feature = 1.0 / (spec.radius * spec.radius), -1
+            inv_r2 = (np.asarray(spec.metric) if spec.metric else 1.0) / spec.radius ** 2
+            feature = -1
         else:
             raise ValueError(f"unknown basis kind {spec.kind!r}")
         return self._put(kind, centre, inv_r2, feature)
 
-    def append_radial(self, centre: np.ndarray, radius: float, kind: str) -> int:
-        """:meth:`append` of ``BasisSpec.radial(centre, radius, kind)`` without building
-        the spec, for a caller whose centre (``n_features`` finite numbers), radius and kind
-        are already valid (the buffer manager, many times a second)."""
-        return self._put(KERNELS[kind], centre, 1.0 / (radius * radius), -1)
+    def append_radial(self, centre: np.ndarray, radius: float, kind: str,
+                      metric: np.ndarray | None = None) -> int:
+        """:meth:`append` of ``BasisSpec.radial(centre, radius, kind, metric)`` without
+        building the spec, for a caller whose centre (``n_features`` finite numbers),
+        radius, kind and metric (None, or positive weights averaging 1) are already valid
+        (the buffer manager, many times a second)."""
+        return self._put(KERNELS[kind], centre, _scaled(metric, radius), -1)
 
-    def put_radial(self, i: int, centre: np.ndarray, radius: float, kind: str) -> None:
+    def put_radial(self, i: int, centre: np.ndarray, radius: float, kind: str,
+                   metric: np.ndarray | None = None) -> None:
         """Overwrite column ``i`` with a radial column (as :meth:`append_radial`)."""
         if not 0 <= i < self.size:
             raise IndexError(i)
-        self._put(KERNELS[kind], centre, 1.0 / (radius * radius), -1, i)
+        self._put(KERNELS[kind], centre, _scaled(metric, radius), -1, i)
 
-    def _put(self, kind: int, centre: object, inv_r2: float, feature: int,
+    def _put(self, kind: int, centre: object, inv_r2: float | np.ndarray, feature: int,
              i: int | None = None) -> int:
         if i is None:
             i = self.size
@@ -227,8 +258,10 @@ class Basis:
             return BasisSpec.constant()
         if kind == LINEAR:
             return BasisSpec.linear(int(self._feature[i]))
-        return BasisSpec(_KIND_NAMES[kind], tuple(self._centres[i].tolist()),
-                         float(1.0 / np.sqrt(self._inv_r2[i])))
+        radius = float(self.radii[i])
+        metric = _normalised_metric(self._inv_r2[i] * radius ** 2, self.n_features)
+        return BasisSpec(_KIND_NAMES[kind], tuple(self._centres[i].tolist()), radius,
+                         metric=metric)
 
     @property
     def kinds(self) -> list[str]:
@@ -241,8 +274,16 @@ class Basis:
 
     @property
     def radii(self) -> np.ndarray:
-        """Radii of all columns (1 for constant and linear columns)."""
-        return 1.0 / np.sqrt(self._inv_r2[: self.size])
+        """Radii of all columns (1 for constant and linear columns): ``1/√(mean 1/r²)``
+        over the inputs, the radius of an isotropic column."""
+        if self.n_features == 0:
+            return np.ones(self.size)
+        return 1.0 / np.sqrt(self._inv_r2[: self.size].mean(axis=1))
+
+    @property
+    def metrics(self) -> np.ndarray:
+        """Each column's weights of the inputs (rows averaging 1; all 1 when isotropic)."""
+        return self._inv_r2[: self.size] * (self.radii ** 2)[:, None]
 
     @property
     def radial_mask(self) -> np.ndarray:
@@ -271,3 +312,9 @@ class Basis:
         core.evaluate_rows(self._kind, self._centres, self._inv_r2, self._feature, X,
                              start, stop, out)
         return out
+
+
+def _scaled(metric: np.ndarray | None, radius: float) -> float | np.ndarray:
+    """A column's 1/r² per input from its radius and metric (None: isotropic)."""
+    inverse = 1.0 / (radius * radius)
+    return inverse if metric is None else metric * inverse

@@ -368,11 +368,12 @@ class WindowStatistics(RecordOwner):
         self.basis.append(spec)
         return self._new_column()
 
-    def add_radial(self, centre: np.ndarray, radius: float, kernel: str) -> int:
-        """:meth:`add_column` of ``BasisSpec.radial(centre, radius, kernel)`` for a centre
-        and radius the caller has validated (``Basis.append_radial``)."""
+    def add_radial(self, centre: np.ndarray, radius: float, kernel: str,
+                   metric: np.ndarray | None = None) -> int:
+        """:meth:`add_column` of ``BasisSpec.radial(centre, radius, kernel, metric)`` for a
+        centre, radius and metric the caller has validated (``Basis.append_radial``)."""
         self._make_room()
-        self.basis.append_radial(centre, radius, kernel)
+        self.basis.append_radial(centre, radius, kernel, metric)
         return self._new_column()
 
     def _make_room(self) -> None:
@@ -389,7 +390,7 @@ class WindowStatistics(RecordOwner):
             )
 
     def replace_radial(self, position: int, centre: np.ndarray, radius: float,
-                       kernel: str) -> int:
+                       kernel: str, metric: np.ndarray | None = None) -> int:
         """Forget candidate ``position`` and track ``BasisSpec.radial(centre, radius,
         kernel)`` in its place (:meth:`drop_column` then :meth:`add_radial`, without
         moving any other column); returns the new column's id. For a caller whose
@@ -397,7 +398,7 @@ class WindowStatistics(RecordOwner):
         if not self.n_model <= position < self.n_columns:
             raise ValueError(f"position {position} is not a candidate")
         self._require_stored_patterns()
-        self.basis.put_radial(position, centre, radius, kernel)
+        self.basis.put_radial(position, centre, radius, kernel, metric)
         return self._new_column(position)
 
     def _new_column(self, position: int | None = None) -> int:

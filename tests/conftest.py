@@ -1,6 +1,13 @@
 import os
 
-from hypothesis import HealthCheck, settings
+# Several tests compare a run in a worker process (a local pool, a Dask cluster) with the
+# same run here, bit for bit. A BLAS that splits a product over threads sums it in another
+# order, so one thread everywhere, set before NumPy loads and inherited by every worker:
+# run alone, those tests otherwise saw the last bits of an RMSE differ.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 # CI runs derandomised so that a red build is reproducible; locally hypothesis explores.
 settings.register_profile(

@@ -120,7 +120,10 @@ def test_grid_command_with_its_own_local_cluster_ranks_as_the_local_pool(
     assert table(dask) == table(local)
     rows = table(local)
     assert rows[0][:4] == ["rank", "model", "row", "max_basis"]
-    assert [row[3] for row in rows[1:] if row[2] == "grid"] == ["10", "5"]
+    # (ranked by nMSE; which budget wins on this small recording is the models' business)
+    assert sorted(row[3] for row in rows[1:] if row[2] == "grid") == ["10", "5"]
+    scores = [float(row[4]) for row in rows[1:]]
+    assert scores == sorted(scores)
     assert sorted((row[1], row[2]) for row in rows[1:] if row[2] != "grid") == [
         ("lin1", "baseline"), ("rbf", "default")]
     assert [line for line in local.splitlines() if line.startswith("best: ")] == [

@@ -14,6 +14,7 @@ Layers, bottom up (a module imports only from those above it in this list):
 ``criteria``    GCV / UEV, Orr A.11's optimal λⱼ, FGCV's candidate quantities r, γ, ξ, u
 ``selection``   the pruner's decisions: re-estimate / delete / add / trade, turn order
 ``pruning``     the pruner's evaluations with their moves carried out in place
+``relevance``   the inputs' relevance: the model's slopes, the metric of new kernels
 ``level``       the errors' wandering level: local-level Kalman filters, averaged
 ``sample``      one sample of ``SparseRBFRegressor`` as calls to the above
 ==============  ===========================================================================
@@ -93,6 +94,12 @@ from onlinesparse.core.pruning import (
     criteria_now,
     evaluate,
 )
+from onlinesparse.core.relevance import (
+    METRIC_FLOOR,
+    input_metric,
+    model_gradient,
+    track_relevance,
+)
 from onlinesparse.core.sample import (
     LEARNED,
     LOG_ODDS_LIMIT,
@@ -159,6 +166,10 @@ __all__ = [
     "level_mixture",
     "new_levels",
     "track_level",
+    "METRIC_FLOOR",
+    "input_metric",
+    "model_gradient",
+    "track_relevance",
     "BASIS_FIRST",
     "BASIS_MOVE",
     "CANDIDATE_FIRST",

@@ -29,6 +29,18 @@ def profile(kind: int, z: float) -> float:
 
 
 @jit
+def profile_slope(kind: int, z: float) -> float:
+    """dφ/dz of one radial type at z (the gradient of a column: ∂h/∂x_f = φ'(z)·∂z/∂x_f)."""
+    if kind == GAUSSIAN:
+        return -math.exp(-z)
+    if kind == MULTIQUADRIC:
+        return 0.5 / math.sqrt(1.0 + z)
+    if kind == INVERSE_MULTIQUADRIC:
+        return -0.5 / ((1.0 + z) * math.sqrt(1.0 + z))
+    return -1.0 / ((1.0 + z) * (1.0 + z))  # Cauchy
+
+
+@jit
 def profile_array(kind: int, z: np.ndarray, out: np.ndarray) -> None:
     """:func:`profile` elementwise over a flat array."""
     for i in range(z.shape[0]):
@@ -39,7 +51,11 @@ def profile_array(kind: int, z: np.ndarray, out: np.ndarray) -> None:
 def evaluate_rows(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
                   features: np.ndarray, X: np.ndarray, start: int, stop: int,
                   out: np.ndarray) -> None:
-    """``out[i, k − start]`` = value of column k at input ``X[i]`` (``Basis.evaluate``)."""
+    """``out[i, k − start]`` = value of column k at input ``X[i]`` (``Basis.evaluate``).
+
+    A radial column's metric is diagonal: ``z = Σ_f inv_r2[k, f]·(x_f − c_f)²``, one
+    ``1/r²`` per input (Orr (1996) A.3 allows a metric per basis function; the isotropic
+    column has every entry equal)."""
     d = X.shape[1]
     for i in range(X.shape[0]):
         for k in range(start, stop):
@@ -52,25 +68,30 @@ def evaluate_rows(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
                 z = 0.0
                 for f in range(d):
                     diff = X[i, f] - centres[k, f]
-                    z += diff * diff
-                value = profile(kind, z * inv_r2[k])
+                    z += diff * diff * inv_r2[k, f]
+                value = profile(kind, z)
             out[i, k - start] = value
 
 
 @jit
-def nearest_sq_distance(kinds: np.ndarray, centres: np.ndarray, stop: int,
-                        x: np.ndarray) -> float:
-    """Smallest ``‖x − c‖²`` over the radial columns ``0 … stop−1`` (∞ if there are none):
-    the buffer manager's novelty test."""
+def nearest_sq_distance(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
+                        stop: int, x: np.ndarray) -> float:
+    """Smallest ``Σ_f a_f (x_f − c_f)²`` over the radial columns ``0 … stop−1``, ``a`` each
+    column's metric (its 1/r² per input over their mean; all 1 for an isotropic column),
+    ∞ if there are none: the buffer manager's novelty test. An input that differs from a
+    centre only along inputs the kernel barely sees is not novel."""
     best = math.inf
     d = x.shape[0]
     for k in range(stop):
         if kinds[k] < GAUSSIAN:
             continue
         z = 0.0
+        mean = 0.0
         for f in range(d):
             diff = x[f] - centres[k, f]
-            z += diff * diff
+            z += diff * diff * inv_r2[k, f]
+            mean += inv_r2[k, f]
+        z *= d / mean
         if z < best:
             best = z
     return best

@@ -26,6 +26,7 @@ from onlinesparse.core.criteria import noise_estimate
 from onlinesparse.core.health import REFRESH_NOW, account, close_round, decide, is_healthy
 from onlinesparse.core.level import level_mixture, track_level
 from onlinesparse.core.pruning import FINISHED, HAND_BACK, Ridge, Tracked, criteria_now, evaluate
+from onlinesparse.core.relevance import model_gradient, track_relevance
 from onlinesparse.core.selection import lambda_min, proposes
 from onlinesparse.core.statistics import gram_rank_one, rolling_refresh, running_mean
 from onlinesparse.core.updates import MIN_RESIDUAL_LEVERAGE, sherman_morrison, slide_window
@@ -327,7 +328,7 @@ def consider(sample_record: np.ndarray, ridge_record: np.ndarray,
     predictive distribution."""
     sr = sample_record[0]
     w = window_record[0]
-    nearest = nearest_sq_distance(t.kinds, t.centres, w.n_columns, x)
+    nearest = nearest_sq_distance(t.kinds, t.centres, t.inv_r2, w.n_columns, x)
     sr.nearest = nearest
     sr.propose = 1 if proposes(nearest, sr.novelty_sq, sr.error,
                                math.sqrt(noise_level(sample_record, window_record)),
@@ -379,8 +380,9 @@ def continue_sample(sample_record: np.ndarray, pruner_record: np.ndarray,
 @jit
 def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
                   evaluations: int, first: int, sample_record: np.ndarray,
-                  levels: np.ndarray, pruner_record: np.ndarray, ridge_record: np.ndarray,
-                  window_record: np.ndarray, row: np.ndarray, gram: np.ndarray,
+                  levels: np.ndarray, relevance: np.ndarray, pruner_record: np.ndarray,
+                  ridge_record: np.ndarray, window_record: np.ndarray, row: np.ndarray,
+                  gram: np.ndarray,
                   cross_y: np.ndarray, traffic: np.ndarray,
                   HT: np.ndarray, XT: np.ndarray, targets: np.ndarray, ids: np.ndarray,
                   merit: np.ndarray, stamps: np.ndarray, kinds: np.ndarray,
@@ -390,7 +392,9 @@ def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
                   spare_lambdas: np.ndarray, protected: np.ndarray, move: np.ndarray
                   ) -> int:
     """``SparseRBFRegressor.learn_one`` from a validated input, in one call: the row and
-    the error before learning (``sample_record.error``, ``row[:n]``), :func:`learn_pattern`,
+    the error before learning (``sample_record.error``, ``row[:n]``), the model's slopes
+    at x into the inputs' ``relevance`` (:mod:`~onlinesparse.core.relevance`),
+    :func:`learn_pattern`,
     the inputs' running means (``means``, the ``committed``-th learned input), then
     :func:`continue_sample`. Returns ``QUIET``, ``SLIDE_REFUSED`` (nothing changed),
     ``REFRESH`` (the pattern is in: refresh S, then :func:`continue_sample`) or ``MOVE``.
@@ -404,6 +408,10 @@ def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
     evaluate_rows(kinds, centres, inv_r2, features, x.reshape((1, d)), 0, n,
                   row.reshape((1, n)))
     sample_record[0].error = y - inner(row, weights, weights.shape[0])
+    if weights.shape[0] > 0:
+        gradient = np.empty(d)
+        model_gradient(kinds, centres, inv_r2, features, weights, x, gradient)
+        track_relevance(relevance, gradient, window_record[0].count + 1.0)
     pruner_record[0].resized = 0  # (what the pruner reports is this call's)
     pruner_record[0].stop = 0
     pruner_record[0].done = 0

@@ -43,16 +43,17 @@ def new_column(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
         line[:] = XT[features[i]]
     else:
         centre = centres[i]
+        metric = inv_r2[i]
         z = np.zeros(cap)
         for f in range(XT.shape[0]):
             inputs = XT[f]
             c = centre[f]
+            scale = metric[f]
             for slot in range(cap):
                 diff = inputs[slot] - c
-                z[slot] += diff * diff
-        scale = inv_r2[i]
+                z[slot] += diff * diff * scale
         for slot in range(cap):
-            line[slot] = profile(kind, z[slot] * scale)
+            line[slot] = profile(kind, z[slot])
     if factor == 1.0 and full:
         # Every slot holds an unweighted pattern: the weights are the values themselves.
         cross = np.dot(HT[:n], line)
@@ -193,8 +194,8 @@ def swap_columns(gram: np.ndarray, HT: np.ndarray, cross_y: np.ndarray, ids: np.
     stamps[i], stamps[j] = stamps[j], stamps[i]
     traffic[i], traffic[j] = traffic[j], traffic[i]
     kinds[i], kinds[j] = kinds[j], kinds[i]
-    inv_r2[i], inv_r2[j] = inv_r2[j], inv_r2[i]
     features[i], features[j] = features[j], features[i]
+    swap_rows(inv_r2, i, j)
     swap_rows(centres, i, j)
 
 

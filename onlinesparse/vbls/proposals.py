@@ -43,8 +43,8 @@ def consider(buffer: BufferManager, window: WindowStatistics, x: np.ndarray, err
     survive their siblings (module docstring): the same proposal test (``core.proposes``:
     novel, or badly predicted), the queue entries whose columns would be evicted before
     they are scored dropped, then the buffer manager's step on the rest."""
-    kinds, centres = window.basis.arrays()[:2]
-    nearest = core.nearest_sq_distance(kinds, centres, window.basis.size, x)
+    kinds, centres, inv_r2 = window.basis.arrays()[:3]
+    nearest = core.nearest_sq_distance(kinds, centres, inv_r2, window.basis.size, x)
     if core.proposes(nearest, buffer.novelty_threshold, error, noise_std,
                      buffer.error_threshold):
         buffer.propose(x.copy())
