@@ -44,6 +44,8 @@ _GROWTH_EVALUATIONS = 4
 # FriedmanDrift streams and the robot stream: the same with any).
 _MIN_MEMORY = 30
 _RELAX = 4
+# Samples between remakes of the metric of proposed kernels (core.relevance.input_metric).
+_METRIC_EVERY = 16
 # learn_many refines to convergence in at most this many rounds of the pruner (each visits
 # every basis function and candidate about twice).
 _BATCH_ROUNDS = 50
@@ -547,8 +549,18 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         while the model has no slopes)."""
         if self.metric == "isotropic":
             return None
-        metric = np.empty(len(self._relevance))
-        return metric if core.input_metric(self._relevance, metric) else None
+        # The relevance is a mean over about the model's memory (W patterns): remade
+        # every W/64 samples (at most _METRIC_EVERY), the metric is as good, and
+        # proposals (most samples make one) share an array that is never written again
+        # instead of each costing one.
+        made, metric = getattr(self, "_metric_cache", (-_METRIC_EVERY, None))
+        every = min(_METRIC_EVERY, int(self._model.window.count) // 64 + 1)
+        if self._n_learned - made >= every or self._n_learned < made:
+            metric = np.empty(len(self._relevance))
+            if not core.input_metric(self._relevance, metric):
+                metric = None
+            self._metric_cache = (self._n_learned, metric)
+        return metric
 
     def _schedule(self, size: int) -> tuple[int, int]:
         """The pruner's evaluations for this sample and their order (``core.TURN_ORDER``,

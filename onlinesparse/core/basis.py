@@ -29,15 +29,17 @@ def profile(kind: int, z: float) -> float:
 
 
 @jit
-def profile_slope(kind: int, z: float) -> float:
-    """dφ/dz of one radial type at z (the gradient of a column: ∂h/∂x_f = φ'(z)·∂z/∂x_f)."""
+def profile_slope(kind: int, value: float) -> float:
+    """dφ/dz of one radial type, written in its value φ(z) (the row already holds it, so a
+    slope costs no second exp): ``−φ`` (Gaussian), ``1/(2φ)`` (multiquadric), ``−φ³/2``
+    (inverse multiquadric), ``−φ²`` (Cauchy)."""
     if kind == GAUSSIAN:
-        return -math.exp(-z)
+        return -value
     if kind == MULTIQUADRIC:
-        return 0.5 / math.sqrt(1.0 + z)
+        return 0.5 / value
     if kind == INVERSE_MULTIQUADRIC:
-        return -0.5 / ((1.0 + z) * math.sqrt(1.0 + z))
-    return -1.0 / ((1.0 + z) * (1.0 + z))  # Cauchy
+        return -0.5 * value * value * value
+    return -value * value  # Cauchy
 
 
 @jit

@@ -37,10 +37,11 @@ METRIC_FLOOR = 0.1
 @jit
 def model_gradient(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
                    features: np.ndarray, weights: np.ndarray, x: np.ndarray,
-                   out: np.ndarray) -> None:
+                   row: np.ndarray, out: np.ndarray) -> None:
     """``out = ∇f(x)`` for ``f = Σ_k w_k h_k`` over the model's columns (the first
-    ``len(weights)``): a linear column adds its weight to its input's slope, a radial one
-    ``w·φ'(z)·2·inv_r2[k, f]·(x_f − c_f)``."""
+    ``len(weights)``), ``row`` their values at x: a linear column adds its weight to its
+    input's slope, a radial one ``w·φ'(z)·2·inv_r2[k, f]·(x_f − c_f)`` with φ' from the
+    value (:func:`~onlinesparse.core.basis.profile_slope`)."""
     d = x.shape[0]
     out[:] = 0.0
     for k in range(weights.shape[0]):
@@ -50,11 +51,7 @@ def model_gradient(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
         if kind == LINEAR:
             out[features[k]] += weights[k]
             continue
-        z = 0.0
-        for f in range(d):
-            diff = x[f] - centres[k, f]
-            z += diff * diff * inv_r2[k, f]
-        slope = 2.0 * weights[k] * profile_slope(kind, z)
+        slope = 2.0 * weights[k] * profile_slope(kind, row[k])
         for f in range(d):
             out[f] += slope * inv_r2[k, f] * (x[f] - centres[k, f])
 
