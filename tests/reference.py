@@ -102,3 +102,13 @@ def tipping_faul(H: np.ndarray, Phi: np.ndarray, y: np.ndarray, alpha: np.ndarra
         return (v - H @ (inner @ (H.T @ v))) / s
 
     return np.einsum("ij,ij->j", Phi, c_inv(Phi)), Phi.T @ c_inv(y)
+
+
+def prequential_errors(model, stream) -> np.ndarray:
+    """``y − predict_one(x)`` before each ``learn_one(x, y)`` over ``stream`` (progressive
+    validation, by hand)."""
+    errors = []
+    for x, y in stream:
+        errors.append(y - model.predict_one(x))
+        model.learn_one(x, y)
+    return np.array(errors)

@@ -12,6 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from onlinesparse import SparseRBFRegressor, core
+from tests.reference import prequential_errors
 
 
 def _from_scratch(errors: np.ndarray, spreads: np.ndarray, drift: float,
@@ -111,14 +112,6 @@ def _stream(n: int, seed: int, wander: float):
                        + 0.1 * rng.normal())
 
 
-def _prequential(model: SparseRBFRegressor, stream) -> np.ndarray:
-    errors = []
-    for x, y in stream:
-        errors.append(y - model.predict_one(x))
-        model.learn_one(x, y)
-    return np.array(errors)
-
-
 def _without_level(model: SparseRBFRegressor, stream) -> np.ndarray:
     """The same model with its level held at 0 after every sample (what it was before
     the level existed: the weighing, calibration and memory see the model's own error)."""
@@ -141,11 +134,11 @@ def test_a_wandering_level_is_followed_and_a_still_one_left_alone():
     within a fraction of the noise."""
     rmse = lambda e: float(np.sqrt(np.mean(e[200:] ** 2)))  # noqa: E731
     kwargs = dict(max_basis=30, window_size=300)
-    wandering = rmse(_prequential(SparseRBFRegressor(**kwargs), _stream(1500, 1, 0.03)))
+    wandering = rmse(prequential_errors(SparseRBFRegressor(**kwargs), _stream(1500, 1, 0.03)))
     held = rmse(_without_level(SparseRBFRegressor(**kwargs), _stream(1500, 1, 0.03)))
     assert wandering < 0.95 * held
     model = SparseRBFRegressor(**kwargs)
-    still = rmse(_prequential(model, _stream(1500, 2, 0.0)))
+    still = rmse(prequential_errors(model, _stream(1500, 2, 0.0)))
     still_held = rmse(_without_level(SparseRBFRegressor(**kwargs), _stream(1500, 2, 0.0)))
     assert still <= 1.01 * still_held
     assert abs(model.record[0]["level_offset"]) < 0.05

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from onlinesparse import SparseRBFRegressor, core
 from onlinesparse.kernels import KERNELS, Basis, BasisSpec
 from onlinesparse.window import WindowStatistics
+from tests.reference import prequential_errors
 
 _PROFILES = {
     "gaussian": lambda z: np.exp(-z),
@@ -147,21 +148,13 @@ def _friedman(n: int, seed: int):
         yield {f"x{i}": float(3.46 * (v - 0.5)) for i, v in enumerate(u)}, float(y)
 
 
-def _prequential(model: SparseRBFRegressor, stream) -> np.ndarray:
-    errors = []
-    for x, y in stream:
-        errors.append(y - model.predict_one(x))
-        model.learn_one(x, y)
-    return np.array(errors)
-
-
 def test_irrelevant_inputs_lose_weight_and_the_metric_pays():
     """On Friedman #1 the five ignored inputs end with the smallest relevance, kernels
     proposed late carry a metric that weighs them least, and the prequential RMSE over
     the second half is at least 10 % below the isotropic model's on the same stream."""
     gradient, isotropic = SparseRBFRegressor(), SparseRBFRegressor(metric="isotropic")
-    errors = _prequential(gradient, _friedman(3000, 1))
-    baseline = _prequential(isotropic, _friedman(3000, 1))
+    errors = prequential_errors(gradient, _friedman(3000, 1))
+    baseline = prequential_errors(isotropic, _friedman(3000, 1))
     relevance = gradient._relevance
     assert relevance[5:].max() < relevance[:5].min()
     metric = gradient._proposal_metric()
