@@ -112,6 +112,8 @@ def _normalised_metric(metric: Sequence[float] | np.ndarray | None, d: int
     if metric is None:
         return ()
     weights = np.asarray(metric, dtype=float).ravel()
+    if d == 0 and weights.size == 0:  # (no inputs: nothing to weigh)
+        return ()
     if weights.shape != (d,) or not np.all(np.isfinite(weights)) or not np.all(weights > 0):
         raise ValueError(f"a kernel metric must be {d} positive finite weights")
     weights = weights / weights.mean()

@@ -189,3 +189,15 @@ def test_a_pickle_from_before_the_metric_loads_as_it_was():
     probe = dict(next(_friedman(1, 3))[0])
     assert old.predict_one(probe) == model.predict_one(probe)
     assert restored.evaluate(x).shape == (len(restored),)
+
+
+def test_a_stream_without_inputs_is_learned_without_a_metric():
+    """No features at all (every input dropped, a target alone): kernels have no inputs to
+    weigh, every centre is at distance 0 in its metric, and the model predicts about the
+    target's mean (the novelty test once divided by the metric's mean, 0 here)."""
+    model = SparseRBFRegressor()
+    targets = [float(k % 7) for k in range(300)]
+    for y in targets:
+        model.learn_one({}, y)
+    assert model.predict_one({}) == pytest.approx(np.mean(targets), abs=0.1)
+    assert all(f["metric"] == () for f in model.basis_functions())

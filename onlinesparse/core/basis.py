@@ -93,7 +93,8 @@ def nearest_sq_distance(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarr
             diff = x[f] - centres[k, f]
             z += diff * diff * inv_r2[k, f]
             mean += inv_r2[k, f]
-        z *= d / mean
+        if mean > 0.0:  # (no inputs, d = 0: every centre is at distance 0)
+            z *= d / mean
         if z < best:
             best = z
     return best
