@@ -130,6 +130,15 @@ def test_the_input_metric_floors_and_averages_one():
     assert not core.input_metric(np.array([np.inf, 1.0, 0.0, 0.0]), out)
 
 
+def test_a_slope_that_is_not_finite_leaves_the_relevance_as_it_was():
+    relevance = np.array([1.0, 2.0])
+    core.track_relevance(relevance, np.array([3.0, 1e200]), 10.0)
+    core.track_relevance(relevance, np.array([np.nan, 0.0]), 10.0)
+    np.testing.assert_array_equal(relevance, [1.0, 2.0])
+    core.track_relevance(relevance, np.array([3.0, 0.0]), 10.0)
+    np.testing.assert_allclose(relevance, [1.0 + (9.0 - 1.0) / 10, 2.0 - 2.0 / 10])
+
+
 def test_a_metric_must_be_positive_and_of_the_inputs_length():
     with pytest.raises(ValueError, match="positive finite"):
         BasisSpec.radial([0.0, 0.0], 1.0, metric=[1.0, 0.0])

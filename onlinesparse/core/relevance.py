@@ -22,6 +22,8 @@ Cost: O(M·d) per sample, as the row of the input.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from onlinesparse.core._jit import jit
@@ -59,7 +61,12 @@ def model_gradient(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
 @jit
 def track_relevance(relevance: np.ndarray, gradient: np.ndarray, memory: float) -> None:
     """``relevance_f ← relevance_f + (g_f² − relevance_f)/memory``: the mean squared slope
-    along each input over about the last ``memory`` samples (≥ 1)."""
+    along each input over about the last ``memory`` samples (≥ 1). A gradient with a
+    squared slope that is not finite (an input far out, a model polluted by one) is
+    skipped: it would leave the relevance infinite, and the metric isotropic, for good."""
+    for f in range(gradient.shape[0]):
+        if not math.isfinite(gradient[f] * gradient[f]):
+            return
     rate = 1.0 / max(memory, 1.0)
     for f in range(relevance.shape[0]):
         relevance[f] += (gradient[f] * gradient[f] - relevance[f]) * rate
