@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 import pickle
 
@@ -356,20 +357,20 @@ def test_a_slide_the_compiled_sample_refuses_takes_the_add_first_order(monkeypat
 
     compiled = core.stream_sample
     calls = {"k": 0, "refused": 0}
+    names = list(inspect.signature(compiled.py_func).parameters)
 
-    def refusing(x, y, means, committed, evaluations, first, *arrays):
+    def refusing(*args):
         calls["k"] += 1
-        # (positions in stream_sample's signature after `first`)
-        window_record, row = arrays[5], arrays[6]
+        a = dict(zip(names, args, strict=True))  # (by name, as stream_sample declares them)
+        window_record, row, x = a["window_record"], a["row"], a["x"]
         full = window_record[0]["n_stored"] >= window_record[0]["store_capacity"]
         if full and calls["k"] % 5 == 0:
             calls["refused"] += 1
             n = int(window_record[0]["n_columns"])
-            kinds, centres, inv_r2, features = arrays[16:20]
-            core.evaluate_rows(kinds, centres, inv_r2, features, x.reshape(1, -1), 0, n,
-                               row[:n].reshape(1, n))
+            core.evaluate_rows(a["kinds"], a["centres"], a["inv_r2"], a["features"],
+                               x.reshape(1, -1), 0, n, row[:n].reshape(1, n))
             return core.SLIDE_REFUSED
-        return compiled(x, y, means, committed, evaluations, first, *arrays)
+        return compiled(*args)
 
     monkeypatch.setattr(core, "stream_sample", refusing)
     model = SparseRBFRegressor(max_basis=10, window_size=40)
