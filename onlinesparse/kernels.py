@@ -116,6 +116,7 @@ def _normalised_metric(metric: Sequence[float] | np.ndarray | None, d: int
         return ()
     if weights.shape != (d,) or not np.all(np.isfinite(weights)) or not np.all(weights > 0):
         raise ValueError(f"a kernel metric must be {d} positive finite weights")
+    weights = weights / weights.max()  # (first: the mean of weights near 1e308 overflows)
     weights = weights / weights.mean()
     if np.allclose(weights, 1.0, rtol=0.0, atol=1e-12):
         return ()
@@ -150,8 +151,9 @@ class Basis:
         capacity = max(int(capacity), 1)
         self._kind = np.zeros(capacity, dtype=np.int8)
         self._centres = np.zeros((capacity, self.n_features))
-        # 1/r² per input: row k is column k's diagonal metric over r² (its mean is 1/r²)
-        self._inv_r2 = np.ones((capacity, self.n_features))
+        # 1/r² per input: row k is column k's diagonal metric over r² (its mean is 1/r²);
+        # one entry at least, so that a column over no inputs keeps its radius
+        self._inv_r2 = np.ones((capacity, max(self.n_features, 1)))
         self._feature = np.full(capacity, -1, dtype=np.int64)
         self.size = 0
 
@@ -165,7 +167,7 @@ class Basis:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         if self._inv_r2.ndim == 1:  # (a pickle from before the diagonal metric)
-            self._inv_r2 = np.repeat(self._inv_r2[:, None], self.n_features, axis=1)
+            self._inv_r2 = np.repeat(self._inv_r2[:, None], max(self.n_features, 1), axis=1)
         if self.size == 0:  # keep room for one column so that append can index
             self._grow(1)
 
@@ -187,7 +189,7 @@ class Basis:
         centres = np.zeros((new_capacity, self.n_features))
         centres[: self.size] = self._centres[: self.size]
         self._centres = centres
-        inv_r2 = np.ones((new_capacity, self.n_features))
+        inv_r2 = np.ones((new_capacity, self._inv_r2.shape[1]))
         inv_r2[: self.size] = self._inv_r2[: self.size]
         self._inv_r2 = inv_r2
         self._feature = np.resize(self._feature, new_capacity)
@@ -212,7 +214,9 @@ class Basis:
                     f"centre has {len(spec.centre)} coordinates, expected {self.n_features}"
                 )
             kind, centre = KERNELS[spec.kind], spec.centre
-            inv_r2 = (np.asarray(spec.metric) if spec.metric else 1.0) / spec.radius ** 2
+            # (a spec built directly, not by BasisSpec.radial, is checked here too)
+            metric = _normalised_metric(spec.metric or None, self.n_features)
+            inv_r2 = (np.asarray(metric) if metric else 1.0) / spec.radius ** 2
             feature = -1
         else:
             raise ValueError(f"unknown basis kind {spec.kind!r}")
@@ -260,8 +264,9 @@ class Basis:
             return BasisSpec.constant()
         if kind == LINEAR:
             return BasisSpec.linear(int(self._feature[i]))
-        radius = float(self.radii[i])
-        metric = _normalised_metric(self._inv_r2[i] * radius ** 2, self.n_features)
+        radius = float(1.0 / np.sqrt(self._inv_r2[i].mean()))
+        metric = _normalised_metric(self._inv_r2[i, : self.n_features] * radius ** 2,
+                                    self.n_features)
         return BasisSpec(_KIND_NAMES[kind], tuple(self._centres[i].tolist()), radius,
                          metric=metric)
 
@@ -278,14 +283,12 @@ class Basis:
     def radii(self) -> np.ndarray:
         """Radii of all columns (1 for constant and linear columns): ``1/√(mean 1/r²)``
         over the inputs, the radius of an isotropic column."""
-        if self.n_features == 0:
-            return np.ones(self.size)
         return 1.0 / np.sqrt(self._inv_r2[: self.size].mean(axis=1))
 
     @property
     def metrics(self) -> np.ndarray:
         """Each column's weights of the inputs (rows averaging 1; all 1 when isotropic)."""
-        return self._inv_r2[: self.size] * (self.radii ** 2)[:, None]
+        return self._inv_r2[: self.size, : self.n_features] * (self.radii ** 2)[:, None]
 
     @property
     def radial_mask(self) -> np.ndarray:

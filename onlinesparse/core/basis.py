@@ -88,13 +88,13 @@ def nearest_sq_distance(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarr
         if kinds[k] < GAUSSIAN:
             continue
         z = 0.0
-        mean = 0.0
+        total = 0.0
         for f in range(d):
             diff = x[f] - centres[k, f]
             z += diff * diff * inv_r2[k, f]
-            mean += inv_r2[k, f]
-        if mean > 0.0:  # (no inputs, d = 0: every centre is at distance 0)
-            z *= d / mean
+            total += inv_r2[k, f]
+        if total > 0.0:  # (no inputs, d = 0: every centre is at distance 0)
+            z *= d / total
         if z < best:
             best = z
     return best

@@ -424,10 +424,8 @@ def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
     evaluate_rows(kinds, centres, inv_r2, features, x.reshape((1, d)), 0, n,
                   row.reshape((1, n)))
     sample_record[0].error = y - inner(row, weights, weights.shape[0])
-    if weights.shape[0] > 0:
-        gradient = np.empty(d)
-        model_gradient(kinds, centres, inv_r2, features, weights, x, row, gradient)
-        track_relevance(relevance, gradient, window_record[0].count + 1.0)
+    gradient = np.empty(d)  # (the model's slopes before learning; tracked once it is in)
+    model_gradient(kinds, centres, inv_r2, features, weights, x, row, gradient)
     pruner_record[0].resized = 0  # (what the pruner reports is this call's)
     pruner_record[0].stop = 0
     pruner_record[0].done = 0
@@ -435,6 +433,8 @@ def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
                            HT, XT, targets, stamps, variance, weights, lambdas)
     if status == SLIDE_REFUSED:
         return SLIDE_REFUSED
+    if weights.shape[0] > 0:
+        track_relevance(relevance, gradient, window_record[0].count)
     sample_record[0].n_learned += 1
     running_mean(means, x, committed)
     if weights.shape[0] > 0:  # (an empty model's prediction is no model's)
