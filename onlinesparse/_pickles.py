@@ -10,6 +10,7 @@ import numpy as np
 
 from onlinesparse import core
 from onlinesparse.core.state import SAMPLE, upgrade_record
+from onlinesparse.input_metric import InputMetric
 
 __all__ = ["upgrade_rbf_state"]
 
@@ -39,6 +40,10 @@ def upgrade_rbf_state(state: dict, new_record: Callable[[dict], np.ndarray]) -> 
         state["_model"] = state.pop("model")
     if "metric" not in state:  # (a pickle from before the inputs' relevance: as it was)
         state["metric"] = "isotropic"
-    if state.get("_model") is not None and "_relevance" not in state:
-        state["_relevance"] = np.zeros(state["_model"].window.n_features)
+    if state.get("_model") is not None and "_inputs" not in state:
+        inputs = InputMetric(state["_model"].window.n_features, state["metric"])
+        if "_relevance" in state:  # (the relevance's first home, a bare array)
+            inputs.relevance[:] = state.pop("_relevance")
+        state.pop("_metric_cache", None)
+        state["_inputs"] = inputs
     return state

@@ -17,6 +17,7 @@ from onlinesparse._validation import check_choice, check_int, check_radii, check
 from onlinesparse.buffer import BufferManager
 from onlinesparse.core.state import SAMPLE, Field, RecordOwner, new_record
 from onlinesparse.features import FeatureMap, as_rows, as_target
+from onlinesparse.input_metric import InputMetric, prediction_moves
 from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.pruner import GCVPruner
 from onlinesparse.ridge import IllConditionedError, IncrementalRidge
@@ -44,8 +45,6 @@ _GROWTH_EVALUATIONS = 4
 # FriedmanDrift streams and the robot stream: the same with any).
 _MIN_MEMORY = 30
 _RELAX = 4
-# Samples between remakes of the metric of proposed kernels (core.relevance.input_metric).
-_METRIC_EVERY = 16
 # learn_many refines to convergence in at most this many rounds of the pruner (each visits
 # every basis function and candidate about twice).
 _BATCH_ROUNDS = 50
@@ -296,7 +295,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         ids = [self.model.add_candidate(spec) for spec in specs]
         self._buffer.protected.update(ids)
         self._constant_id = ids[0]
-        self._relevance = np.zeros(n_features)  # (core.relevance: mean squared slopes)
+        self._inputs = InputMetric(n_features, self.metric)
         self.n_memory_cuts = 0  # (memory="adaptive": see _adapt_memory)
 
     def _noise_level(self) -> float:
@@ -499,9 +498,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         protected = self._buffer.protected_ids()
         pruner = self._pruner
         basis = window.basis.arrays()
-        arguments = (self.record, self._levels, self._relevance, pruner.record, model.record,
-                     window.record, self._row_buffer(), *window.tracked_ring(), *state.arrays(),
-                     *self._spare_arrays(), protected, pruner.move)
+        arguments = (self.record, self._levels, self._inputs.relevance, pruner.record,
+                     model.record, window.record, self._row_buffer(), *window.tracked_ring(),
+                     *state.arrays(), *self._spare_arrays(), protected, pruner.move)
         self._cached_arguments = ((window.layout, state.variance, self._spares), arguments)
         # predict_one's: the model's basis and weights, valid while the window's layout
         # and the weights array stay (predict_one checks both)
@@ -544,23 +543,8 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         buffer.n_considered += 1
 
     def _proposal_metric(self) -> np.ndarray | None:
-        """The inputs' weights for a kernel proposed now (``core.input_metric``: the
-        gradient weights of the model learned so far), None for the isotropic metric (and
-        while the model has no slopes)."""
-        if self.metric == "isotropic":
-            return None
-        # The relevance is a mean over about the model's memory (W patterns): remade
-        # every W/64 samples (at most _METRIC_EVERY), the metric is as good, and
-        # proposals (most samples make one) share an array that is never written again
-        # instead of each costing one.
-        made, metric = getattr(self, "_metric_cache", (-_METRIC_EVERY, None))
-        every = min(_METRIC_EVERY, int(self._model.window.count) // 64 + 1)
-        if self._n_learned - made >= every or self._n_learned < made:
-            metric = np.empty(len(self._relevance))
-            if not core.input_metric(self._relevance, metric):
-                metric = None
-            self._metric_cache = (self._n_learned, metric)
-        return metric
+        """The inputs' weights for a kernel proposed now (:class:`InputMetric`)."""
+        return self._inputs.for_proposal(self._n_learned, self._model.window.count)
 
     def _schedule(self, size: int) -> tuple[int, int]:
         """The pruner's evaluations for this sample and their order (``core.TURN_ORDER``,
@@ -807,20 +791,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         return math.nan if self.model is None else self.model.loo()
 
     def input_relevance(self) -> dict[Hashable, float]:
-        """How much the prediction moves with each input over the window: the mean absolute
-        change of the prediction for a ±½ std change of the input (finite differences),
-        O(d·W·M), on demand only."""
+        """How much the prediction moves with each input over the window
+        (:func:`~onlinesparse.input_metric.prediction_moves`), O(d·W·M), on demand only."""
         if self.model is None or not self.model.size:
             return {name: 0.0 for name in self._features.names}
-        X = self.model.window.stored_inputs()
-        scale = X.std(axis=0)
-        basis, weights = self.model.window.basis, self.model.weights
-        size = self.model.size
-        out = {}
-        for i, name in enumerate(self._features.names):
-            step = np.zeros(X.shape[1])
-            step[i] = 0.5 * scale[i] if scale[i] > 0 else 0.5
-            up = basis.evaluate_many(X + step, 0, size) @ weights
-            down = basis.evaluate_many(X - step, 0, size) @ weights
-            out[name] = float(np.mean(np.abs(up - down)))
-        return out
+        moves = prediction_moves(self.model)
+        return dict(zip(self._features.names, moves.tolist(), strict=True))
