@@ -1,9 +1,12 @@
 import os
 
 # Several tests compare a run in a worker process (a local pool, a Dask cluster) with the
-# same run here, bit for bit. A BLAS that splits a product over threads sums it in another
-# order, so one thread everywhere, set before NumPy loads and inherited by every worker:
-# run alone, those tests otherwise saw the last bits of an RMSE differ.
+# same run here, bit for bit. Run alone, tests/test_parallel_dask.py saw this process's
+# replay differ from the workers' (and from the same replay in a fresh process) in the
+# last bits of its RMSE; the cause in this long-lived process was not pinned down. One
+# BLAS thread everywhere, set before NumPy loads and inherited by every worker, makes the
+# comparisons exact. tests/test_blas.py removes these variables to test the library's own
+# pinning (onlinesparse._blas), which they would otherwise leave alone as a user's choice.
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 

@@ -7,6 +7,7 @@ shares no code with the incremental core it checks.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -104,7 +105,7 @@ def tipping_faul(H: np.ndarray, Phi: np.ndarray, y: np.ndarray, alpha: np.ndarra
     return np.einsum("ij,ij->j", Phi, c_inv(Phi)), Phi.T @ c_inv(y)
 
 
-def prequential_errors(model, stream) -> np.ndarray:
+def prequential_errors(model: object, stream: Iterable[tuple[dict, float]]) -> np.ndarray:
     """``y − predict_one(x)`` before each ``learn_one(x, y)`` over ``stream`` (progressive
     validation, by hand)."""
     errors = []

@@ -4,7 +4,9 @@ estimator on a stream with irrelevant inputs."""
 
 from __future__ import annotations
 
+import copy
 import pickle
+from collections import deque
 
 import numpy as np
 import pytest
@@ -24,51 +26,75 @@ _PROFILES = {
 }
 
 
-def _random_basis(rng: np.random.Generator, d: int, spread: float) -> Basis:
+def _random_columns(rng: np.random.Generator, d: int, spread: float) -> list[tuple]:
     """A constant, one linear column and one radial column of every kind, each with a
-    metric whose weights span ``spread`` decades."""
-    basis = Basis(d)
-    basis.append(BasisSpec.constant())
-    basis.append(BasisSpec.linear(int(rng.integers(d))))
+    metric whose weights span ``spread`` decades: ``(kind, centre or input, radius,
+    weights)`` as drawn, before the basis rescales anything."""
+    columns = [("constant", None, None, None), ("linear", int(rng.integers(d)), None, None)]
     for kind in KERNELS:
-        metric = 10.0 ** rng.uniform(-spread, spread, d)
-        basis.append(BasisSpec.radial(rng.normal(size=d), float(rng.uniform(0.3, 3.0)),
-                                      kind, metric=metric))
+        columns.append((kind, rng.normal(size=d), float(rng.uniform(0.3, 3.0)),
+                        10.0 ** rng.uniform(-spread, spread, d)))
+    return columns
+
+
+def _basis(columns: list[tuple], d: int) -> Basis:
+    basis = Basis(d)
+    for kind, where, radius, weights in columns:
+        if kind == "constant":
+            basis.append(BasisSpec.constant())
+        elif kind == "linear":
+            basis.append(BasisSpec.linear(where))
+        else:
+            basis.append(BasisSpec.radial(where, radius, kind, metric=weights))
     return basis
 
 
-def _values_from_scratch(basis: Basis, X: np.ndarray) -> np.ndarray:
-    """The design matrix by the formula ``φ(Σ_f a_f (x_f − c_f)²/r²)``, from the specs."""
+def _values_from_scratch(columns: list[tuple], X: np.ndarray) -> np.ndarray:
+    """The design matrix by the formula ``φ(Σ_f a_f (x_f − c_f)²/r²)``, ``a`` the drawn
+    weights over their mean, from what the columns were built with."""
+    values = []
+    for kind, where, radius, weights in columns:
+        if kind == "constant":
+            values.append(np.ones(len(X)))
+        elif kind == "linear":
+            values.append(X[:, where])
+        else:
+            a = weights / weights.mean()
+            values.append(_PROFILES[kind](((X - where) ** 2 * a).sum(axis=1) / radius ** 2))
+    return np.column_stack(values)
+
+
+def _spec_values(basis: Basis, X: np.ndarray) -> np.ndarray:
+    """:func:`_values_from_scratch` of the columns a basis describes (its specs, which the
+    test below checks against what the columns were built with)."""
     columns = []
     for i in range(len(basis)):
         spec = basis.spec(i)
-        if spec.kind == "constant":
-            columns.append(np.ones(len(X)))
-        elif spec.kind == "linear":
-            columns.append(X[:, spec.feature])
-        else:
-            a = np.asarray(spec.metric) if spec.metric else np.ones(X.shape[1])
-            z = ((X - np.asarray(spec.centre)) ** 2 * a).sum(axis=1) / spec.radius ** 2
-            columns.append(_PROFILES[spec.kind](z))
-    return np.column_stack(columns)
+        where = spec.feature if spec.kind == "linear" else np.asarray(spec.centre)
+        weights = np.asarray(spec.metric or (1.0,) * X.shape[1])
+        columns.append((spec.kind, where, spec.radius, weights))
+    return _values_from_scratch(columns, X)
 
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), d=st.integers(1, 6), spread=st.sampled_from([0.0, 1.0, 3.0]))
 def test_a_metric_column_is_its_formula_and_survives_its_spec(seed, d, spread):
-    """Evaluation with a diagonal metric (weights up to six decades apart) is the formula;
-    the spec gives the metric back averaging 1, and a basis rebuilt from the specs
-    evaluates the same."""
+    """Evaluation with a diagonal metric (weights up to six decades apart) is the formula
+    of the weights and radius the column was built with; its spec gives them back (the
+    weights averaging 1), and a basis rebuilt from the specs evaluates the same."""
     rng = np.random.default_rng(seed)
-    basis = _random_basis(rng, d, spread)
+    columns = _random_columns(rng, d, spread)
+    basis = _basis(columns, d)
     X = rng.normal(size=(7, d))
-    np.testing.assert_allclose(basis.evaluate_many(X), _values_from_scratch(basis, X),
+    np.testing.assert_allclose(basis.evaluate_many(X), _values_from_scratch(columns, X),
                                rtol=1e-12, atol=1e-300)
     rebuilt = Basis(d)
-    for i in range(len(basis)):
+    for i, (_, _, radius, weights) in enumerate(columns):
         spec = basis.spec(i)
-        if spec.metric:
-            assert np.mean(spec.metric) == pytest.approx(1.0, rel=1e-12)
+        if weights is not None:
+            assert spec.radius == pytest.approx(radius, rel=1e-12)
+            a = spec.metric or (1.0,) * d
+            np.testing.assert_allclose(a, weights / weights.mean(), rtol=1e-12)
         rebuilt.append(spec)
     np.testing.assert_allclose(rebuilt.evaluate_many(X), basis.evaluate_many(X), rtol=1e-12)
     np.testing.assert_allclose(basis.metrics.mean(axis=1), 1.0, rtol=1e-12)
@@ -79,7 +105,7 @@ def test_a_metric_column_is_its_formula_and_survives_its_spec(seed, d, spread):
 def test_the_model_gradient_is_the_derivative_of_its_prediction(seed, d, spread):
     """model_gradient against central differences of h(x)ᵀw, every kind of column."""
     rng = np.random.default_rng(seed)
-    basis = _random_basis(rng, d, spread)
+    basis = _basis(_random_columns(rng, d, spread), d)
     weights = rng.normal(size=len(basis))
     x = rng.normal(size=d)
     gradient = np.empty(d)
@@ -111,7 +137,7 @@ def test_window_statistics_of_metric_columns_are_those_of_their_rows(seed, d):
     for _ in range(12):
         window.push(rng.normal(size=d), float(rng.normal()))
     X, y = window.stored_inputs(), window.stored_targets()
-    H = _values_from_scratch(window.basis, X)
+    H = _spec_values(window.basis, X)
     np.testing.assert_allclose(window.gram, H.T @ H, rtol=1e-10, atol=1e-10)
     cross = np.r_[window.cross_y_model, window.cross_y_candidates]
     np.testing.assert_allclose(cross, H.T @ y, rtol=1e-10, atol=1e-10)
@@ -164,7 +190,7 @@ def test_irrelevant_inputs_lose_weight_and_the_metric_pays():
     gradient, isotropic = SparseRBFRegressor(), SparseRBFRegressor(metric="isotropic")
     errors = prequential_errors(gradient, _friedman(3000, 1))
     baseline = prequential_errors(isotropic, _friedman(3000, 1))
-    relevance = gradient._relevance
+    relevance = gradient._inputs.relevance
     assert relevance[5:].max() < relevance[:5].min()
     metric = gradient._proposal_metric()
     assert metric[5:].max() < metric[:5].min()
@@ -175,29 +201,54 @@ def test_irrelevant_inputs_lose_weight_and_the_metric_pays():
 
 
 def test_a_pickle_from_before_the_metric_loads_as_it_was():
-    """A basis pickled with one 1/r² per column and an estimator without relevance load,
-    predict as before and keep proposing isotropic kernels."""
-    model = SparseRBFRegressor(max_basis=15, window_size=100)
+    """A basis pickled with one 1/r² per column loads with those radii and evaluates as it
+    did; an estimator pickled before the metric (no metric parameter, no relevance, its
+    buffer's queue of (centre, radius) pairs) loads as an isotropic model and goes on
+    exactly as the model it was pickled from."""
+    model = SparseRBFRegressor(max_basis=15, window_size=100, metric="isotropic")
     for x, y in _friedman(150, 2):
         model.learn_one(x, y)
-    state = dict(model.__getstate__())
     basis = model.model.window.basis
-    old_basis = pickle.loads(pickle.dumps(basis))
-    old_basis.__dict__["_inv_r2"] = old_basis._inv_r2[:, 0].copy()
-    restored = pickle.loads(pickle.dumps(old_basis))
-    x = np.zeros(10)
-    assert restored._inv_r2.shape == (restored._inv_r2.shape[0], 10)
-    # (an old basis had one radius per column: its rows come back constant)
-    np.testing.assert_allclose(restored.metrics, 1.0)
-    state.pop("_relevance")
+    radii = basis.radii.copy()
+    old_basis = basis.__getstate__()
+    old_basis["_inv_r2"] = 1.0 / radii ** 2  # (the old layout: one number per column)
+    restored = Basis.__new__(Basis)
+    restored.__setstate__(pickle.loads(pickle.dumps(old_basis)))
+    np.testing.assert_allclose(restored.radii, radii, rtol=1e-15)
+    X = np.random.default_rng(4).normal(size=(5, 10))
+    # (to rounding: the distance is now weighed input by input, Σ(δ²·r⁻²) for (Σδ²)·r⁻²)
+    np.testing.assert_allclose(restored.evaluate_many(X), basis.evaluate_many(X), rtol=1e-14)
+
+    state = dict(model.__getstate__())
+    state.pop("_inputs")
     state.pop("metric")
+    buffer = copy.deepcopy(state["_buffer"])
+    buffer.queue = deque([(c, r) for c, r, _ in buffer.queue], maxlen=buffer.queue.maxlen)
+    assert buffer.queue
+    state["_buffer"] = buffer
     old = SparseRBFRegressor.__new__(SparseRBFRegressor)
     old.__setstate__(pickle.loads(pickle.dumps(state)))
     assert old.metric == "isotropic" and old._proposal_metric() is None
-    assert old._relevance.shape == (10,)
-    probe = dict(next(_friedman(1, 3))[0])
-    assert old.predict_one(probe) == model.predict_one(probe)
-    assert restored.evaluate(x).shape == (len(restored),)
+    np.testing.assert_array_equal(old._inputs.relevance, np.zeros(10))
+    assert all(len(entry) == 3 for entry in old._buffer.queue)
+    for x, y in _friedman(100, 3):
+        assert old.predict_one(x) == model.predict_one(x)
+        old.learn_one(x, y)
+        model.learn_one(x, y)
+
+
+def test_holding_the_noise_estimate_waits_for_a_window_in_control():
+    """The noise estimate is held while a change statistic builds, but not in a young
+    window: there the model is still learning and its errors are biased, and holding its
+    first estimates made a false alarm at sample 56 of a stationary stream (river's
+    Friedman #1, seed 42, behind a scaler). No cut in its first 500 samples."""
+    from river import datasets, preprocessing
+
+    scaler, model = preprocessing.StandardScaler(), SparseRBFRegressor()
+    for x, y in datasets.synth.Friedman(seed=42).take(500):
+        scaler.learn_one(x)
+        model.learn_one(scaler.transform_one(x), y)
+    assert model.n_memory_cuts == 0
 
 
 def test_a_stream_without_inputs_is_learned_without_a_metric():
