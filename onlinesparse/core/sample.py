@@ -325,7 +325,7 @@ def consider(sample_record: np.ndarray, ridge_record: np.ndarray,
     :func:`~onlinesparse.core.selection.proposes` on its distance to the nearest radial
     centre), and on one sample in ``noise_every`` the noise estimate (FGCV eq. 8,
     :func:`~onlinesparse.core.criteria.noise_estimate`), which sets λ_min and the
-    predictive distribution."""
+    predictive distribution — unless a change is building (:func:`_change_building`)."""
     sr = sample_record[0]
     w = window_record[0]
     nearest = nearest_sq_distance(t.kinds, t.centres, t.inv_r2, w.n_columns, x)
@@ -340,7 +340,7 @@ def consider(sample_record: np.ndarray, ridge_record: np.ndarray,
 
 
 @jit
-def _change_building(sr, count: float) -> bool:
+def _change_building(sr: np.record, count: float) -> bool:
     """Whether a change statistic is past half its alarm threshold in a window of at
     least three noise periods' patterns: the noise estimate then waits (until the alarm,
     or until the statistic falls back). Patterns of a new concept that the window
