@@ -41,9 +41,5 @@ def upgrade_rbf_state(state: dict, new_record: Callable[[dict], np.ndarray]) -> 
     if "metric" not in state:  # (a pickle from before the inputs' relevance: as it was)
         state["metric"] = "isotropic"
     if state.get("_model") is not None and "_inputs" not in state:
-        inputs = InputMetric(state["_model"].window.n_features, state["metric"])
-        if "_relevance" in state:  # (the relevance's first home, a bare array)
-            inputs.relevance[:] = state.pop("_relevance")
-        state.pop("_metric_cache", None)
-        state["_inputs"] = inputs
+        state["_inputs"] = InputMetric(state["_model"].window.n_features, state["metric"])
     return state

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from onlinesparse import core
-from onlinesparse.ridge import IncrementalRidge
+from onlinesparse.kernels import Basis
 
 __all__ = ["InputMetric", "METRIC_EVERY", "prediction_moves"]
 
@@ -32,7 +32,7 @@ class InputMetric:
         The number of inputs.
     policy
         ``"gradient"``: proposals carry the gradient weights; ``"isotropic"``: they carry
-        none (the relevance is still tracked, so that ``relevance`` can be read).
+        none, and the compiled sample gets ``tracked`` empty (no slopes computed).
     """
 
     def __init__(self, n_features: int, policy: str = "gradient") -> None:
@@ -41,6 +41,11 @@ class InputMetric:
         self.relevance = np.zeros(n_features)
         self._made = -METRIC_EVERY
         self._metric: np.ndarray | None = None
+
+    @property
+    def tracked(self) -> np.ndarray:
+        """The array the compiled sample advances: the relevance, or none to track."""
+        return self.relevance if self.policy == "gradient" else self.relevance[:0]
 
     def for_proposal(self, n_learned: int, memory: float) -> np.ndarray | None:
         """The metric of a kernel proposed at sample ``n_learned`` by a model whose memory
@@ -57,13 +62,13 @@ class InputMetric:
         return self._metric
 
 
-def prediction_moves(model: IncrementalRidge) -> np.ndarray:
-    """Per input, the mean absolute change of the model's prediction over the stored
-    window when that input moves by ±½ its standard deviation there (finite differences;
-    what ``SparseRBFRegressor.input_relevance`` reports). O(d·W·M)."""
-    X = model.window.stored_inputs()
+def prediction_moves(basis: Basis, weights: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Per input, the mean absolute change of ``h(x)ᵀw`` over the first ``len(weights)``
+    columns of ``basis`` when that input moves by ±½ its standard deviation over the
+    inputs ``X`` (finite differences; what ``SparseRBFRegressor.input_relevance`` and
+    ``VBLSKernelRegressor.input_relevance`` report over their windows). O(d·N·M)."""
     scale = X.std(axis=0)
-    basis, weights, size = model.window.basis, model.weights, model.size
+    size = len(weights)
     moves = np.empty(X.shape[1])
     for i in range(X.shape[1]):
         step = np.zeros(X.shape[1])

@@ -498,7 +498,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         protected = self._buffer.protected_ids()
         pruner = self._pruner
         basis = window.basis.arrays()
-        arguments = (self.record, self._levels, self._inputs.relevance, pruner.record,
+        arguments = (self.record, self._levels, self._inputs.tracked, pruner.record,
                      model.record, window.record, self._row_buffer(), *window.tracked_ring(),
                      *state.arrays(), *self._spare_arrays(), protected, pruner.move)
         self._cached_arguments = ((window.layout, state.variance, self._spares), arguments)
@@ -795,5 +795,6 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         (:func:`~onlinesparse.input_metric.prediction_moves`), O(d·W·M), on demand only."""
         if self.model is None or not self.model.size:
             return {name: 0.0 for name in self._features.names}
-        moves = prediction_moves(self.model)
+        window = self.model.window
+        moves = prediction_moves(window.basis, self.model.weights, window.stored_inputs())
         return dict(zip(self._features.names, moves.tolist(), strict=True))

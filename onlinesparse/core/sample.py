@@ -424,8 +424,12 @@ def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
     evaluate_rows(kinds, centres, inv_r2, features, x.reshape((1, d)), 0, n,
                   row.reshape((1, n)))
     sample_record[0].error = y - inner(row, weights, weights.shape[0])
-    gradient = np.empty(d)  # (the model's slopes before learning; tracked once it is in)
-    model_gradient(kinds, centres, inv_r2, features, weights, x, row, gradient)
+    # The model's slopes before learning, tracked once the pattern is in; a relevance of
+    # no entries is not tracked (metric="isotropic": nothing reads it).
+    track = weights.shape[0] > 0 and relevance.shape[0] == d
+    gradient = np.empty(d if track else 0)
+    if track:
+        model_gradient(kinds, centres, inv_r2, features, weights, x, row, gradient)
     pruner_record[0].resized = 0  # (what the pruner reports is this call's)
     pruner_record[0].stop = 0
     pruner_record[0].done = 0
@@ -433,7 +437,7 @@ def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
                            HT, XT, targets, stamps, variance, weights, lambdas)
     if status == SLIDE_REFUSED:
         return SLIDE_REFUSED
-    if weights.shape[0] > 0:
+    if track:
         track_relevance(relevance, gradient, window_record[0].count)
     sample_record[0].n_learned += 1
     running_mean(means, x, committed)

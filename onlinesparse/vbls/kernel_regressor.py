@@ -22,6 +22,7 @@ from onlinesparse._distributions import gaussian
 from onlinesparse._validation import check_choice, check_int, check_radii, check_real
 from onlinesparse.buffer import BufferManager
 from onlinesparse.features import FeatureMap, as_rows
+from onlinesparse.input_metric import prediction_moves
 from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.vbls import _compiled, admission, engine, kernel_batch, proposals
 from onlinesparse.vbls._many import predict_series
@@ -766,15 +767,7 @@ class VBLSKernelRegressor(base.Regressor):
         names = self._features.names
         if self._state is None or self._stats.n_stored == 0:
             return {name: 0.0 for name in names}
-        stats, weights = self._stats, self._raw_weights()
-        X = stats.stored_inputs()
-        scale = X.std(axis=0)
-        out = {}
-        for i, name in enumerate(names):
-            step = np.zeros(X.shape[1])
-            step[i] = 0.5 * scale[i] if scale[i] > 0 else 0.5
-            up = stats.basis.evaluate_many(X + step, 0, stats.n_model) @ weights
-            down = stats.basis.evaluate_many(X - step, 0, stats.n_model) @ weights
-            out[name] = float(np.mean(np.abs(up - down)))
-        return out
+        stats = self._stats
+        moves = prediction_moves(stats.basis, self._raw_weights(), stats.stored_inputs())
+        return dict(zip(names, moves.tolist(), strict=True))
 
