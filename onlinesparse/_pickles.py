@@ -11,6 +11,7 @@ import numpy as np
 from onlinesparse import core
 from onlinesparse.core.state import SAMPLE, upgrade_record
 from onlinesparse.input_metric import InputMetric
+from onlinesparse.memory import AdaptiveMemory
 
 __all__ = ["upgrade_rbf_state"]
 
@@ -42,4 +43,10 @@ def upgrade_rbf_state(state: dict, new_record: Callable[[dict], np.ndarray]) -> 
         state["metric"] = "isotropic"
     if state.get("_model") is not None and "_inputs" not in state:
         state["_inputs"] = InputMetric(state["_model"].window.n_features, state["metric"])
+    if state.get("_model") is not None and "_adaptive" not in state:
+        # (the memory's state was the estimator's own attributes, absent until set)
+        state["_adaptive"] = AdaptiveMemory(
+            state["window_size"], last_alarm=state.pop("_last_alarm", -1),
+            cap=state.pop("_memory_cap", 0), cap_since=state.pop("_cap_since", 0),
+            stale=state.pop("_stale", 0))
     return state

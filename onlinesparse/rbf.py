@@ -19,6 +19,7 @@ from onlinesparse.core.state import SAMPLE, Field, RecordOwner, new_record
 from onlinesparse.features import FeatureMap, as_rows, as_target
 from onlinesparse.input_metric import InputMetric, prediction_moves
 from onlinesparse.kernels import KERNELS, BasisSpec
+from onlinesparse.memory import AdaptiveMemory
 from onlinesparse.pruner import GCVPruner
 from onlinesparse.ridge import IllConditionedError, IncrementalRidge
 
@@ -39,12 +40,6 @@ _REFRESH_WINDOWS = 10
 # many (each has a fixed cost too). Growth is where a stream's model is worst: on Friedman
 # #1 this took the RMSE over 5000 samples from 1.92 to 1.84 at one evaluation per sample.
 _GROWTH_EVALUATIONS = 4
-# Adaptive memory: the fewest patterns a cut keeps; how many caps' worth of samples
-# without a change relax the cap on a stream that keeps changing (ChickWeights, which
-# drifts throughout: 38.98 with 4, 43.98 with 2, 41.98 without a cap; Friedman #1, the
-# FriedmanDrift streams and the robot stream: the same with any).
-_MIN_MEMORY = 30
-_RELAX = 4
 # learn_many refines to convergence in at most this many rounds of the pruner (each visits
 # every basis function and candidate about twice).
 _BATCH_ROUNDS = 50
@@ -96,7 +91,8 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     ``with_dist=True`` widens the interval there (see below).
 
     Units, memory and intervals (``docs/rbf_on_streams.md``): the model is equivariant to
-    the unit of its target; ``memory="adaptive"`` forgets the patterns before a change of
+    the unit of its target and to a shift of it (targets enter as differences from the
+    first one); ``memory="adaptive"`` forgets the patterns before a change of
     the stream; errors that wander together from sample to sample (a stream in time
     order) are followed by a level added to the predictions (``core.level``), which fades
     to 0 where they do not; the predictive deviation of ``predict_one(x, with_dist=True)``
@@ -161,7 +157,8 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     Attributes
     ----------
     model
-        The :class:`~onlinesparse.ridge.IncrementalRidge` (``None`` before the first sample).
+        The :class:`~onlinesparse.ridge.IncrementalRidge` (``None`` before the first sample);
+        it fits the targets minus the first target learned.
 
     Examples
     --------
@@ -296,6 +293,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         self._buffer.protected.update(ids)
         self._constant_id = ids[0]
         self._inputs = InputMetric(n_features, self.metric)
+        self._adaptive = AdaptiveMemory(self.window_size)
         self.n_memory_cuts = 0  # (memory="adaptive": see _adapt_memory)
 
     def _noise_level(self) -> float:
@@ -320,7 +318,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             vector = features.transform(x, learning=True)
         target = as_target(y)
         if self._model is None:
+            self._target_reference = target
             self._start(len(vector))
+        target -= self._target_reference
         model, pruner = self._model, self._pruner
         # Bounded work per sample: at most one heavy piece of work in a sample, so that the
         # worst case is one of them, not their sum. A refresh of S that the last sample
@@ -363,45 +363,20 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         self._consider(vector, busy)
         if self._change_keep:
             self._adapt_memory()
-        elif self._memory_cap or self._stale:
-            self._hold_memory()
+        elif self._adaptive.holding:
+            self._adaptive.hold(self._model, self._n_learned)
 
     def _adapt_memory(self) -> None:
-        """Adaptive memory: the compiled sample's change statistics
-        (``core.sample.watch_for_change``, CUSUM on the calibrated prequential errors: their
-        mean going up or down, their scale doubling) raised an alarm, with an estimate of
-        how many samples ago the stream changed. The window forgets every pattern before
-        then (keeping at least as many as there are basis functions plus ten, and
-        ``_MIN_MEMORY``), recomputing its statistics and S from the rest
-        (``IncrementalRidge.forget_oldest``, O(W·n² + M³): that sample's heavy work).
-
-        A stream that keeps changing is best fitted on about the stretch between its
-        changes, so from the second alarm on the window refills only up to the interval
-        between the last two alarms (:meth:`_hold_memory`); a single change leaves it to
-        refill up to ``window_size``."""
+        """Adaptive memory (:mod:`onlinesparse.memory`): the compiled sample's change
+        statistics raised an alarm dating the change ``_change_keep`` samples back; the
+        window forgets the patterns before it."""
         since = self._change_keep
         self._change_keep = 0
         if not since or self.memory != "adaptive":
             return
-        model = self._model
-        keep = max(since, model.size + 10, _MIN_MEMORY)
-        learned = self._n_learned
-        interval = learned - self._last_alarm
-        # (an alarm within two floors of the last is the same change, still settling: it
-        # cuts, and leaves the interval between changes as it was)
-        if self._last_alarm < 0 or interval >= 2 * keep:
-            if self._last_alarm >= 0:
-                self._memory_cap = interval
-                self._cap_since = learned
-            self._last_alarm = learned
-        stored = model.window.n_stored
-        if keep < stored:
-            model.forget_oldest(stored - keep)
+        if self._adaptive.after_alarm(self._model, since, self._n_learned):
             self.n_memory_cuts += 1
             self._restart_level()
-        # (the patterns from before the change kept to reach the floor go as soon as as
-        # many new ones have come: _hold_memory)
-        self._stale = max(min(keep, stored) - since, 0)
 
     def _restart_level(self) -> None:
         """A model refitted after a change makes errors of its own: the level its
@@ -409,30 +384,6 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         self._levels[:] = core.new_levels()
         self._level_offset = 0.0
         self._level_variance = 0.0
-
-    def _hold_memory(self) -> None:
-        """Keep the window of a stream that keeps changing at about the interval between
-        its last two changes (``_memory_cap``): once it holds half as much again, the
-        oldest patterns beyond the cap are forgotten (``forget_oldest``, one heavy sample
-        in every cap/2). When no change comes for ``_RELAX`` caps' worth of samples the
-        stream has settled: the cap doubles, and is dropped at ``window_size``."""
-        model = self._model
-        stored = model.window.n_stored
-        if self._stale and stored - self._stale >= max(model.size + 10, _MIN_MEMORY):
-            model.forget_oldest(self._stale)
-            self._stale = 0
-            return
-        cap = self._memory_cap
-        if not cap:
-            return
-        if self._n_learned - self._cap_since >= _RELAX * cap:
-            cap = self._memory_cap = 2 * cap
-            self._cap_since = self._n_learned
-            if cap >= self.window_size:
-                self._memory_cap = 0
-                return
-        if stored >= 1.5 * cap:
-            model.forget_oldest(stored - cap)
 
     def _start_with_the_mean(self) -> None:
         """Cold start: a model without basis functions takes the constant at λ = 0 as soon
@@ -464,13 +415,10 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     # Whether the basis set changed since the buffer last looked: a deleted constant or
     # linear function returns to the pool, which may then hold more than its capacity.
     _overfilled = False
-    # The adaptive memory's state between alarms (_adapt_memory): the sample of the last
-    # alarm (−1: none yet), the cap on the window of a stream that keeps changing (0: none)
-    # and the sample since which the cap holds.
-    _last_alarm = -1
-    _memory_cap = 0
-    _cap_since = 0
-    _stale = 0  # patterns from before the last change still in the window
+    # The first target learned: every target enters the window as its difference from it
+    # and every prediction adds it back, which makes the model equivariant to a shift of
+    # the target (docs/numerics.md §8). 0 for a model pickled before it existed.
+    _target_reference = 0.0
     # The compiled calls' arguments, kept while the arrays stay (see _arguments).
     _cached_arguments = None
     _predict_arguments = None
@@ -648,7 +596,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             target = as_target(target)
             if model.model is None:
                 model._start(len(vector))
-            model.model.add_pattern(vector, target)
+            model.model.add_pattern(vector, target)  # (reference 0: the batch fit's y)
             model._features.commit(vector, row)
             model._n_learned += 1
         # Centres are in X's column order; the model orders inputs by name.
@@ -694,7 +642,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             gap = mean - other  # (w·v + (1 − w)·v' + w(1 − w)(μ − m)²: no cancellation)
             variance = w * variance + (1.0 - w) * spread + w * (1.0 - w) * gap * gap
             mean = w * mean + (1.0 - w) * other
-        return gaussian(mean, variance)
+        return gaussian(mean + self._target_reference, variance)
 
     def _averaged(self, prediction: float) -> float:
         """The model's prediction averaged with the running mean's by the prequential
@@ -702,9 +650,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         errors' level (``core.level``); once the model has won, w is 1."""
         prediction += self._level_offset
         w = self._model_weight
-        if w == 1.0:
-            return prediction
-        return w * prediction + (1.0 - w) * self._mean_prediction
+        if w != 1.0:
+            prediction = w * prediction + (1.0 - w) * self._mean_prediction
+        return prediction + self._target_reference
 
     def _trust_the_model(self) -> None:
         """A model that did not earn its weight sample by sample (built from a batch fit,
@@ -736,13 +684,21 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         """A model without basis functions predicts the mean of the targets in memory
         (0 before any)."""
         window = None if self._model is None else self._model.window
-        return window.sum_y / window.count if window is not None and window.count else 0.0
+        if window is None or not window.count:
+            return 0.0
+        return window.sum_y / window.count + self._target_reference
 
     def predict_many(self, X: pd.DataFrame) -> pd.Series:
         return pd.Series([self.predict_one(row.to_dict()) for _, row in X.iterrows()],
                          index=X.index, dtype=float)
 
     # -- diagnostics ----------------------------------------------------------------------
+    @property
+    def target_reference(self) -> float:
+        """The first target learned (0 before any, and for :meth:`from_batch`):
+        :attr:`model` fits the targets minus it; every prediction adds it back."""
+        return self._target_reference
+
     @property
     def n_basis(self) -> int:
         return 0 if self.model is None else self.model.size

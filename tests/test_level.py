@@ -155,7 +155,7 @@ def test_the_interval_carries_the_levels_variance_and_survives_a_pickle():
     assert record["level_variance"] > 0.0 and record["level_offset"] != 0.0
     assert model.diagnostics()["level"] == record["level_offset"]
     probe = {"a": 0.2, "b": -0.4, "c": 1.0}
-    f = model.model.predict(np.array([0.2, -0.4, 1.0]))
+    f = model.model.predict(np.array([0.2, -0.4, 1.0])) + model.target_reference
     assert model.predict_one(probe) == pytest.approx(f + record["level_offset"], rel=1e-12)
     dist = model.predict_one(probe, with_dist=True)
     assert dist.mu == pytest.approx(f + record["level_offset"], rel=1e-12)

@@ -236,13 +236,32 @@ PRIOR_LOG_ODDS = -4.0
 
 
 @jit
+def evidence_ratio(error: float, miss: float, variance: float, dof: float) -> float:
+    """The log-likelihood ratio of a prediction with ``error`` against one with ``miss``,
+    both scored by the mean's predictive: a Student-t of scale² ``variance`` and ``dof``
+    (≥ 1) degrees of freedom, the predictive of a Gaussian whose mean and variance are
+    estimated from ``dof + 1`` patterns. ``−(ν+1)/2·[log(1 + e²/(νv)) − log(1 + m²/(νv))]``,
+    which tends to the Gaussian ``(m² − e²)/(2v)`` as ν grows. Its tails bound what one
+    sample can say while the variance rests on a few patterns: on Friedman #1 shifted so
+    that its first target is 0, the Gaussian ratio gave the model 18.7 nats at the fourth
+    sample, against a variance of 0.37 estimated from three targets where the target's is
+    25, and the running mean never weighed again."""
+    nu = max(dof, 1.0)
+    scale = nu * variance
+    return -0.5 * (nu + 1.0) * (math.log1p(error * error / scale)
+                                - math.log1p(miss * miss / scale))
+
+
+@jit
 def weigh_against_mean(sample_record: np.ndarray, window_record: np.ndarray, y: float,
                        error: float) -> None:
     """The prequential evidence for the model against the simplest one, the mean of the
     targets in memory (Dawid's prequential principle; Bayesian model averaging of the
-    two). Both are scored as Gaussians of one common variance, the mean's own
-    s²(1 + 1/p), so that the evidence compares their predictions and not how confident
-    either claims to be: ``(miss² − error²)/(2s²(1 + 1/p))`` is added to ``log_odds``
+    two). Both are scored by one predictive, the mean's own: a Student-t of scale²
+    s²(1 + 1/p) with p − 1 degrees of freedom (:func:`evidence_ratio`), so that the
+    evidence compares their predictions and not how confident either claims to be, and
+    one surprising sample cannot settle it while s² rests on a few patterns. The ratio
+    (about ``(miss² − error²)/(2s²(1 + 1/p))`` once p is large) is added to ``log_odds``
     (bounded by ±``LOG_ODDS_LIMIT``, so that either can take over again), and
     ``model_weight`` is its posterior probability (from prior odds of
     e^``PRIOR_LOG_ODDS``: a model has to earn its weight). The mean's prediction for the next
@@ -256,12 +275,12 @@ def weigh_against_mean(sample_record: np.ndarray, window_record: np.ndarray, y: 
     stream is predicted at least about as well as by its running mean, and the model
     takes over as its evidence grows."""
     s = sample_record[0]
-    if s.mean_variance > 0.0:
-        miss = y - s.mean_prediction
-        ratio = (miss * miss - error * error) / (2.0 * s.mean_variance)
-        s.log_odds = min(max(s.log_odds + ratio, -LOG_ODDS_LIMIT), LOG_ODDS_LIMIT)
-    s.model_weight = 1.0 / (1.0 + math.exp(-s.log_odds))
     w = window_record[0]
+    if s.mean_variance > 0.0:
+        ratio = evidence_ratio(error, y - s.mean_prediction, s.mean_variance, w.count - 2.0)
+        if ratio == ratio:  # (both errors overflowing the scale say nothing: NaN)
+            s.log_odds = min(max(s.log_odds + ratio, -LOG_ODDS_LIMIT), LOG_ODDS_LIMIT)
+    s.model_weight = 1.0 / (1.0 + math.exp(-s.log_odds))
     s.mean_prediction = w.sum_y / w.count if w.count > 0.0 else 0.0
     s.mean_variance = (target_variance(window_record) * (1.0 + 1.0 / w.count)
                        if w.count >= MIN_WEIGHED else 0.0)
