@@ -120,6 +120,11 @@ class VBLSRegressor(base.Regressor):
     True
     """
 
+    # The first target learned: targets enter the statistics as differences from it and
+    # predictions add it back, so that a target far from 0 (an encoder count) keeps its
+    # digits (docs/numerics.md §8). 0 for a model pickled before it existed.
+    _target_reference = 0.0
+
     def __init__(self, prior: str = "ard", sweeps_per_sample: int = 1,
                  memory: str = "forgetting", window_size: int = 1000,
                  forgetting_factor: float | None = None, precision_cap: float = 10.0,
@@ -244,8 +249,10 @@ class VBLSRegressor(base.Regressor):
         """
         target = _as_target(y)
         vector = self._features.transform(x, learning=True)
+        if self._stats is None:
+            self._target_reference = target
         stats = self._stats if self._stats is not None else self._new_statistics(len(vector))
-        self._push(stats, vector, target)
+        self._push(stats, vector, target - self._target_reference)
         self._stats = stats
         self._ensure_state()
         self._sweep()
@@ -268,10 +275,12 @@ class VBLSRegressor(base.Regressor):
         features, vectors = self._features.rehearse(rows)
         if not vectors:
             return
+        if self._stats is None:
+            self._target_reference = targets[0]
         stats = self._stats if self._stats is not None else self._new_statistics(
             len(vectors[0]))
         for vector, target in zip(vectors, targets, strict=True):
-            self._push(stats, vector, target)
+            self._push(stats, vector, target - self._target_reference)
         self._stats = stats
         self._features = features
         self._ensure_state()
@@ -350,6 +359,7 @@ class VBLSRegressor(base.Regressor):
         mean, var = engine.predictive_regression(self._state, row)
         if not (math.isfinite(mean) and (math.isfinite(var) or not with_dist)):
             raise self._features.overflow(vector)
+        mean += self._target_reference
         if with_dist:
             return gaussian(mean, var)
         return mean
@@ -361,7 +371,7 @@ class VBLSRegressor(base.Regressor):
         count = self._stats.count
         _, _, _, sums, target_sum = self._centred()
         mean, var, nu = student_t.predictive(self._state, vector - sums / count)
-        mean += target_sum / count
+        mean += target_sum / count + self._target_reference
         if not with_dist:
             return mean
         scale2 = var * (nu - 2.0) / nu if math.isfinite(nu) and nu > 2.0 else var
@@ -394,8 +404,9 @@ class VBLSRegressor(base.Regressor):
             return 0.0
         if self._student:
             _, _, _, sums, target_sum = self._centred()
-            return float((target_sum - sums @ self._state.weights) / self._stats.count)
-        return float(self._state.weights[0])
+            return float((target_sum - sums @ self._state.weights) / self._stats.count
+                         + self._target_reference)
+        return float(self._state.weights[0]) + self._target_reference
 
     def precisions(self) -> dict[Hashable, float]:
         """Posterior mean ⟨α_m⟩ of each input's prior precision (4.3 / 4.7)."""
