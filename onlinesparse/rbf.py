@@ -647,7 +647,8 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     def _averaged(self, prediction: float) -> float:
         """The model's prediction averaged with the running mean's by the prequential
         evidence (``core.sample.weigh_against_mean``): ``w·(f(x) + b) + (1 − w)·ȳ``, b the
-        errors' level (``core.level``); once the model has won, w is 1."""
+        errors' level (``core.level``), plus the first target that f and ȳ are measured
+        from; once the model has won, w is 1."""
         prediction += self._level_offset
         w = self._model_weight
         if w != 1.0:
