@@ -106,6 +106,12 @@ class BasisSpec:
         return BasisSpec(kind, values, radius, metric=_normalised_metric(metric, len(values)))
 
 
+def _radius(inv_r2: np.ndarray) -> np.ndarray | float:
+    """The radius of a column (rows of ``1/r²`` per input: of each row), ``1/√(mean 1/r²)``:
+    the radius of the isotropic column of the same mean width."""
+    return 1.0 / np.sqrt(inv_r2.mean(axis=-1))
+
+
 def _normalised_metric(metric: Sequence[float] | np.ndarray | None, d: int
                        ) -> tuple[float, ...]:
     """``metric`` as d positive weights averaging 1, or () for the isotropic metric."""
@@ -264,7 +270,7 @@ class Basis:
             return BasisSpec.constant()
         if kind == LINEAR:
             return BasisSpec.linear(int(self._feature[i]))
-        radius = float(1.0 / np.sqrt(self._inv_r2[i].mean()))
+        radius = float(_radius(self._inv_r2[i]))
         metric = _normalised_metric(self._inv_r2[i, : self.n_features] * radius ** 2,
                                     self.n_features)
         return BasisSpec(_KIND_NAMES[kind], tuple(self._centres[i].tolist()), radius,
@@ -283,7 +289,7 @@ class Basis:
     def radii(self) -> np.ndarray:
         """Radii of all columns (1 for constant and linear columns): ``1/√(mean 1/r²)``
         over the inputs, the radius of an isotropic column."""
-        return 1.0 / np.sqrt(self._inv_r2[: self.size].mean(axis=1))
+        return _radius(self._inv_r2[: self.size])
 
     @property
     def metrics(self) -> np.ndarray:

@@ -64,7 +64,7 @@ class AdaptiveMemory:
         """An alarm at sample ``learned`` dating the change ``since`` samples back: cut the
         window of ``model`` to the patterns after it (module docstring). Returns whether
         patterns were forgotten."""
-        keep = max(since, model.size + 10, MIN_MEMORY)
+        keep = max(since, _floor(model))
         interval = learned - self.last_alarm
         # (an alarm within two floors of the last is the same change, still settling: it
         # cuts, and leaves the interval between changes as it was)
@@ -90,7 +90,7 @@ class AdaptiveMemory:
         samples the stream has settled: the cap doubles, and is dropped at
         ``window_size``."""
         stored = model.window.n_stored
-        if self.stale and stored - self.stale >= max(model.size + 10, MIN_MEMORY):
+        if self.stale and stored - self.stale >= _floor(model):
             model.forget_oldest(self.stale)
             self.stale = 0
             return
@@ -105,3 +105,9 @@ class AdaptiveMemory:
                 return
         if stored >= 1.5 * cap:
             model.forget_oldest(stored - cap)
+
+
+def _floor(model: IncrementalRidge) -> int:
+    """The fewest patterns the window keeps: the basis functions plus ten, and
+    ``MIN_MEMORY``, so that the model stays well posed."""
+    return max(model.size + 10, MIN_MEMORY)
