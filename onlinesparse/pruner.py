@@ -23,7 +23,14 @@ from collections.abc import Set as AbstractSet
 import numpy as np
 
 from onlinesparse import core
-from onlinesparse.core.state import PRUNER, Field, RecordOwner, adopt_fields, new_record
+from onlinesparse.core.state import (
+    PRUNER,
+    Field,
+    RecordOwner,
+    adopt_fields,
+    new_record,
+    upgrade_record,
+)
 from onlinesparse.ridge import IllConditionedError, IncrementalRidge
 
 __all__ = ["reestimate_basis", "local_ridge", "GCVPruner"]
@@ -113,6 +120,11 @@ class GCVPruner(RecordOwner):
         A candidate enters only if it lowers GCV by this fraction: hysteresis, so that
         basis functions are not traded back and forth for gains rounding or the next sample
         would undo.
+    free_intercept
+        Treat the constant basis function as the model's intercept: λ = 0, never deleted,
+        never traded (``core.selection.intercept_move``). The model's choices then do not
+        depend on the origin of the target's unit; without it the constant is a basis
+        function like any other, as in Orr's local ridge.
     """
 
     # Scalars live in `record` (core.state.PRUNER), where the compiled pruner advances
@@ -126,12 +138,14 @@ class GCVPruner(RecordOwner):
     n_added = Field()
     n_deleted = Field()
     n_reestimated = Field()
+    free_intercept = Field()
     resized = Field()  # (what the last call of core.evaluate reported)
 
     def __init__(self, max_basis: int = 100, candidates_per_evaluation: int = 2,
-                 min_gain: float = 1e-4) -> None:
+                 min_gain: float = 1e-4, free_intercept: bool = False) -> None:
         self.record = new_record(PRUNER)
         self.max_basis = max_basis
+        self.free_intercept = int(free_intercept)
         self.candidates_per_evaluation = candidates_per_evaluation
         self.min_gain = min_gain
         self.move = np.empty(8)  # (the decision of a move handed back)
@@ -139,12 +153,15 @@ class GCVPruner(RecordOwner):
     def __repr__(self) -> str:
         return (f"GCVPruner(max_basis={self.max_basis}, "
                 f"candidates_per_evaluation={self.candidates_per_evaluation}, "
-                f"min_gain={self.min_gain})")
+                f"min_gain={self.min_gain}, free_intercept={bool(self.free_intercept)})")
 
     def __setstate__(self, state: dict) -> None:
         if "record" not in state:  # a pickle written before the scalars had a record
             state["record"] = new_record(PRUNER)
             adopt_fields(state, state["record"])
+        # (a pickle from before free_intercept: its constant stays an ordinary basis
+        # function, as it was trained)
+        state["record"] = upgrade_record(state["record"], PRUNER)
         state.setdefault("move", np.empty(8))
         self.__dict__.update(state)
 

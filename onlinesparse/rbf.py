@@ -196,7 +196,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         self._model: IncrementalRidge | None = None
         self._features = FeatureMap(strict=strict)
         self._buffer: BufferManager | None = None
-        self._pruner = GCVPruner(max_basis=max_basis)
+        # The constant is the intercept, unpenalised: the model's choices do not depend on
+        # the origin of the target's unit (core.selection.intercept_move).
+        self._pruner = GCVPruner(max_basis=max_basis, free_intercept=True)
         self.record = self._new_record(vars(self))
         self._levels = core.new_levels()
         self._spares = None
@@ -388,7 +390,8 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     def _start_with_the_mean(self) -> None:
         """Cold start: a model without basis functions takes the constant at λ = 0 as soon
         as it has a pattern, so that its predictions start at the mean of the targets (not
-        at 0) and GCV builds on that. (It stays subject to the pruner's decisions.)"""
+        at 0) and GCV builds on that. It stays at λ = 0: the pruner treats it as the
+        intercept (``core.selection.intercept_move``)."""
         model = self._model
         window = model.window
         try:

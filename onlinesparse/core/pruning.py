@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from onlinesparse.core._jit import jit
+from onlinesparse.core.basis import CONSTANT
 from onlinesparse.core.criteria import error_and_gamma
 from onlinesparse.core.health import REFRESH_NOW, account, decide
 from onlinesparse.core.linalg import swap_symmetric
@@ -30,6 +31,7 @@ from onlinesparse.core.selection import (
     basis_move,
     candidate_move,
     evaluation_kind,
+    intercept_move,
     model_budget,
 )
 from onlinesparse.core.statistics import swap_columns
@@ -116,6 +118,17 @@ def _is_protected(protected: np.ndarray, column_id: int) -> bool:
 
 
 @jit
+def intercept_position(pruner_record: np.ndarray, kinds: np.ndarray, m: int) -> int:
+    """The position of the intercept among the model's m basis functions: the constant
+    basis function when ``PRUNER.free_intercept`` is set, else (or without one) −1."""
+    if pruner_record[0].free_intercept:
+        for j in range(m):
+            if kinds[j] == CONSTANT:
+                return j
+    return -1
+
+
+@jit
 def evaluate(pruner_record: np.ndarray, ridge_record: np.ndarray, window_record: np.ndarray,
              gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, HT: np.ndarray,
              ids: np.ndarray, merit: np.ndarray, stamps: np.ndarray, kinds: np.ndarray,
@@ -195,7 +208,7 @@ def _candidate_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
     budget = model_budget(p.max_basis, w.count)
     action = candidate_move(s.variance, t.gram, t.cross_y, s.weights, s.lambdas, t.merit,
                             w.yy, w.count, training, gamma, columns, lambda_min, p.min_gain,
-                            m >= budget, move)
+                            m >= budget, intercept_position(pruner_record, t.kinds, m), move)
     p.action = action
     if action == 0:
         return FINISHED, s
@@ -248,8 +261,9 @@ def _basis_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
                 spare_lambdas: np.ndarray, protected: np.ndarray, move: np.ndarray,
                 lambda_min: float) -> tuple[int, Ridge]:
     """One basis move (``pruner.reestimate_basis`` on the next basis function, round
-    robin): re-estimate its λ in place, or delete it when its optimum is λ = ∞.
-    Returns ``(FINISHED | HAND_BACK | REFRESH, ridge)``."""
+    robin): re-estimate its λ in place, or delete it when its optimum is λ = ∞; the
+    intercept's λ is held at 0 instead (:func:`intercept_move`). Returns
+    ``(FINISHED | HAND_BACK | REFRESH, ridge)``."""
     p = pruner_record[0]
     w = window_record[0]
     m = w.n_model
@@ -257,10 +271,13 @@ def _basis_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
     p.move_basis = j
     is_protected = _is_protected(protected, t.ids[j])
     p.protected = 1 if is_protected else 0
-    training, gamma = criteria_now(ridge_record, window_record, t.gram, t.cross_y,
-                                   s.variance, s.weights, s.lambdas)
-    action = basis_move(s.variance, t.gram, t.cross_y, s.weights, s.lambdas, w.yy, w.count,
-                        training, gamma, j, lambda_min, RELATIVE_GAIN, move)
+    if p.free_intercept and t.kinds[j] == CONSTANT:
+        action = intercept_move(s.variance, s.weights, s.lambdas, j, move)
+    else:
+        training, gamma = criteria_now(ridge_record, window_record, t.gram, t.cross_y,
+                                       s.variance, s.weights, s.lambdas)
+        action = basis_move(s.variance, t.gram, t.cross_y, s.weights, s.lambdas, w.yy,
+                            w.count, training, gamma, j, lambda_min, RELATIVE_GAIN, move)
     p.action = action
     if action == 2 and m > 1 and not p.resized:
         return _delete(pruner_record, ridge_record, window_record, t, s, spare_variance,

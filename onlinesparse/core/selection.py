@@ -60,6 +60,35 @@ def continued_order(first: int, done: int) -> int:
 
 
 @jit
+def intercept_move(variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray, j: int,
+                   out: np.ndarray) -> int:
+    """The move of basis function j when it is the model's intercept (the constant basis
+    function, with ``GCVPruner(free_intercept=True)``): λⱼ = 0, never deleted, never
+    traded.
+
+    Ridge regression leaves the intercept unpenalised (Hastie, Tibshirani and Friedman
+    (2009) section 3.4.1): with λⱼ = 0 on the constant column, P·1 = 0, so every residual,
+    GCV and each candidate's optimum are the same for y and y + c, and the model's choices
+    do not depend on where the target's unit has its zero. A GCV-chosen λ there shrinks the
+    level toward an arbitrary 0, and the penalised kernels then carry the level instead.
+
+    Returns what :func:`basis_move` returns: 0 (λⱼ is 0 already), 1 (set to 0 here by
+    :func:`lambda_rank_one`; ``out[2]`` its rounding-error factor) or 3 (set λⱼ to
+    ``out[0]`` = 0 by the exact path). ``out[1]``, the usefulness, is NaN: a basis function
+    never re-estimated is never traded (:func:`candidate_move`).
+    """
+    out[0] = 0.0
+    out[1] = math.nan
+    if lambdas[j] == 0.0:
+        return 0
+    factor = lambda_rank_one(variance, weights, lambdas, j, 0.0)
+    if factor > 0.0:
+        out[2] = factor
+        return 1
+    return 3
+
+
+@jit
 def lambda_min(noise_variance: float, count: float, target_variance: float) -> float:
     """The floor on every λ: FGCV section 3.2, point 7, α_min = 1/N on weights in the
     target's units, i.e. λ_min = (σ²/s²)/N with s² the target's variance. (FGCV's data are
@@ -127,8 +156,8 @@ def least_useful(merit: np.ndarray, ids: np.ndarray, start: int, stop: int,
 def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
                    weights: np.ndarray, lambdas: np.ndarray, merit: np.ndarray, yy: float,
                    count: float, error: float, gamma: float, columns: np.ndarray,
-                   lambda_min: float, min_gain: float, at_budget: bool, out: np.ndarray
-                   ) -> int:
+                   lambda_min: float, min_gain: float, at_budget: bool, keep: int,
+                   out: np.ndarray) -> int:
     """The decision of ``GCVPruner._candidate_move``, whose docstring gives the rules:
     score ``columns`` (:func:`candidate_optima`), record each gain in ``merit``, and
     choose the best one that lowers GCV by more than ``min_gain``; at the budget, price
@@ -139,7 +168,8 @@ def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
 
     Returns 0 (no move), 1 (add column ``out[0]`` with λ ``out[1]``) or 2 (remove basis
     function ``out[2]`` and add column ``out[0]`` with λ ``out[1]``); ``out[3]`` is the
-    chosen candidate's gain.
+    chosen candidate's gain. Basis function ``keep`` (the intercept, −1 for none) is never
+    traded.
     """
     m = weights.shape[0]
     current = gcv(error, gamma, count)
@@ -170,7 +200,7 @@ def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
     lowest = math.inf
     for i in range(m):
         value = merit[i]
-        if value == value and value < lowest:
+        if i != keep and value == value and value < lowest:
             lowest = value
             j = i
     # To first order the trade changes GCV by (usefulness − gain).

@@ -49,7 +49,10 @@ PRUNER = _dtype(
      # what a call of core.selection.evaluate reports: how far it got, and the move it
      # stopped at for the caller to carry out
      "stop", "done", "move_kind", "action", "move_basis", "protected", "traded_now",
-     "added_now", "at_budget", "resized"),
+     "added_now", "at_budget", "resized",
+     # 1: the constant basis function is the model's unpenalised intercept
+     # (core.selection.intercept_move); 0 in a pickle from before it
+     "free_intercept"),
     ("min_gain",))
 SAMPLE = _dtype(
     # run_*: samples since each change statistic was last 0 (its change-point estimate);
