@@ -31,33 +31,59 @@ class InputMetric:
     n_features
         The number of inputs.
     policy
-        ``"gradient"``: proposals carry the gradient weights; ``"isotropic"``: they carry
-        none, and the compiled sample gets ``tracked`` empty (no slopes computed).
+        ``"gradient"``: proposals carry the gradient weights (the model's slopes and the
+        errors' structure along each input); ``"isotropic"``: they carry none, and the
+        compiled sample gets ``tracked`` empty (no slopes computed).
     """
 
     def __init__(self, n_features: int, policy: str = "gradient") -> None:
         self.policy = policy
         # (written in place by the compiled sample: core.relevance.track_relevance)
         self.relevance = np.zeros(n_features)
+        self._new_residual(n_features)
         self._made = -METRIC_EVERY
         self._metric: np.ndarray | None = None
 
-    @property
-    def tracked(self) -> np.ndarray:
-        """The array the compiled sample advances: the relevance, or none to track."""
-        return self.relevance if self.policy == "gradient" else self.relevance[:0]
+    def _new_residual(self, n_features: int) -> None:
+        # (written in place by the compiled sample: core.relevance.track_residual) the
+        # errors' running projections on each input's Hermite polynomials, and each
+        # input's running mean and variance they standardise it by
+        self.residual = np.zeros((n_features, 3))
+        self.input_mean = np.zeros(n_features)
+        self.input_var = np.zeros(n_features)
 
-    def for_proposal(self, n_learned: int, memory: float) -> np.ndarray | None:
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "residual" not in state:  # (a pickle from before the errors' structure)
+            self._new_residual(len(self.relevance))
+
+    @property
+    def tracked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The arrays the compiled sample advances: the relevance, the residual
+        projections, the inputs' means and variances; empty ones (nothing to track)
+        for the isotropic policy."""
+        if self.policy == "gradient":
+            return self.relevance, self.residual, self.input_mean, self.input_var
+        return self.relevance[:0], self.residual[:0], self.input_mean[:0], self.input_var[:0]
+
+    def for_proposal(self, n_learned: int, memory: float, error_square: float
+                     ) -> np.ndarray | None:
         """The metric of a kernel proposed at sample ``n_learned`` by a model whose memory
-        holds ``memory`` patterns (:func:`onlinesparse.core.input_metric`), None for the
-        isotropic metric (the policy, or no slopes to go by yet). Treat it as read-only:
-        the proposals made until the next remake share it."""
+        holds ``memory`` patterns and whose squared errors average ``error_square``
+        (:func:`onlinesparse.core.input_metric` of the slopes and
+        :func:`onlinesparse.core.residual_structure`), None for the isotropic metric (the
+        policy, or nothing to go by yet). Treat it as read-only: the proposals made until
+        the next remake share it."""
         if self.policy == "isotropic":
             return None
         every = min(METRIC_EVERY, int(memory) // 64 + 1)
         if n_learned - self._made >= every or n_learned < self._made:
+            structure = np.empty(len(self.relevance))
+            core.residual_structure(self.residual, self.input_var, error_square, memory,
+                                    structure)
             metric = np.empty(len(self.relevance))
-            self._metric = metric if core.input_metric(self.relevance, metric) else None
+            self._metric = (metric if core.input_metric(self.relevance, structure, metric)
+                            else None)
             self._made = n_learned
         return self._metric
 

@@ -228,6 +228,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     _n_learned = Field()
     _propose = Field()
     _error = Field()
+    _error_square = Field()
     _change_keep = Field()
     _calibration = Field("calibration")
     _model_weight = Field("model_weight")
@@ -449,7 +450,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         protected = self._buffer.protected_ids()
         pruner = self._pruner
         basis = window.basis.arrays()
-        arguments = (self.record, self._levels, self._inputs.tracked, pruner.record,
+        arguments = (self.record, self._levels, *self._inputs.tracked, pruner.record,
                      model.record, window.record, self._row_buffer(), *window.tracked_ring(),
                      *state.arrays(), *self._spare_arrays(), protected, pruner.move)
         self._cached_arguments = ((window.layout, state.variance, self._spares), arguments)
@@ -495,7 +496,8 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
 
     def _proposal_metric(self) -> np.ndarray | None:
         """The inputs' weights for a kernel proposed now (:class:`InputMetric`)."""
-        return self._inputs.for_proposal(self._n_learned, self._model.window.count)
+        return self._inputs.for_proposal(self._n_learned, self._model.window.count,
+                                         self._error_square)
 
     def _schedule(self, size: int) -> tuple[int, int]:
         """The pruner's evaluations for this sample and their order (``core.TURN_ORDER``,

@@ -147,13 +147,20 @@ def test_the_input_metric_floors_and_averages_one():
     """Weights ∝ RMS slope, floored at METRIC_FLOOR of their mean, averaging 1; nothing
     to go by (no slopes, non-finite) leaves the isotropic metric."""
     out = np.empty(4)
-    assert core.input_metric(np.array([4.0, 1.0, 0.0, 0.0]), out)
+    none = np.empty(0)  # (no errors' structure: the slopes alone)
+    assert core.input_metric(np.array([4.0, 1.0, 0.0, 0.0]), none, out)
     raw = np.array([2.0, 1.0, 0.0, 0.0])
     floored = np.maximum(raw, core.METRIC_FLOOR * raw.mean())
     np.testing.assert_allclose(out, floored / floored.mean(), rtol=1e-12)
     assert out.mean() == pytest.approx(1.0)
-    assert not core.input_metric(np.zeros(4), out)
-    assert not core.input_metric(np.array([np.inf, 1.0, 0.0, 0.0]), out)
+    assert not core.input_metric(np.zeros(4), none, out)
+    assert not core.input_metric(np.array([np.inf, 1.0, 0.0, 0.0]), none, out)
+    # With the errors' structure: RMS of slope² + RESIDUAL_WEIGHT·structure.
+    structure = np.array([0.0, 0.0, 0.9, -1.0])  # (a negative entry counts as 0)
+    assert core.input_metric(np.array([4.0, 1.0, 0.0, 0.0]), structure, out)
+    raw = np.sqrt(np.array([4.0, 1.0, core.RESIDUAL_WEIGHT * 0.9, 0.0]))
+    floored = np.maximum(raw, core.METRIC_FLOOR * raw.mean())
+    np.testing.assert_allclose(out, floored / floored.mean(), rtol=1e-12)
 
 
 def test_a_slope_that_is_not_finite_leaves_the_relevance_as_it_was():

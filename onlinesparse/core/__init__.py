@@ -96,9 +96,13 @@ from onlinesparse.core.pruning import (
 )
 from onlinesparse.core.relevance import (
     METRIC_FLOOR,
+    RESIDUAL_CLIP,
+    RESIDUAL_WEIGHT,
     input_metric,
     model_gradient,
+    residual_structure,
     track_relevance,
+    track_residual,
 )
 from onlinesparse.core.sample import (
     LEARNED,
@@ -167,9 +171,13 @@ __all__ = [
     "new_levels",
     "track_level",
     "METRIC_FLOOR",
+    "RESIDUAL_CLIP",
+    "RESIDUAL_WEIGHT",
     "input_metric",
     "model_gradient",
+    "residual_structure",
     "track_relevance",
+    "track_residual",
     "BASIS_FIRST",
     "BASIS_MOVE",
     "CANDIDATE_FIRST",

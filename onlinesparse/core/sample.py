@@ -26,7 +26,7 @@ from onlinesparse.core.criteria import noise_estimate
 from onlinesparse.core.health import REFRESH_NOW, account, close_round, decide, is_healthy
 from onlinesparse.core.level import level_mixture, track_level
 from onlinesparse.core.pruning import FINISHED, HAND_BACK, Ridge, Tracked, criteria_now, evaluate
-from onlinesparse.core.relevance import model_gradient, track_relevance
+from onlinesparse.core.relevance import model_gradient, track_relevance, track_residual
 from onlinesparse.core.selection import lambda_min, proposes
 from onlinesparse.core.statistics import gram_rank_one, rolling_refresh, running_mean
 from onlinesparse.core.updates import MIN_RESIDUAL_LEVERAGE, sherman_morrison, slide_window
@@ -415,7 +415,8 @@ def continue_sample(sample_record: np.ndarray, pruner_record: np.ndarray,
 @jit
 def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
                   evaluations: int, first: int, sample_record: np.ndarray,
-                  levels: np.ndarray, relevance: np.ndarray, pruner_record: np.ndarray,
+                  levels: np.ndarray, relevance: np.ndarray, residual: np.ndarray,
+                  input_mean: np.ndarray, input_var: np.ndarray, pruner_record: np.ndarray,
                   ridge_record: np.ndarray, window_record: np.ndarray, row: np.ndarray,
                   gram: np.ndarray,
                   cross_y: np.ndarray, traffic: np.ndarray,
@@ -428,7 +429,8 @@ def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
                   ) -> int:
     """``SparseRBFRegressor.learn_one`` from a validated input, in one call: the row and
     the error before learning (``sample_record.error``, ``row[:n]``), the model's slopes
-    at x into the inputs' ``relevance`` (:mod:`~onlinesparse.core.relevance`),
+    at x into the inputs' ``relevance`` and the error's structure along each input into
+    ``residual``, ``input_mean`` and ``input_var`` (:mod:`~onlinesparse.core.relevance`),
     :func:`learn_pattern`,
     the inputs' running means (``means``, the ``committed``-th learned input), then
     :func:`continue_sample`. Returns ``QUIET``, ``SLIDE_REFUSED`` (nothing changed),
@@ -456,8 +458,13 @@ def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
                            HT, XT, targets, stamps, variance, weights, lambdas)
     if status == SLIDE_REFUSED:
         return SLIDE_REFUSED
-    if track:
-        track_relevance(relevance, gradient, window_record[0].count)
+    if relevance.shape[0] == d:
+        count = window_record[0].count
+        if track:
+            track_relevance(relevance, gradient, count)
+        sample_record[0].error_square = track_residual(
+            residual, input_mean, input_var, x, sample_record[0].error,
+            sample_record[0].error_square, count, track)
     sample_record[0].n_learned += 1
     running_mean(means, x, committed)
     if weights.shape[0] > 0:  # (an empty model's prediction is no model's)

@@ -74,7 +74,10 @@ SAMPLE = _dtype(
     ("noise_variance", "novelty_sq", "error_threshold", "error", "nearest",
      "calibration", "z", "cusum_up", "cusum_down", "cusum_scale", "log_odds",
      "model_weight", "mean_prediction", "mean_variance", "level_offset",
-     "level_variance", "outer_calibration"))
+     "level_variance", "outer_calibration",
+     # the running mean of the model's squared error before learning, over about the
+     # window (core.relevance.track_residual)
+     "error_square"))
 # RIDGE.pending: no refresh waits, one of S alone, one of the statistics and S.
 NO_REFRESH, REFRESH_STATE, REFRESH_STATISTICS = -1, 0, 1
 
