@@ -202,6 +202,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         # the origin of the target's unit (core.selection.intercept_move).
         self._pruner = GCVPruner(max_basis=max_basis, free_intercept=True)
         self.record = self._new_record(vars(self))
+        self.record[0]["prior_shrink"] = 1  # (core.sample.shrink_to_prior)
         self._levels = core.new_levels()
         self._spares = None
 
@@ -456,9 +457,10 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
                      model.record, window.record, self._row_buffer(), *window.tracked_ring(),
                      *state.arrays(), *self._spare_arrays(), protected, pruner.move)
         self._cached_arguments = ((window.layout, state.variance, self._spares), arguments)
-        # predict_one's: the model's basis and weights, valid while the window's layout
-        # and the weights array stay (predict_one checks both)
-        self._predict_arguments = (window, window.layout, (*basis, state.weights))
+        # predict_one's: the model's basis, weights and S, valid while the window's layout
+        # and the two arrays stay (predict_one checks all three)
+        self._predict_arguments = (window, window.layout,
+                                   (*basis, state.weights, state.variance))
         return arguments
 
     def _row_buffer(self) -> np.ndarray:
@@ -617,32 +619,34 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
 
     # -- prediction -----------------------------------------------------------------------
     def predict_one(self, x: dict, with_dist: bool = False) -> float | proba.Gaussian:
-        if not with_dist:
-            vector = self._features.transform(x)
-            cached = self._predict_arguments
-            if cached is not None:  # (the arrays of the last learn_one, if they still hold)
-                window, layout, arguments = cached
-                if (window.layout == layout and arguments[-1] is self._model.state.weights
-                        and arguments[-1].shape[0]):
-                    return self._averaged(core.predict_mean(vector, *arguments))
-            model = self._model
-            if model is None or not model.size:
-                return self._empty_prediction()
-            return self._averaged(core.predict_mean(vector, *model.window.basis.arrays(),
-                                                    model.weights))
         vector = self._features.transform(x)
         model = self._model
-        noise = self._noise_level()
         if model is None or not model.size:
+            if not with_dist:
+                return self._empty_prediction()
+            noise = self._noise_level()
             return gaussian(self._empty_prediction(),
                             noise + self._novelty_variance(vector, noise))
-        h = model.model_row(vector)
+        state = model.state
+        cached = self._predict_arguments
+        # (the arrays of the last learn_one, if they still hold)
+        if not (cached is not None and cached[0].layout == cached[1]
+                and cached[2][-2] is state.weights and cached[2][-1] is state.variance):
+            cached = (None, None, (*model.window.basis.arrays(), state.weights,
+                                   state.variance))
+        # Where the model knows little, its prediction returns toward the targets' mean
+        # (core.sample.shrink_to_prior).
+        mean, variance = core.model_prediction(vector, self.record, model.window.record,
+                                               *cached[2])
+        if not with_dist:
+            return self._averaged(mean)
+        noise = self._noise_level()
         # (the calibration factor κ², see core.sample.calibrate)
-        variance = model.predictive_variance(h, noise) * math.exp(2.0 * self._calibration)
+        variance *= math.exp(2.0 * self._calibration)
         # (the errors' level, and the calibration of the sum, κ_o²: core.sample.calibrate)
         variance = ((variance + self._level_variance) * math.exp(2.0 * self._outer_calibration)
                     + self._novelty_variance(vector, noise))
-        mean = core.inner(h, model.weights, model.size) + self._level_offset
+        mean += self._level_offset
         w = self._model_weight
         if w != 1.0:  # the two-component mixture's mean and variance
             other, spread = self._mean_prediction, self._mean_variance

@@ -84,6 +84,36 @@ def gcv_with_lambda(model, j: int, lam_j: float) -> float:
     return p * float(Py @ Py) / tr**2
 
 
+def shrunk_prediction(model, vector: np.ndarray) -> float:
+    """``SparseRBFRegressor``'s model prediction at ``vector`` (before the errors' level,
+    the weighing against the mean and the target reference): h(x)ᵀw returned toward the
+    mean ȳ of the targets in its window by ``c = s²/(s² + σ²hᵀSh)``, s² their variance
+    (core.sample.shrink_to_prior), written out; h(x)ᵀw for a model pickled before it."""
+    ridge = model.model
+    h = ridge.model_row(vector)
+    f = float(h @ ridge.weights)
+    if not model.record[0]["prior_shrink"]:
+        return f
+    y = ridge.window.stored_targets()
+    centre = float(np.mean(y))
+    prior = max(float(np.var(y)), 1e-12 * float(np.mean(y * y)))  # (as target_variance)
+    if not prior > 0.0:  # (every target the same and 0: no prior to return to)
+        return f
+    v = model.diagnostics()["noise_std"] ** 2 * float(h @ ridge.variance @ h)
+    return centre + prior / (prior + v) * (f - centre)
+
+
+def averaged_prediction(model, prediction: float) -> float:
+    """A ``SparseRBFRegressor`` model prediction plus the errors' level (core.level),
+    averaged with the running mean's by the model's weight (core.weigh_against_mean), as
+    predict_one gives it: both measured from the first target, which is added back."""
+    record = model.record[0]
+    w = float(record["model_weight"])
+    prediction += float(record["level_offset"])
+    return (w * prediction + (1.0 - w) * float(record["mean_prediction"])
+            + model.target_reference)
+
+
 def rel_err(a, b) -> float:
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     scale = max(float(np.max(np.abs(b))) if b.size else 0.0, 1e-300)

@@ -19,7 +19,8 @@ from onlinesparse.criteria import global_lambda_reestimate
 from onlinesparse.kernels import BasisSpec
 from onlinesparse.pruner import local_ridge
 from onlinesparse.ridge import IncrementalRidge
-from tests.reference import from_scratch
+from tests.reference import averaged_prediction as _averaged
+from tests.reference import from_scratch, shrunk_prediction
 from tests.test_core_ops import _check_against_reference
 
 
@@ -238,7 +239,11 @@ def test_from_batch_starts_from_the_selected_basis_and_keeps_streaming():
     np.testing.assert_allclose(model.model.weights, result.weights, rtol=1e-7,
                                atol=1e-9 * np.abs(result.weights).max())
     x0 = X.iloc[0].to_dict()
-    assert model.predict_one(x0) == pytest.approx(float(F[0, result.selected] @ result.weights))
+    vector = np.array([x0[name] for name in model._features.names])
+    # (the batch's own prediction, returned toward the targets' mean by c ≈ 1)
+    assert shrunk_prediction(model, vector) == pytest.approx(
+        float(F[0, result.selected] @ result.weights), rel=1e-2)
+    assert model.predict_one(x0) == pytest.approx(shrunk_prediction(model, vector), rel=1e-9)
     for _ in range(50):  # (the same stream goes on)
         a, b = float(rng.uniform()), float(rng.uniform())
         model.learn_one({"a": a, "b": b}, float(np.sin(6 * b) + 0.3 * a))
@@ -315,7 +320,8 @@ def test_random_streams_through_the_estimator_match_the_reference(
     """Random streams and settings through SparseRBFRegressor (one compiled call per
     sample, with the pruner's moves, refreshes and new columns it hands back): at every
     check the model is the from-scratch ridge solution on its window, basis functions and
-    λ's (tests/reference.py), its criteria match, and its predictions are h(x)ᵀw. A pickle
+    λ's (tests/reference.py), its criteria match, and its predictions are h(x)ᵀw returned
+    toward the targets' mean by the model's uncertainty (``shrunk_prediction``). A pickle
     round trip (pickle_every) and refine() between samples (refine_every) change nothing
     of that. Ill-conditioned states (inputs on a curve) are held to the health check."""
     params = dict(max_basis=max_basis, window_size=window, evaluations_per_sample=evaluations,
@@ -333,10 +339,10 @@ def test_random_streams_through_the_estimator_match_the_reference(
         ridge = model.model
         vector = np.array([x[f"x{i}"] for i in range(d)])
         window = ridge.window
-        expected = (_averaged(model, float(ridge.model_row(vector) @ ridge.weights))
+        expected = (_averaged(model, shrunk_prediction(model, vector))
                     if ridge.size
                     else window.sum_y / window.count + model.target_reference)  # (the mean)
-        assert model.predict_one(x) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+        assert model.predict_one(x) == pytest.approx(expected, rel=1e-9, abs=1e-12)
         assert math.isfinite(model.predict_one(x, with_dist=True).sigma)
         if k % 17 == 0 or k == last:
             well_conditioned = well_conditioned and _cond(ridge) <= 1e4
@@ -574,17 +580,6 @@ def test_a_model_pickled_before_the_records_loads_and_goes_on_learning():
     _check_against_reference(model.model, strict=_cond(model.model) <= 1e4)
 
 
-def _averaged(model: SparseRBFRegressor, prediction: float) -> float:
-    """The ridge's prediction plus the errors' level (core.level), averaged with the
-    running mean's by the model's weight (core.weigh_against_mean), as predict_one gives
-    it: both measured from the first target, which is added back."""
-    record = model.record[0]
-    w = float(record["model_weight"])
-    prediction += float(record["level_offset"])
-    return (w * prediction + (1.0 - w) * float(record["mean_prediction"])
-            + model.target_reference)
-
-
 def _cusum_from_scratch(zs: list[float]) -> list[int]:
     """Page's CUSUM written out plainly: the three statistics of
     core.sample.watch_for_change from their definitions, restarted after each alarm;
@@ -709,9 +704,11 @@ def test_predict_one_agrees_with_the_ridge_after_every_kind_of_update():
 
     def agree():
         vector = np.array([probe["a"], probe["b"]])
-        expected = (_averaged(model, model.model.predict(vector)) if model.n_basis
+        expected = (_averaged(model, shrunk_prediction(model, vector)) if model.n_basis
                     else model.predict_one(probe))
-        assert model.predict_one(probe) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+        assert model.predict_one(probe) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+        assert model.predict_one(probe, with_dist=True).mu == pytest.approx(
+            model.predict_one(probe), rel=1e-12, abs=1e-12)
 
     for k in range(400):
         x = rng.uniform(-1, 1, 2)
@@ -762,7 +759,7 @@ def test_the_evidence_against_the_running_mean_is_the_prequential_log_likelihood
         w = float(model.record[0]["model_weight"])
         assert w == pytest.approx(1.0 / (1.0 + math.exp(-expected)), rel=1e-12)
         if model.n_basis:
-            f = model.model.predict(np.array([0.3, -0.1]))
+            f = shrunk_prediction(model, np.array([0.3, -0.1]))
             mean = float(model.record[0]["mean_prediction"])
             f += float(model.record[0]["level_offset"])
             assert model.predict_one(probe) == pytest.approx(

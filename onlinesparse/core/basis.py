@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from onlinesparse.core._jit import jit
+from onlinesparse.core.linalg import symmetric_quadratic
 
 # Column kinds: the one definition (kernels.py names them for users).
 CONSTANT, LINEAR, GAUSSIAN, MULTIQUADRIC, INVERSE_MULTIQUADRIC, CAUCHY = 0, 1, 2, 3, 4, 5
@@ -131,10 +132,24 @@ def inner(a: np.ndarray, b: np.ndarray, m: int) -> float:
 @jit
 def predict_mean(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
                  features: np.ndarray, weights: np.ndarray) -> float:
-    """``h(x)ᵀw`` over the model's columns in one call (``SparseRBFRegressor.predict_one``)."""
+    """``h(x)ᵀw`` over the model's columns in one call."""
     m = weights.shape[0]
     row = np.empty((1, m))
     evaluate_rows(kinds, centres, inv_r2, features, x.reshape((1, x.shape[0])), 0, m, row)
     return inner(row[0], weights, m)
+
+
+@jit
+def predict_mean_and_spread(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray,
+                            inv_r2: np.ndarray, features: np.ndarray, weights: np.ndarray,
+                            variance: np.ndarray) -> tuple[float, float]:
+    """``(h(x)ᵀw, h(x)ᵀSh(x))`` over the model's columns in one call
+    (``SparseRBFRegressor.predict_one``): the prediction, and the factor of σ² in its
+    variance from the weights' uncertainty (Orr (1996) 4.2, ``σ²hᵀA⁻¹h``). O(M²)."""
+    m = weights.shape[0]
+    row = np.empty((1, m))
+    evaluate_rows(kinds, centres, inv_r2, features, x.reshape((1, x.shape[0])), 0, m, row)
+    h = row[0]
+    return inner(h, weights, m), symmetric_quadratic(variance, h, m)
 
 

@@ -26,6 +26,25 @@ def symmetric_matvec(matrix: np.ndarray, x: np.ndarray, m: int, out: np.ndarray)
 
 
 @jit
+def symmetric_quadratic(matrix: np.ndarray, x: np.ndarray, m: int) -> float:
+    """``xᵀA x`` for a symmetric A[:m, :m] from its lower triangle: ``2·xᵀp + Σᵢ Aᵢᵢxᵢ²``
+    with ``p = L x`` (L the strict lower triangle) summed as axpys over contiguous rows,
+    which vectorise (half the work of :func:`symmetric_matvec` and a dot product)."""
+    partial = np.zeros(m)
+    diagonal = 0.0
+    for i in range(m):
+        xi = x[i]
+        row = matrix[i]
+        for j in range(i):
+            partial[j] += xi * row[j]
+        diagonal += row[i] * xi * xi
+    total = 0.0
+    for j in range(m):
+        total += x[j] * partial[j]
+    return 2.0 * total + diagonal
+
+
+@jit
 def symmetric_matvec_pair(matrix: np.ndarray, x: np.ndarray, z: np.ndarray, m: int,
                           out_x: np.ndarray, out_z: np.ndarray) -> None:
     """``out_x = A x`` and ``out_z = A z`` for a symmetric A in one sweep over its rows

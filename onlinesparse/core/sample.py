@@ -21,7 +21,12 @@ import math
 import numpy as np
 
 from onlinesparse.core._jit import jit
-from onlinesparse.core.basis import evaluate_rows, inner, nearest_sq_distance
+from onlinesparse.core.basis import (
+    evaluate_rows,
+    inner,
+    nearest_sq_distance,
+    predict_mean_and_spread,
+)
 from onlinesparse.core.criteria import noise_estimate
 from onlinesparse.core.health import REFRESH_NOW, account, close_round, decide, is_healthy
 from onlinesparse.core.level import level_mixture, track_level
@@ -151,6 +156,48 @@ def noise_level(sample_record: np.ndarray, window_record: np.ndarray) -> float:
     unit."""
     estimate = sample_record[0].noise_variance
     return estimate if estimate > 0.0 else target_variance(window_record)
+
+
+@jit
+def shrink_to_prior(sample_record: np.ndarray, window_record: np.ndarray, mean: float,
+                    spread: float) -> tuple[float, float]:
+    """The model's prediction ``mean = h(x)ᵀw`` at x, with ``spread = h(x)ᵀSh(x)``,
+    combined with a prior on the function's value there, f(x) ~ N(ȳ, s²): the mean and
+    variance of the targets in memory. Returns the posterior mean and the predictive
+    variance, ``(ȳ + c·(mean − ȳ), σ² + c·v)`` with ``v = σ²·spread`` the variance of the
+    model's estimate and ``c = s²/(s² + v)``.
+
+    Inside the data v is a small fraction of s² and c is 1 to a few parts in a thousand.
+    Where the model knows little (basis functions fitted on few patterns, linear terms
+    extrapolated far from them), v grows beyond s² and the prediction returns toward the
+    mean of the targets, instead of running off to values no target has come near.
+    (Precision weighting of two Gaussian estimates of f(x), the ridge's and the prior's.)
+    A model pickled before this existed (``prior_shrink`` 0) predicts as it did."""
+    noise = noise_level(sample_record, window_record)
+    w = window_record[0]
+    v = noise * max(spread, 0.0)
+    prior = target_variance(window_record)
+    if (not sample_record[0].prior_shrink or w.count <= 0.0
+            or not (v == v and prior > 0.0)):  # (no prior, or no spread: as is)
+        return mean, noise + v
+    centre = w.sum_y / w.count
+    if math.isinf(v):  # (nothing known at x: the prior)
+        return centre, noise + prior
+    c = prior / (prior + v)
+    return centre + c * (mean - centre), noise + c * v
+
+
+@jit
+def model_prediction(x: np.ndarray, sample_record: np.ndarray, window_record: np.ndarray,
+                     kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
+                     features: np.ndarray, weights: np.ndarray, variance: np.ndarray
+                     ) -> tuple[float, float]:
+    """The model's prediction at x and its predictive variance in one call
+    (``SparseRBFRegressor.predict_one``): :func:`predict_mean_and_spread`, then
+    :func:`shrink_to_prior`."""
+    mean, spread = predict_mean_and_spread(x, kinds, centres, inv_r2, features, weights,
+                                           variance)
+    return shrink_to_prior(sample_record, window_record, mean, spread)
 
 
 @jit

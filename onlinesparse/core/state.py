@@ -57,8 +57,10 @@ PRUNER = _dtype(
 SAMPLE = _dtype(
     # run_*: samples since each change statistic was last 0 (its change-point estimate);
     # change_keep: the patterns to keep after a change the last call detected (0: none)
+    # prior_shrink: 1 when predictions return toward the targets' mean where the model
+    # knows little (core.sample.shrink_to_prior); 0 in a pickle from before it
     ("n_learned", "noise_every", "propose", "run_up", "run_down", "run_scale",
-     "change_keep"),
+     "change_keep", "prior_shrink"),
     # noise_variance 0 until the first estimate (the target's variance stands in);
     # calibration log κ, the factor of the predictive deviation that keeps the 95 %
     # interval's coverage (core.sample.calibrate).

@@ -1,0 +1,146 @@
+"""Predictions return toward the targets' mean where the model knows little
+(core.sample.shrink_to_prior): the formula from scratch, and the faults it is for."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from onlinesparse import SparseRBFRegressor, core
+from onlinesparse.core.state import SAMPLE, WINDOW, new_record
+from tests.reference import averaged_prediction, shrunk_prediction
+
+
+def _records(count: float, mean: float, spread: float, noise: float, on: bool
+             ) -> tuple[np.ndarray, np.ndarray]:
+    sample, window = new_record(SAMPLE), new_record(WINDOW)
+    sample[0]["noise_variance"] = noise
+    sample[0]["prior_shrink"] = int(on)
+    window[0]["count"] = count
+    window[0]["sum_y"] = mean * count
+    window[0]["yy"] = (spread + mean * mean) * count
+    return sample, window
+
+
+@settings(max_examples=60, deadline=None)
+@given(mean=st.floats(-1e3, 1e3), spread=st.floats(1e-3, 1e4), noise=st.floats(1e-4, 1e2),
+       prediction=st.floats(-1e4, 1e4), factor=st.floats(0.0, 1e8), count=st.integers(1, 999))
+def test_the_shrink_is_precision_weighting_against_the_targets_spread(
+        mean, spread, noise, prediction, factor, count):
+    """``(ȳ + c(f − ȳ), σ² + c·σ²·hᵀSh)`` with ``c = s²/(s² + σ²·hᵀSh)``, against the
+    formula written out; off (a pickle from before), the prediction as it was."""
+    sample, window = _records(float(count), mean, spread, noise, True)
+    shrunk, variance = core.shrink_to_prior(sample, window, prediction, factor)
+    prior = core.target_variance(window)
+    v = noise * factor
+    c = prior / (prior + v)
+    assert shrunk == pytest.approx(mean + c * (prediction - mean), rel=1e-9, abs=1e-9)
+    assert variance == pytest.approx(noise + c * v, rel=1e-9)
+    assert min(prediction, mean) - 1e-6 <= shrunk <= max(prediction, mean) + 1e-6
+    off, _ = core.shrink_to_prior(*_records(float(count), mean, spread, noise, False),
+                                  prediction, factor)
+    assert off == prediction
+
+
+def test_a_model_that_knows_nothing_at_x_predicts_the_mean():
+    sample, window = _records(10.0, 4.0, 9.0, 1.0, True)
+    assert core.shrink_to_prior(sample, window, 1e6, math.inf) == (4.0, 1.0 + 9.0)
+    assert core.shrink_to_prior(sample, window, 7.0, math.nan)[0] == 7.0
+
+
+def _steep_line(n: int, seed: int) -> list[tuple[dict, float]]:
+    """y = 100·x + noise on x in [0, 0.1] (targets 0…10), with a second input that
+    varies little: the linear functions are fitted on a sliver of the input space."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        x = {"a": float(rng.uniform(0, 0.1)), "b": float(rng.uniform(0, 0.01))}
+        out.append((x, 100 * x["a"] + 0.3 * rng.normal()))
+    return out
+
+
+def test_far_from_the_data_the_prediction_returns_toward_the_targets_mean():
+    """Inside the data the prediction is the model's own to 0.1 %; along an input the
+    data barely covered, the model's linear extrapolation runs far beyond every target
+    seen and is uncertain there, and the prediction comes back toward their mean, with
+    with_dist=True centred on the same value."""
+    model = SparseRBFRegressor(max_basis=10, window_size=200)
+    data = _steep_line(200, 1)
+    for x, y in data:
+        model.learn_one(x, y)
+    names = model._features.names
+    centre = float(np.mean(model.model.window.stored_targets()))
+    inside = np.array([{"a": 0.05, "b": 0.005}[n] for n in names])
+    raw = model.model.predict(inside)
+    assert shrunk_prediction(model, inside) == pytest.approx(raw, rel=1e-3)
+    far = {"a": 0.05, "b": 3.0}
+    vector = np.array([far[n] for n in names])
+    raw, shrunk = model.model.predict(vector), shrunk_prediction(model, vector)
+    assert abs(shrunk - centre) < 0.5 * abs(raw - centre)
+    assert model.predict_one(far) == pytest.approx(averaged_prediction(model, shrunk),
+                                                   rel=1e-9)
+    assert model.predict_one(far, with_dist=True).mu == pytest.approx(
+        model.predict_one(far), rel=1e-12)
+
+
+def _hourly(n: int, outages: tuple[int, ...], seed: int) -> list[tuple[dict, float]]:
+    """A daily cycle around 100 (hour of day and day of week as inputs) whose sensor
+    sticks at 24 for 10 hours from each of ``outages``: WaterFlow's fault."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for t in range(n):
+        hour, day = t % 24, (t // 24) % 7
+        y = 100 + 3 * math.sin(2 * math.pi * hour / 24) + 0.3 * rng.normal()
+        if any(start <= t < start + 10 for start in outages):
+            y = 24.0
+        out.append(({"hour": float(hour), "day": float(day)}, y))
+    return out
+
+
+def test_a_stuck_sensor_does_not_send_the_predictions_off_the_scale():
+    """After an outage the adaptive memory keeps few patterns, mostly stuck ones, and the
+    fit on them knows little about other hours of the day. Every prediction stays within
+    the targets' range widened by half of it, where the unshrunk fit went far outside."""
+    from river import preprocessing
+
+    model = preprocessing.StandardScaler() | SparseRBFRegressor()
+    data = _hourly(600, (100, 220, 400), 2)
+    low, high = min(y for _, y in data), max(y for _, y in data)
+    margin = 0.5 * (high - low)
+    worst_raw = 0.0
+    for x, y in data:
+        prediction = model.predict_one(x)
+        assert low - margin <= prediction <= high + margin
+        rbf = model[-1]
+        if rbf.n_basis:
+            vector = np.array([model[0].transform_one(x)[n] for n in rbf._features.names])
+            raw = rbf.model.predict(vector) + rbf.target_reference
+            worst_raw = max(worst_raw, abs(raw - 0.5 * (low + high)))
+        model.learn_one(x, y)
+    assert rbf.n_memory_cuts >= 1
+    assert worst_raw > high - low  # (the fault is there: the raw fit leaves the range)
+
+
+def test_a_model_pickled_before_the_shrink_predicts_as_it_did():
+    model = SparseRBFRegressor(max_basis=10, window_size=200)
+    for x, y in _steep_line(200, 3):
+        model.learn_one(x, y)
+    state = dict(model.__getstate__())
+    record = state["record"]
+    names = [n for n in record.dtype.names if n != "prior_shrink"]
+    old_record = np.zeros(1, dtype=[(n, record.dtype[n]) for n in names])
+    for n in names:
+        old_record[0][n] = record[0][n]
+    state["record"] = old_record
+    old = SparseRBFRegressor.__new__(SparseRBFRegressor)
+    old.__setstate__(pickle.loads(pickle.dumps(state)))
+    far = {"a": 0.05, "b": 3.0}
+    vector = np.array([far[n] for n in old._features.names])
+    raw = old.model.predict(vector)
+    assert old.predict_one(far) == pytest.approx(averaged_prediction(old, raw), rel=1e-12)
+    assert model.predict_one(far) != pytest.approx(old.predict_one(far), rel=1e-6)
