@@ -87,8 +87,9 @@ def gcv_with_lambda(model, j: int, lam_j: float) -> float:
 def shrunk_prediction(model, vector: np.ndarray) -> float:
     """``SparseRBFRegressor``'s model prediction at ``vector`` (before the errors' level,
     the weighing against the mean and the target reference): h(x)ᵀw returned toward the
-    mean ȳ of the targets in its window by ``c = s²/(s² + σ²hᵀSh)``, s² their variance
-    (core.sample.shrink_to_prior), written out; h(x)ᵀw for a model pickled before it."""
+    mean ȳ of the targets in its window by ``c = s²/(s² + κ²σ²hᵀSh)``, s² their variance
+    and κ the calibration factor (core.sample.shrink_to_prior), written out; h(x)ᵀw for a
+    model pickled before it."""
     ridge = model.model
     h = ridge.model_row(vector)
     f = float(h @ ridge.weights)
@@ -99,7 +100,8 @@ def shrunk_prediction(model, vector: np.ndarray) -> float:
     prior = max(float(np.var(y)), 1e-12 * float(np.mean(y * y)))  # (as target_variance)
     if not prior > 0.0:  # (every target the same and 0: no prior to return to)
         return f
-    v = model.diagnostics()["noise_std"] ** 2 * float(h @ ridge.variance @ h)
+    numbers = model.diagnostics()
+    v = (numbers["calibration"] * numbers["noise_std"]) ** 2 * float(h @ ridge.variance @ h)
     return centre + prior / (prior + v) * (f - centre)
 
 

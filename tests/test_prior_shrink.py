@@ -32,13 +32,14 @@ def _records(count: float, mean: float, spread: float, noise: float, on: bool
        prediction=st.floats(-1e4, 1e4), factor=st.floats(0.0, 1e8), count=st.integers(1, 999))
 def test_the_shrink_is_precision_weighting_against_the_targets_spread(
         mean, spread, noise, prediction, factor, count):
-    """``(ȳ + c(f − ȳ), σ² + c·σ²·hᵀSh)`` with ``c = s²/(s² + σ²·hᵀSh)``, against the
+    """``(ȳ + c(f − ȳ), σ² + c·σ²·hᵀSh)`` with ``c = s²/(s² + κ²σ²·hᵀSh)``, against the
     formula written out; off (a pickle from before), the prediction as it was."""
     sample, window = _records(float(count), mean, spread, noise, True)
+    sample[0]["calibration"] = math.log(1.3)
     shrunk, variance = core.shrink_to_prior(sample, window, prediction, factor)
     prior = core.target_variance(window)
     v = noise * factor
-    c = prior / (prior + v)
+    c = prior / (prior + 1.3**2 * v)
     assert shrunk == pytest.approx(mean + c * (prediction - mean), rel=1e-9, abs=1e-9)
     assert variance == pytest.approx(noise + c * v, rel=1e-9)
     assert min(prediction, mean) - 1e-6 <= shrunk <= max(prediction, mean) + 1e-6

@@ -164,8 +164,10 @@ def shrink_to_prior(sample_record: np.ndarray, window_record: np.ndarray, mean: 
     """The model's prediction ``mean = h(x)ᵀw`` at x, with ``spread = h(x)ᵀSh(x)``,
     combined with a prior on the function's value there, f(x) ~ N(ȳ, s²): the mean and
     variance of the targets in memory. Returns the posterior mean and the predictive
-    variance, ``(ȳ + c·(mean − ȳ), σ² + c·v)`` with ``v = σ²·spread`` the variance of the
-    model's estimate and ``c = s²/(s² + v)``.
+    variance before calibration, ``(ȳ + c·(mean − ȳ), σ² + c·v)`` with ``v = σ²·spread``
+    the variance of the model's estimate and ``c = s²/(s² + κ²v)``, κ the calibration
+    factor of the predictive deviation (:func:`calibrate`: where the model's intervals
+    have been too narrow, its estimate counts for less).
 
     Inside the data v is a small fraction of s² and c is 1 to a few parts in a thousand.
     Where the model knows little (basis functions fitted on few patterns, linear terms
@@ -183,7 +185,7 @@ def shrink_to_prior(sample_record: np.ndarray, window_record: np.ndarray, mean: 
     centre = w.sum_y / w.count
     if math.isinf(v):  # (nothing known at x: the prior)
         return centre, noise + prior
-    c = prior / (prior + v)
+    c = prior / (prior + v * math.exp(2.0 * sample_record[0].calibration))
     return centre + c * (mean - centre), noise + c * v
 
 
