@@ -145,7 +145,8 @@ def predict_mean_and_spread(x: np.ndarray, kinds: np.ndarray, centres: np.ndarra
                             variance: np.ndarray) -> tuple[float, float]:
     """``(h(x)ᵀw, h(x)ᵀSh(x))`` over the model's columns in one call
     (``SparseRBFRegressor.predict_one``): the prediction, and the factor of σ² in its
-    variance from the weights' uncertainty (Orr (1996) 4.2, ``σ²hᵀA⁻¹h``). O(M²)."""
+    variance from the weights' uncertainty (σ²A⁻¹, the covariance of w: Orr (1996) appendix
+    A.5). O(M²)."""
     m = weights.shape[0]
     row = np.empty((1, m))
     evaluate_rows(kinds, centres, inv_r2, features, x.reshape((1, x.shape[0])), 0, m, row)
