@@ -671,4 +671,6 @@ class IncrementalRidge(RecordOwner):
         """
         if not self.size:
             return noise_variance
-        return noise_variance * (1.0 + float(h @ self.state.variance @ h))
+        h = np.ascontiguousarray(h, dtype=float)
+        return noise_variance * (1.0 + core.symmetric_quadratic(self.state.variance, h,
+                                                                self.size))

@@ -535,3 +535,22 @@ def test_a_collapsing_gram_diagonal_is_caught_by_the_statistics_account():
     for _ in range(7):
         model.add_pattern(*_pattern(rng, 1))
     assert rel_err(model.variance, from_scratch(model)["S"]) <= 1e-8
+
+
+@settings(max_examples=20)
+@given(seed=st.integers(0, 2**31 - 1), n_basis=st.integers(1, 10))
+def test_the_predictive_variance_is_sigma2_times_one_plus_hsh(seed, n_basis):
+    """``IncrementalRidge.predictive_variance`` (its hᵀSh by core.symmetric_quadratic, the
+    same quadratic form predict_one uses) against σ²(1 + hᵀ(HᵀH + Λ)⁻¹h) from scratch."""
+    rng = np.random.default_rng(seed)
+    model = IncrementalRidge(n_features=2, size=100, refresh_every=10**9)
+    for _ in range(40):
+        model.add_pattern(*_pattern(rng, 2))
+    for _ in range(n_basis):
+        try:
+            model.add_basis(_random_spec(rng, 2), float(rng.choice([0.01, 1.0])))
+        except IllConditionedError:
+            pass
+    h = model.model_row(rng.uniform(-1, 1, 2))
+    expected = 0.3 * (1.0 + float(h @ from_scratch(model)["S"] @ h))
+    assert model.predictive_variance(h, 0.3) == pytest.approx(expected, rel=1e-8)

@@ -39,7 +39,6 @@ from onlinesparse.core.basis import (
     evaluate_rows,
     inner,
     nearest_sq_distance,
-    predict_mean,
     predict_mean_and_spread,
     profile,
     profile_array,
@@ -87,6 +86,7 @@ from onlinesparse.core.linalg import (
     swap_symmetric,
     symmetric_matvec,
     symmetric_matvec_pair,
+    symmetric_quadratic,
 )
 from onlinesparse.core.pruning import (
     RELATIVE_GAIN,
@@ -260,7 +260,6 @@ __all__ = [
     "new_column",
     "noise_estimate",
     "optimal_lambda",
-    "predict_mean",
     "predict_mean_and_spread",
     "profile",
     "profile_array",
@@ -279,6 +278,7 @@ __all__ = [
     "swap_rows",
     "swap_symmetric",
     "symmetric_matvec",
+    "symmetric_quadratic",
     "symmetric_matvec_pair",
     "symmetric_rank_one",
     "training_error",
