@@ -64,9 +64,10 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     the length of the stream; :meth:`refine` spends extra idle time the same way. A
     sample does at most one heavy piece of work, so that the worst case is the largest
     of them rather than their sum: a refresh of the variance matrix that rounding calls
-    for (O(M³)) is deferred to the start of the next sample, which then does no model
-    selection and computes no candidate column; at the budget, a sample that adds or
-    trades a basis function computes no new column.
+    for (O(M³)) is deferred to the start of the next sample that computes no candidate
+    column, and that sample then selects as any other (rounding decides when a refresh
+    comes, so it must not decide what the model does); at the budget, a sample that adds
+    or trades a basis function computes no new column.
 
     A sample is one compiled call (``core.stream_sample``: the pattern, the accounts, the
     pruner's evaluations and their common moves, the buffer manager's test of the input),
@@ -78,7 +79,10 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
 
     Kernel width: candidates are proposed at several radii (``radii``, by default
     ``(0.5, 1, 2)·√d`` for d inputs, which suits standardised inputs) and compete in the
-    same pool, so GCV selects the widths; no radius needs tuning by hand.
+    same pool, so GCV selects the widths. Each proposal queues every radius, and with one
+    column in ``candidate_every`` samples the short queue decides which is computed: where
+    nearly every input is proposed (Friedman #1) that is always the middle radius, elsewhere
+    mostly (``docs/rbf_on_streams.md``, kernel widths).
 
     Early samples: a model without basis functions predicts the mean of the targets seen,
     and the constant joins at λ = 0 with the first pattern, so predictions start at the
@@ -328,14 +332,18 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             self._start(len(vector))
         target -= self._target_reference
         model, pruner = self._model, self._pruner
-        # Bounded work per sample: at most one heavy piece of work in a sample, so that the
-        # worst case is one of them, not their sum. A refresh of S that the last sample
-        # called for (IncrementalRidge.defer_refreshes) runs first, and then this sample
-        # does no model selection and computes no candidate column; at the budget, a
-        # sample whose pruner added or traded a basis function computes no new column.
-        maintained = model.maintain()
+        # Bounded work per sample: a refresh of S that an earlier sample called for
+        # (IncrementalRidge.defer_refreshes) runs at the start of the first sample that is
+        # not due for a candidate column, so that the two heavy pieces do not meet (with
+        # candidate_every=1 every sample is due: it runs at once); at the budget, a sample
+        # whose pruner added or traded a basis function computes no new column. The
+        # refresh sample then selects as any other: when a refresh is called for is
+        # decided by rounding (the accounts and the drift probe measure it), so it must
+        # not decide what the model does (docs/numerics.md §10).
+        if self.candidate_every == 1 or not self._buffer.column_due():
+            model.maintain()
         size = model.size
-        evaluations, first = (0, core.TURN_ORDER) if maintained else self._schedule(size)
+        evaluations, first = self._schedule(size)
         added = pruner.n_added if size >= self.max_basis else -1  # (-1: not at the budget)
         fast = known and features.is_fitted
         means = features.means if fast else np.empty(len(vector))
@@ -365,7 +373,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             self._adopt_resized()
         elif not size:
             self._start_with_the_mean()
-        busy = maintained or (added >= 0 and pruner.n_added != added)
+        busy = added >= 0 and pruner.n_added != added
         self._consider(vector, busy)
         if self._change_keep:
             self._adapt_memory()

@@ -103,28 +103,38 @@ def _hourly(n: int, outages: tuple[int, ...], seed: int) -> list[tuple[dict, flo
     return out
 
 
-def test_a_stuck_sensor_does_not_send_the_predictions_off_the_scale():
+def test_a_stuck_sensor_rarely_sends_the_predictions_off_the_scale():
     """After an outage the adaptive memory keeps few patterns, mostly stuck ones, and the
-    fit on them knows little about other hours of the day. Every prediction stays within
-    the targets' range widened by half of it, where the unshrunk fit went far outside."""
+    fit on them knows little about other hours of the day. Over ten such streams the
+    predictions leave the targets' range widened by half of it on under 0.5 % of the
+    samples and at most half as often as the unshrunk fit. (Not never: a fit that is sure
+    of itself on a few patterns has a small variance and is not shrunk. Measured 11 of
+    6000 samples against the raw fit's 39; on any one stream the count depends on the
+    path, and the version of this test that asked for none on one stream held for 6 of
+    these 10 before the last change to the refresh schedule and 3 of 10 after it,
+    docs/rbf_on_streams.md.)"""
     from river import preprocessing
 
-    model = preprocessing.StandardScaler() | SparseRBFRegressor()
-    data = _hourly(600, (100, 220, 400), 2)
-    low, high = min(y for _, y in data), max(y for _, y in data)
-    margin = 0.5 * (high - low)
-    worst_raw = 0.0
-    for x, y in data:
-        prediction = model.predict_one(x)
-        assert low - margin <= prediction <= high + margin
-        rbf = model[-1]
-        if rbf.n_basis:
-            vector = np.array([model[0].transform_one(x)[n] for n in rbf._features.names])
-            raw = rbf.model.predict(vector) + rbf.target_reference
-            worst_raw = max(worst_raw, abs(raw - 0.5 * (low + high)))
-        model.learn_one(x, y)
-    assert rbf.n_memory_cuts >= 1
-    assert worst_raw > high - low  # (the fault is there: the raw fit leaves the range)
+    shrunk = raw_out = samples = 0
+    for seed in range(10):
+        model = preprocessing.StandardScaler() | SparseRBFRegressor()
+        data = _hourly(600, (100, 220, 400), seed)
+        low, high = min(y for _, y in data), max(y for _, y in data)
+        margin = 0.5 * (high - low)
+        for x, y in data:
+            prediction = model.predict_one(x)
+            shrunk += not low - margin <= prediction <= high + margin
+            rbf = model[-1]
+            if rbf.n_basis:
+                vector = np.array([model[0].transform_one(x)[n] for n in rbf._features.names])
+                raw = rbf.model.predict(vector) + rbf.target_reference
+                raw_out += not low - margin <= raw <= high + margin
+            model.learn_one(x, y)
+        samples += len(data)
+        assert rbf.n_memory_cuts >= 3  # (every outage is taken for a change, at least)
+    assert raw_out >= 20  # (the fault is there: the raw fit leaves the range)
+    assert shrunk <= 0.005 * samples
+    assert 2 * shrunk <= raw_out
 
 
 def test_a_model_pickled_before_the_shrink_predicts_as_it_did():
