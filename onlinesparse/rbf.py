@@ -147,8 +147,11 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     error_threshold
         ...or when its prediction error exceeds this many predictive standard deviations.
     noise_every
-        Re-estimate the noise variance (FGCV eq. 8) every this many samples; it sets the
-        floor ``λ_min = σ²/p`` (FGCV's α_min = 1/N) and the predictive distribution.
+        Re-estimate the noise variance (FGCV eq. 8, an O(M²) pass) every this many
+        samples; it sets the floor ``λ_min = σ²/p`` (FGCV's α_min = 1/N) and the
+        predictive distribution. Every sample by default: an estimate that waits keeps
+        the noise of a memory that has just been cut, or of the hours before a sensor
+        stuck, and its intervals are too narrow meanwhile (``docs/rbf_on_streams.md``).
     strict
         Raise on missing or unseen features instead of imputing / ignoring them (see
         :mod:`onlinesparse.features`).
@@ -183,7 +186,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
                  radii: tuple[float, ...] | None = None, n_candidates: int = 10,
                  evaluations_per_sample: int = 1, candidate_every: int = 3,
                  linear: bool = True, novelty: float = 0.25, error_threshold: float = 2.0,
-                 noise_every: int = 20, strict: bool = False, metric: str = "gradient"):
+                 noise_every: int = 1, strict: bool = False, metric: str = "gradient"):
         self.max_basis = max_basis
         self.window_size = window_size
         self.memory = memory

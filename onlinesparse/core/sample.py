@@ -341,6 +341,9 @@ def weigh_against_mean(sample_record: np.ndarray, window_record: np.ndarray, y: 
 # samples (Siegmund's approximation) and finds a shift of one deviation in about 20.
 CHANGE_ALLOWANCE = 0.5
 CHANGE_THRESHOLD = 10.0
+# Patterns a window holds before a building change holds the noise estimate back (and at
+# least three of the estimate's periods): a younger model is still learning.
+YOUNG_WINDOW = 60.0
 # The scale statistic's increment, the log-likelihood ratio of a deviation twice the
 # calibrated one: (1 − 1/4)·z²/2 − log 2.
 SCALE_WEIGHT = 0.375
@@ -410,7 +413,8 @@ def consider(sample_record: np.ndarray, ridge_record: np.ndarray,
 @jit
 def _change_building(sr: np.record, count: float) -> bool:
     """Whether a change statistic is past half its alarm threshold in a window of at
-    least three noise periods' patterns: the noise estimate then waits (until the alarm,
+    least ``YOUNG_WINDOW`` patterns and three noise periods: the noise estimate then
+    waits (until the alarm,
     or until the statistic falls back). Patterns of a new concept that the window
     already holds raise the estimate within a few samples, and the errors measured in
     the raised noise no longer reach the alarm: on a target that flips sign, the scale
@@ -419,7 +423,7 @@ def _change_building(sr: np.record, count: float) -> bool:
     young window is not in control yet: its model is still learning, its errors are
     biased, and holding its first estimates made a false alarm at sample 56 of Friedman
     #1."""
-    return (count >= 3 * sr.noise_every
+    return (count >= max(YOUNG_WINDOW, 3.0 * sr.noise_every)
             and max(sr.cusum_up, sr.cusum_down, sr.cusum_scale) > 0.5 * CHANGE_THRESHOLD)
 
 
