@@ -414,15 +414,14 @@ def consider(sample_record: np.ndarray, ridge_record: np.ndarray,
 def _change_building(sr: np.record, count: float) -> bool:
     """Whether a change statistic is past half its alarm threshold in a window of at
     least ``YOUNG_WINDOW`` patterns and three noise periods: the noise estimate then
-    waits (until the alarm,
-    or until the statistic falls back). Patterns of a new concept that the window
-    already holds raise the estimate within a few samples, and the errors measured in
-    the raised noise no longer reach the alarm: on a target that flips sign, the scale
-    statistic stood at 8 of 10 when an estimate of three times the noise came, and the
-    change was never caught. An in-control scale is estimated from in-control data. A
-    young window is not in control yet: its model is still learning, its errors are
-    biased, and holding its first estimates made a false alarm at sample 56 of Friedman
-    #1."""
+    waits (until the alarm, or until the statistic falls back). Patterns of a new
+    concept that the window already holds raise the estimate within a few samples, and
+    the errors measured in the raised noise no longer reach the alarm: on a target that
+    flips sign, the scale statistic stood at 8 of 10 when an estimate of three times the
+    noise came, and the change was never caught. An in-control scale is estimated from
+    in-control data. A young window is not in control yet: its model is still learning,
+    its errors are biased, and holding its first estimates made a false alarm at sample
+    56 of Friedman #1."""
     return (count >= max(YOUNG_WINDOW, 3.0 * sr.noise_every)
             and max(sr.cusum_up, sr.cusum_down, sr.cusum_scale) > 0.5 * CHANGE_THRESHOLD)
 
