@@ -7,7 +7,7 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from onlinesparse.kernels import Basis, BasisSpec
@@ -45,7 +45,15 @@ def _check_against_reference(model: IncrementalRidge, strict: bool) -> None:
     ref = from_scratch(model)
     scale_y = float(ref["y"] @ ref["y"]) if len(ref["y"]) else 1.0
     assert rel_err(model.variance, ref["S"]) <= 1e-8
-    assert rel_err(model.weights, ref["w"]) <= 1e-8
+    # The weights to the same bar, relative to the largest they could be on this window
+    # (|cᵢ| ≤ √(Gᵢᵢ·yᵀy), so |w| ≤ max|S|·√(max Gᵢᵢ·yᵀy)) rather than to themselves: the
+    # accounts hold S's relative error, and weights that fall by cancellation keep the
+    # absolute error they had (numerics.md §11).
+    g_max = float(np.max(np.sum(ref["H"] ** 2, axis=0))) if ref["H"].size else 0.0
+    w_scale = max(float(np.max(np.abs(ref["w"]))) if ref["w"].size else 0.0,
+                  float(np.max(np.abs(ref["S"]))) * math.sqrt(g_max * scale_y)
+                  if ref["S"].size else 0.0, 1e-300)
+    assert float(np.max(np.abs(model.weights - ref["w"]), initial=0.0)) <= 1e-8 * w_scale
     assert abs(model.training_error - ref["error"]) <= 1e-8 * scale_y
     assert abs(model.effective_parameters - ref["gamma"]) <= 1e-8 * max(model.size, 1)
     names = ("gcv", "uev", "fpe", "bic") + (("loo",) if model.window.n_stored else ())
@@ -65,6 +73,10 @@ def _check_against_reference(model: IncrementalRidge, strict: bool) -> None:
 
 
 @settings(max_examples=60)
+# (found by a CI run: on a two-pattern window the weight fell 17-fold in one slide and its
+# relative error reached 1.17e-8 while S's stayed at 1.4e-9)
+@example(seed=6047540, d=1, n_patterns=2, n_basis=1, window=2, lambda_index=[0] * 40,
+         ops=["add_pattern"] * 30)
 @given(
     seed=st.integers(0, 2**31 - 1),
     d=st.integers(1, 3),

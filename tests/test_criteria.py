@@ -312,3 +312,17 @@ def test_criteria_at_the_pole_are_infinite_not_nan():
     assert criteria.uev(1.0, 6.0, 5.0) == math.inf
     assert criteria.bic(1.0, 0.0, 1.0) == math.inf
     assert rel_err([criteria.fpe(2.0, 1.0, 4.0)], [5 / 3 * 0.5]) < 1e-15
+
+
+def test_the_criteria_survive_denominators_whose_squares_underflow():
+    """GCV divides by (p − γ)², by (αΔ − β)² and by α²; each factor can be about 1e-170
+    (inputs in units of 1e-100) and its square underflow to 0, where a compiled division
+    raises ZeroDivisionError. Divided twice, the values are what IEEE gives."""
+    tiny = 1e-170
+    assert core.criteria.gcv_of_delta(1.0, 0.0, 0.0, 1e-300, tiny, 0.0, 3.0) == (
+        3.0 * 1e-300 / tiny / tiny)
+    lam, value, removed, _ = core.criteria.optimal_lambda(1e-300, 0.0, 1e-300, tiny, 0.0,
+                                                          0.0, 3.0, 0.0)
+    assert removed == 3.0 * 1e-300 / tiny / tiny
+    assert not math.isnan(value) and not math.isnan(lam)
+    assert core.criteria.gcv(1e-300, 0.0, tiny) == tiny * 1e-300 / tiny / tiny

@@ -28,7 +28,9 @@ def gcv(error: float, gamma: float, count: float) -> float:
     dof = count - gamma
     if dof <= 0.0:
         return math.inf
-    return count * error / (dof * dof)
+    # (divided twice: dof² can underflow to 0 where dof does not, and a compiled division
+    # by 0 raises)
+    return count * error / dof / dof
 
 
 @jit
@@ -189,7 +191,7 @@ def gcv_of_delta(delta: float, a: float, b: float, c: float, alpha: float, beta:
     if denom <= 0.0:
         return math.inf
     num = (a * delta - 2.0 * b) * delta + c
-    return n_patterns * max(num, 0.0) / (denom * denom)
+    return n_patterns * max(num, 0.0) / denom / denom  # (denom² can underflow: see gcv)
 
 
 @jit
@@ -197,7 +199,7 @@ def optimal_lambda(a: float, b: float, c: float, alpha: float, beta: float, psi:
                    n_patterns: float, lambda_min: float) -> tuple[float, float, float, int]:
     """The case analysis of ``criteria.optimal_lambda`` (Orr A.11, FGCV appendix I), whose
     docstring derives it. Returns ``(λ, GCV at λ, GCV at λ = ∞, case)``."""
-    gcv_removed = n_patterns * a / (alpha * alpha) if alpha > 0.0 else math.inf
+    gcv_removed = n_patterns * a / alpha / alpha if alpha > 0.0 else math.inf
     lower = psi + lambda_min
     k = b * alpha - a * beta
     m = c * alpha - b * beta
