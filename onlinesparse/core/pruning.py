@@ -118,13 +118,19 @@ def _is_protected(protected: np.ndarray, column_id: int) -> bool:
 
 
 @jit
+def _is_intercept(pruner_record: np.ndarray, kinds: np.ndarray, j: int) -> bool:
+    """Whether basis function j is the model's intercept: the constant basis function,
+    when ``PRUNER.free_intercept`` is set (:func:`~onlinesparse.core.selection.intercept_move`)."""
+    return pruner_record[0].free_intercept != 0 and kinds[j] == CONSTANT
+
+
+@jit
 def intercept_position(pruner_record: np.ndarray, kinds: np.ndarray, m: int) -> int:
-    """The position of the intercept among the model's m basis functions: the constant
-    basis function when ``PRUNER.free_intercept`` is set, else (or without one) −1."""
-    if pruner_record[0].free_intercept:
-        for j in range(m):
-            if kinds[j] == CONSTANT:
-                return j
+    """The position of the intercept among the model's m basis functions
+    (:func:`_is_intercept`), −1 without one."""
+    for j in range(m):
+        if _is_intercept(pruner_record, kinds, j):
+            return j
     return -1
 
 
@@ -271,7 +277,7 @@ def _basis_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
     p.move_basis = j
     is_protected = _is_protected(protected, t.ids[j])
     p.protected = 1 if is_protected else 0
-    if p.free_intercept and t.kinds[j] == CONSTANT:
+    if _is_intercept(pruner_record, t.kinds, j):
         action = intercept_move(s.variance, s.weights, s.lambdas, j, move)
     else:
         training, gamma = criteria_now(ridge_record, window_record, t.gram, t.cross_y,
