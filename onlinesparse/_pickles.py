@@ -49,4 +49,6 @@ def upgrade_rbf_state(state: dict, new_record: Callable[[dict], np.ndarray]) -> 
             state["window_size"], last_alarm=state.pop("_last_alarm", -1),
             cap=state.pop("_memory_cap", 0), cap_since=state.pop("_cap_since", 0),
             stale=state.pop("_stale", 0))
+    if "concepts" not in state:  # (a pickle from before recurring concepts: as it was)
+        state["concepts"] = 0
     return state

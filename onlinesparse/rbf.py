@@ -15,6 +15,7 @@ from onlinesparse._distributions import gaussian
 from onlinesparse._pickles import upgrade_rbf_state
 from onlinesparse._validation import check_choice, check_int, check_radii, check_real
 from onlinesparse.buffer import BufferManager
+from onlinesparse.concepts import LASTED, ConceptMemory
 from onlinesparse.core.state import SAMPLE, Field, RecordOwner, new_record
 from onlinesparse.features import FeatureMap, as_rows, as_target
 from onlinesparse.input_metric import InputMetric, prediction_moves
@@ -162,6 +163,11 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         neither width nor novelty, and an input the model has not learned yet is not
         locked out (Friedman #1: RMSE −20 to −25 %; O(M·d) per sample);
         ``"isotropic"``: every input weighs the same.
+    concepts
+        With adaptive memory, how many of the models a change ended (after at least 300
+        samples without one) are kept, frozen, to predict again if their stretch of the
+        stream returns (:mod:`onlinesparse.concepts`); 0 keeps none. Each costs O(M·d)
+        memory, and O(M·d) per call while it is on trial (after a change) or in use.
 
     Attributes
     ----------
@@ -186,7 +192,8 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
                  radii: tuple[float, ...] | None = None, n_candidates: int = 10,
                  evaluations_per_sample: int = 1, candidate_every: int = 3,
                  linear: bool = True, novelty: float = 0.25, error_threshold: float = 2.0,
-                 noise_every: int = 1, strict: bool = False, metric: str = "gradient"):
+                 noise_every: int = 1, strict: bool = False, metric: str = "gradient",
+                 concepts: int = 3):
         self.max_basis = max_basis
         self.window_size = window_size
         self.memory = memory
@@ -201,6 +208,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         self.noise_every = noise_every
         self.strict = strict
         self.metric = metric
+        self.concepts = concepts
         self._validate_parameters()
         self._model: IncrementalRidge | None = None
         self._features = FeatureMap(strict=strict)
@@ -220,6 +228,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         check_int("evaluations_per_sample", self.evaluations_per_sample, 0)
         check_int("candidate_every", self.candidate_every)
         check_int("noise_every", self.noise_every)
+        check_int("concepts", self.concepts, 0)
         check_choice("memory", self.memory, ("adaptive", "window"))
         check_choice("kernel", self.kernel, KERNELS)
         check_choice("metric", self.metric, ("gradient", "isotropic"))
@@ -307,6 +316,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         self._constant_id = ids[0]
         self._inputs = InputMetric(n_features, self.metric)
         self._adaptive = AdaptiveMemory(self.window_size)
+        self._concepts = ConceptMemory(self.concepts, min(LASTED, self.window_size))
         self.n_memory_cuts = 0  # (memory="adaptive": see _adapt_memory)
 
     def _noise_level(self) -> float:
@@ -377,6 +387,8 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         elif not size:
             self._start_with_the_mean()
         busy = added >= 0 and pruner.n_added != added
+        if self._concepts is not None and self._concepts.kept:
+            self._judge_concepts(vector, target)
         self._consider(vector, busy)
         if self._change_keep:
             self._adapt_memory()
@@ -391,9 +403,23 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         self._change_keep = 0
         if not since or self.memory != "adaptive":
             return
-        if self._adaptive.after_alarm(self._model, since, self._n_learned):
+        model = self._model
+        self._concepts.after_alarm(model.window.basis.arrays(), model.state.weights,
+                                   self._noise_level() * math.exp(2.0 * self._calibration),
+                                   self._n_learned)
+        if self._adaptive.after_alarm(model, since, self._n_learned):
             self.n_memory_cuts += 1
             self._restart_level()
+
+    def _judge_concepts(self, x: np.ndarray, target: float) -> None:
+        """The evidence of this sample for the concepts kept (:mod:`onlinesparse.concepts`)
+        against the model, scored by the model's calibrated predictive variance; a change
+        building up (a statistic past half its threshold) wakes them."""
+        count = self._model.window.count
+        self._concepts.judge(
+            x, target, self._error, self._noise_level() * math.exp(2.0 * self._calibration),
+            count - 2.0, core.change_statistic(self.record) > 0.5 * core.CHANGE_THRESHOLD,
+            self._n_learned)
 
     def _restart_level(self) -> None:
         """A model refitted after a change makes errors of its own: the level its
@@ -433,6 +459,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     # Whether the basis set changed since the buffer last looked: a deleted constant or
     # linear function returns to the pool, which may then hold more than its capacity.
     _overfilled = False
+    # The concepts the stream has left (onlinesparse.concepts); None before the first
+    # sample, and for a model built from a batch fit.
+    _concepts: ConceptMemory | None = None
     # The first target learned: every target enters the window as its difference from it
     # and every prediction adds it back, which makes the model equivariant to a shift of
     # the target (docs/numerics.md §8). 0 for a model pickled before it existed.
@@ -650,7 +679,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         mean, variance = core.model_prediction(vector, self.record, model.window.record,
                                                *cached[2])
         if not with_dist:
-            return self._averaged(mean)
+            return self._averaged(mean, vector)
         noise = self._noise_level()
         # (the calibration factor κ², see core.sample.calibrate)
         variance *= math.exp(2.0 * self._calibration)
@@ -664,17 +693,22 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             gap = mean - other  # (w·v + (1 − w)·v' + w(1 − w)(μ − m)²: no cancellation)
             variance = w * variance + (1.0 - w) * spread + w * (1.0 - w) * gap * gap
             mean = w * mean + (1.0 - w) * other
+        if self._concepts is not None and self._concepts.kept:
+            mean, variance = self._concepts.blend(vector, mean, variance)
         return gaussian(mean + self._target_reference, variance)
 
-    def _averaged(self, prediction: float) -> float:
+    def _averaged(self, prediction: float, x: np.ndarray) -> float:
         """The model's prediction averaged with the running mean's by the prequential
         evidence (``core.sample.weigh_against_mean``): ``w·(f(x) + b) + (1 − w)·ȳ``, b the
-        errors' level (``core.level``), plus the first target that f and ȳ are measured
+        errors' level (``core.level``), then with the concepts kept
+        (:mod:`onlinesparse.concepts`), plus the first target that f and ȳ are measured
         from; once the model has won, w is 1."""
         prediction += self._level_offset
         w = self._model_weight
         if w != 1.0:
             prediction = w * prediction + (1.0 - w) * self._mean_prediction
+        if self._concepts is not None and self._concepts.kept:
+            prediction = self._concepts.blend(x, prediction, 0.0)[0]
         return prediction + self._target_reference
 
     def _trust_the_model(self) -> None:
@@ -763,6 +797,9 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             "n_deleted": float(self._pruner.n_deleted),
             "memory": float(model.window.n_stored),
             "memory_cuts": float(getattr(self, "n_memory_cuts", 0)),
+            # (onlinesparse.concepts: how many are kept, and their share of predictions)
+            "concepts": float(len(self._concepts.concepts) if self._concepts else 0),
+            "concept_weight": self._concepts.weight() if self._concepts else 0.0,
         }
 
     def loo(self) -> float:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from onlinesparse import core
+from onlinesparse.concepts import ConceptMemory
 from onlinesparse.rbf import SparseRBFRegressor
 
 __all__ = ["warm_up"]
@@ -32,3 +34,9 @@ def warm_up(seed: int = 0) -> None:
     model.model.check_health()
     model.model.condition_bound()
     model.model.refresh()
+    # Reached only after a change of the stream: the concepts kept (onlinesparse.concepts).
+    basis, weights = model.model.window.basis.arrays(), model.model.state.weights
+    memory = ConceptMemory(lasted=0)
+    memory.after_alarm(basis, weights, 1.0, learned=1)
+    memory.judge(x, y, 0.0, 1.0, 10.0, core.change_statistic(model.record) > 0.0, 2)
+    memory.blend(x, 0.0, 1.0)

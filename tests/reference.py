@@ -105,15 +105,24 @@ def shrunk_prediction(model, vector: np.ndarray) -> float:
     return centre + prior / (prior + v) * (f - centre)
 
 
-def averaged_prediction(model, prediction: float) -> float:
+def averaged_prediction(model, prediction: float, vector: np.ndarray | None = None) -> float:
     """A ``SparseRBFRegressor`` model prediction plus the errors' level (core.level),
-    averaged with the running mean's by the model's weight (core.weigh_against_mean), as
-    predict_one gives it: both measured from the first target, which is added back."""
+    averaged with the running mean's by the model's weight (core.weigh_against_mean), then
+    with the awake concepts' predictions at ``vector`` (onlinesparse.concepts: weights ∝ 1
+    for the live model and e^log-odds for each), as predict_one gives it: all measured
+    from the first target, which is added back."""
     record = model.record[0]
     w = float(record["model_weight"])
     prediction += float(record["level_offset"])
-    return (w * prediction + (1.0 - w) * float(record["mean_prediction"])
-            + model.target_reference)
+    prediction = w * prediction + (1.0 - w) * float(record["mean_prediction"])
+    memory = getattr(model, "_concepts", None)
+    awake = [c for c in memory.concepts if c.awake] if memory is not None else []
+    if awake:
+        assert vector is not None, "a model with awake concepts needs the input"
+        weights = np.exp([0.0] + [c.log_odds for c in awake])
+        predictions = [prediction] + [c.predict(vector) for c in awake]
+        prediction = float(weights @ predictions / weights.sum())
+    return prediction + model.target_reference
 
 
 def rel_err(a, b) -> float:

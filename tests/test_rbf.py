@@ -340,7 +340,7 @@ def test_random_streams_through_the_estimator_match_the_reference(
         ridge = model.model
         vector = np.array([x[f"x{i}"] for i in range(d)])
         window = ridge.window
-        expected = (_averaged(model, shrunk_prediction(model, vector))
+        expected = (_averaged(model, shrunk_prediction(model, vector), vector)
                     if ridge.size
                     else window.sum_y / window.count + model.target_reference)  # (the mean)
         assert model.predict_one(x) == pytest.approx(expected, rel=1e-9, abs=1e-12)
@@ -743,7 +743,7 @@ def test_predict_one_agrees_with_the_ridge_after_every_kind_of_update():
 
     def agree():
         vector = np.array([probe["a"], probe["b"]])
-        expected = (_averaged(model, shrunk_prediction(model, vector)) if model.n_basis
+        expected = (_averaged(model, shrunk_prediction(model, vector), vector) if model.n_basis
                     else model.predict_one(probe))
         assert model.predict_one(probe) == pytest.approx(expected, rel=1e-9, abs=1e-12)
         assert model.predict_one(probe, with_dist=True).mu == pytest.approx(

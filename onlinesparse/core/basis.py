@@ -130,6 +130,18 @@ def inner(a: np.ndarray, b: np.ndarray, m: int) -> float:
 
 
 @jit
+def predict_mean(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
+                 features: np.ndarray, weights: np.ndarray) -> float:
+    """``h(x)ᵀw`` over the columns of ``weights``: the prediction of a model whose basis and
+    weights are all that is kept (a concept the stream has left, :mod:`onlinesparse.concepts`).
+    O(M·d)."""
+    m = weights.shape[0]
+    row = np.empty((1, m))
+    evaluate_rows(kinds, centres, inv_r2, features, x.reshape((1, x.shape[0])), 0, m, row)
+    return inner(row[0], weights, m)
+
+
+@jit
 def predict_mean_and_spread(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray,
                             inv_r2: np.ndarray, features: np.ndarray, weights: np.ndarray,
                             variance: np.ndarray) -> tuple[float, float]:

@@ -404,14 +404,22 @@ def consider(sample_record: np.ndarray, ridge_record: np.ndarray,
     sr.propose = 1 if proposes(nearest, sr.novelty_sq, sr.error,
                                math.sqrt(noise_level(sample_record, window_record)),
                                sr.error_threshold) else 0
-    if sr.n_learned % sr.noise_every == 0 and not _change_building(sr, w.count):
+    if sr.n_learned % sr.noise_every == 0 and not _change_building(sample_record, w.count):
         training, gamma = criteria_now(ridge_record, window_record, t.gram, t.cross_y,
                                        s.variance, s.weights, s.lambdas)
         sr.noise_variance = noise_estimate(training, gamma, w.count, sr.noise_variance)
 
 
 @jit
-def _change_building(sr: np.record, count: float) -> bool:
+def change_statistic(sample_record: np.ndarray) -> float:
+    """The largest of the three change statistics (:func:`watch_for_change`), in units of
+    ``CHANGE_THRESHOLD``'s nats: past half the threshold a change is building."""
+    s = sample_record[0]
+    return max(s.cusum_up, s.cusum_down, s.cusum_scale)
+
+
+@jit
+def _change_building(sample_record: np.ndarray, count: float) -> bool:
     """Whether a change statistic is past half its alarm threshold in a window of at
     least ``YOUNG_WINDOW`` patterns and three noise periods: the noise estimate then
     waits (until the alarm, or until the statistic falls back). Patterns of a new
@@ -422,8 +430,8 @@ def _change_building(sr: np.record, count: float) -> bool:
     in-control data. A young window is not in control yet: its model is still learning,
     its errors are biased, and holding its first estimates made a false alarm at sample
     56 of Friedman #1."""
-    return (count >= max(YOUNG_WINDOW, 3.0 * sr.noise_every)
-            and max(sr.cusum_up, sr.cusum_down, sr.cusum_scale) > 0.5 * CHANGE_THRESHOLD)
+    return (count >= max(YOUNG_WINDOW, 3.0 * sample_record[0].noise_every)
+            and change_statistic(sample_record) > 0.5 * CHANGE_THRESHOLD)
 
 
 @jit
