@@ -14,6 +14,7 @@ from scipy import stats
 
 from onlinesparse import SparseRBFRegressor, core
 from onlinesparse.concepts import FORGET, SLEEP_LOG_ODDS, Concept, ConceptMemory
+from onlinesparse.features import MAX_MAGNITUDE
 
 
 def _concept(rng: np.random.Generator, m: int, d: int, **kwargs) -> Concept:
@@ -42,7 +43,7 @@ def test_the_evidence_is_the_forgotten_sum_of_student_t_log_likelihood_ratios(
     concept.weights *= scale
     memory = ConceptMemory(concepts=[concept])
     variance = (scale * rng.uniform(0.5, 2.0)) ** 2
-    expected = 0.0
+    expected, clipped = 0.0, False
     for t in range(n):
         x = rng.normal(size=2)
         target = scale * rng.normal()
@@ -51,10 +52,11 @@ def test_the_evidence_is_the_forgotten_sum_of_student_t_log_likelihood_ratios(
         ratio = (stats.t.logpdf(miss / math.sqrt(variance), dof)
                  - stats.t.logpdf(error / math.sqrt(variance), dof))
         expected = FORGET * expected + ratio
+        clipped |= abs(core.PRIOR_LOG_ODDS + expected) >= core.LOG_ODDS_LIMIT
         memory.judge(x, target, error, variance, dof, building=False, learned=t)
         if not concept.awake:
             break
-    assume(concept.awake and abs(core.PRIOR_LOG_ODDS + expected) < core.LOG_ODDS_LIMIT)
+    assume(concept.awake and not clipped)  # (the bound: a sum no longer)
     assert concept.log_odds == pytest.approx(core.PRIOR_LOG_ODDS + expected, rel=1e-9,
                                              abs=1e-9)
 
@@ -117,6 +119,24 @@ def test_a_sleeping_concept_costs_nothing_until_a_change_builds_up():
     memory.judge(x, _predict(concept, x), 5.0, 1.0, 50.0, building=True, learned=2)
     assert concept.awake
     assert concept.log_odds > core.PRIOR_LOG_ODDS  # (woke at the prior, then won)
+
+
+def test_the_evidence_is_bounded_so_that_either_side_can_take_over_again():
+    rng = np.random.default_rng(2)
+    concept = _concept(rng, 3, 2)
+    memory = ConceptMemory(concepts=[concept])
+    for t in range(100):  # (the concept right, the live model 10 deviations off)
+        x = rng.normal(size=2)
+        memory.judge(x, concept.predict(x), 10.0, 1.0, 100.0, building=False, learned=t)
+        assert concept.log_odds <= core.LOG_ODDS_LIMIT
+    assert concept.log_odds == core.LOG_ODDS_LIMIT
+    turned = 0
+    while concept.log_odds > 0.0:  # (then the live model right, the concept 10 off)
+        x = rng.normal(size=2)
+        memory.judge(x, concept.predict(x) + 10.0, 0.0, 1.0, 100.0, building=False,
+                     learned=100 + turned)
+        turned += 1
+    assert turned <= 3
 
 
 def _recurring(n_each: int, seed: int) -> list[tuple[dict, float]]:
@@ -204,3 +224,29 @@ def test_both_predictions_are_the_blend_of_the_live_models_prediction():
         assert dist.mu == pytest.approx(mean + reference, rel=1e-12)
         assert dist.sigma**2 == pytest.approx(variance, rel=1e-9)
         assert model.predict_one(x) == pytest.approx(dist.mu, rel=1e-12)
+
+
+def test_with_a_concept_awake_extreme_inputs_poison_nothing_and_bad_ones_change_nothing():
+    """The concepts' share of a sample obeys the input policy (docs/input_policy.md): at
+    the edge of the numeric domain the prediction and its deviation are finite, learning
+    such a sample leaves later predictions finite, and a refused sample (NaN, a target
+    out of the domain) raises ValueError and leaves the pickle as it was."""
+    stream = _recurring(600, 5)
+    model = SparseRBFRegressor()
+    for x, y in stream[:1205]:
+        model.learn_one(x, y)
+    assert model.diagnostics()["concept_weight"] > 0.5
+    edge = {"a": MAX_MAGNITUDE, "b": -MAX_MAGNITUDE}
+    dist = model.predict_one(edge, with_dist=True)
+    assert math.isfinite(dist.mu) and math.isfinite(dist.sigma)
+    before = pickle.dumps(model)
+    for x, y in (({"a": math.nan, "b": 0.0}, 1.0), ({"a": 0.1, "b": 0.2}, math.inf),
+                 ({"a": 0.1, "b": 2.0 * MAX_MAGNITUDE}, 1.0)):
+        with pytest.raises(ValueError):
+            model.learn_one(x, y)
+        assert pickle.dumps(model) == before
+    model.learn_one(edge, -MAX_MAGNITUDE)
+    for x, y in stream[1205:1300]:
+        model.learn_one(x, y)
+        dist = model.predict_one(x, with_dist=True)
+        assert math.isfinite(dist.mu) and math.isfinite(dist.sigma)
