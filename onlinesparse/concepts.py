@@ -9,7 +9,8 @@ away and, if that stretch comes back, learned again from nothing: on
 500 samples to come within 1.2× of its error before the change.
 
 So the outgoing model is kept, frozen: its basis functions and weights, O(M·d) numbers,
-and the calibrated deviation it predicted with (:class:`Concept`). A stretch earns this
+and its noise level (:class:`Concept`); its intervals are calibrated on its own errors
+while it is in use. A stretch earns this
 only if it lasted ``LASTED`` samples without a change: shorter ones (TrumpApproval and
 ChickWeights cut their memory every 40–150 samples) leave models fitted to a handful of
 patterns. At most ``capacity`` are kept; the one that has gone longest without
@@ -60,7 +61,7 @@ FORGET = 0.95
 @dataclass(eq=False)  # (arrays: a concept is itself, not its values)
 class Concept:
     """A model the stream has left: its basis (``core.basis.evaluate_rows``'s arrays),
-    weights and calibrated predictive variance, and its standing against the live model.
+    weights, noise variance and calibration, and its standing against the live model.
 
     Attributes
     ----------
@@ -68,7 +69,13 @@ class Concept:
         The frozen model: ``f(x) = h(x)ᵀw`` (targets measured from the live model's
         reference, which never changes).
     variance
-        Its calibrated predictive variance when it was left, ``κ²σ²``.
+        Its noise variance σ² when it was left (the estimate is held while a change
+        builds up, so it is the stretch's own).
+    calibration
+        The logarithm of its own calibration factor κ: its predictive variance is
+        ``κ²σ²``, calibrated on its own errors while it is awake, as the live model's is
+        (``core.sample.calibrate``). It starts at 1: the live model's κ at the alarm has
+        grown on the errors that raised it.
     log_odds
         The evidence for it against the live model since it last woke.
     awake
@@ -83,6 +90,7 @@ class Concept:
     features: np.ndarray
     weights: np.ndarray
     variance: float
+    calibration: float = 0.0
     log_odds: float = core.PRIOR_LOG_ODDS
     awake: bool = True
     last_won: int = 0
@@ -91,6 +99,11 @@ class Concept:
         """``h(x)ᵀw``, O(M·d)."""
         return core.predict_mean(x, self.kinds, self.centres, self.inv_r2, self.features,
                                  self.weights)
+
+    @property
+    def spread(self) -> float:
+        """Its calibrated predictive variance, ``κ²σ²``."""
+        return self.variance * math.exp(2.0 * self.calibration)
 
     def wake(self) -> None:
         """Evaluated again, from the prior odds (a concept already awake keeps its
@@ -125,7 +138,7 @@ class ConceptMemory:
     def after_alarm(self, basis: tuple[np.ndarray, ...], weights: np.ndarray,
                     variance: float, learned: int) -> None:
         """A change was detected at sample ``learned``, before the window is cut: keep the
-        outgoing model (``basis`` arrays over its M = len(weights) columns, its calibrated
+        outgoing model (``basis`` arrays over its M = len(weights) columns, its noise
         ``variance``) if its stretch lasted, and wake every concept."""
         lasted = learned - self.last_alarm >= self.lasted
         self.last_alarm = learned
@@ -154,6 +167,8 @@ class ConceptMemory:
             if not concept.awake:
                 continue
             miss = target - concept.predict(x)
+            concept.calibration = core.calibration_step(concept.calibration, miss,
+                                                        math.sqrt(concept.spread))
             ratio = core.evidence_ratio(miss, error, variance, dof)
             if ratio == ratio:  # (both errors overflowing the scale say nothing: NaN)
                 prior = core.PRIOR_LOG_ODDS
@@ -174,7 +189,7 @@ class ConceptMemory:
         # log-odds are 0)
         top = max(0.0, *(c.log_odds for c in awake))
         pairs = [(math.exp(-top), mean, variance)] + [
-            (math.exp(c.log_odds - top), c.predict(x), c.variance) for c in awake]
+            (math.exp(c.log_odds - top), c.predict(x), c.spread) for c in awake]
         total = sum(w for w, _, _ in pairs)
         blended = sum(w * m for w, m, _ in pairs) / total
         # (Σ wᵢ(vᵢ + (μᵢ − μ)²): the mixture's variance, without cancellation)

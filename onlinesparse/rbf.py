@@ -405,8 +405,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             return
         model = self._model
         self._concepts.after_alarm(model.window.basis.arrays(), model.state.weights,
-                                   self._noise_level() * math.exp(2.0 * self._calibration),
-                                   self._n_learned)
+                                   self._noise_level(), self._n_learned)
         if self._adaptive.after_alarm(model, since, self._n_learned):
             self.n_memory_cuts += 1
             self._restart_level()

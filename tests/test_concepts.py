@@ -14,6 +14,7 @@ from scipy import stats
 
 from onlinesparse import SparseRBFRegressor, core
 from onlinesparse.concepts import FORGET, SLEEP_LOG_ODDS, Concept, ConceptMemory
+from onlinesparse.core.sample import Z95
 from onlinesparse.features import MAX_MAGNITUDE
 
 
@@ -43,7 +44,7 @@ def test_the_evidence_is_the_forgotten_sum_of_student_t_log_likelihood_ratios(
     concept.weights *= scale
     memory = ConceptMemory(concepts=[concept])
     variance = (scale * rng.uniform(0.5, 2.0)) ** 2
-    expected, clipped = 0.0, False
+    expected, clipped, log_kappa = 0.0, False, 0.0
     for t in range(n):
         x = rng.normal(size=2)
         target = scale * rng.normal()
@@ -52,6 +53,9 @@ def test_the_evidence_is_the_forgotten_sum_of_student_t_log_likelihood_ratios(
         ratio = (stats.t.logpdf(miss / math.sqrt(variance), dof)
                  - stats.t.logpdf(error / math.sqrt(variance), dof))
         expected = FORGET * expected + ratio
+        # (its own calibration: adaptive conformal inference on its errors, as the model's)
+        outside = abs(miss) > Z95 * math.sqrt(concept.variance) * math.exp(log_kappa)
+        log_kappa = min(max(log_kappa + 0.1 * (float(outside) - 0.05), -5.0), 5.0)
         clipped |= abs(core.PRIOR_LOG_ODDS + expected) >= core.LOG_ODDS_LIMIT
         memory.judge(x, target, error, variance, dof, building=False, learned=t)
         if not concept.awake:
@@ -59,6 +63,8 @@ def test_the_evidence_is_the_forgotten_sum_of_student_t_log_likelihood_ratios(
     assume(concept.awake and not clipped)  # (the bound: a sum no longer)
     assert concept.log_odds == pytest.approx(core.PRIOR_LOG_ODDS + expected, rel=1e-9,
                                              abs=1e-9)
+    assert concept.calibration == pytest.approx(log_kappa, rel=1e-12, abs=1e-12)
+    assert concept.spread == pytest.approx(concept.variance * math.exp(2 * log_kappa))
 
 
 @settings(max_examples=60, deadline=None)
@@ -71,15 +77,15 @@ def test_the_blend_is_the_posterior_mixture_of_the_live_model_and_the_awake_conc
     concepts (a sleeping one has none), the mixture's mean Σwμ and variance
     Σw(v + μ²) − (Σwμ)²; weight() is the concepts' share."""
     rng = np.random.default_rng(seed)
-    concepts = [_concept(rng, 3, 2, log_odds=o, awake=o >= SLEEP_LOG_ODDS)
-                for o in odds[:k]]
+    concepts = [_concept(rng, 3, 2, log_odds=o, awake=o >= SLEEP_LOG_ODDS,
+                         calibration=float(rng.uniform(-1.0, 1.0))) for o in odds[:k]]
     memory = ConceptMemory(concepts=concepts)
     x = rng.normal(size=2)
     awake = [c for c in concepts if c.awake]
     w = np.array([1.0] + [math.exp(c.log_odds) for c in awake])
     w /= w.sum()
     mu = np.array([mean] + [_predict(c, x) for c in awake])
-    v = np.array([variance] + [c.variance for c in awake])
+    v = np.array([variance] + [c.variance * math.exp(2.0 * c.calibration) for c in awake])
     blended, spread = memory.blend(x, mean, variance)
     assert blended == pytest.approx(float(w @ mu), rel=1e-9, abs=1e-9)
     assert spread == pytest.approx(float(w @ (v + mu**2) - (w @ mu) ** 2), rel=1e-7,

@@ -229,13 +229,15 @@ def calibrate(sample_record: np.ndarray, spread: float, error: float, made: floa
     deviation = math.sqrt(spread)
     s.z = min(max(error / deviation, -3.0), 3.0)
     outer = math.exp(s.outer_calibration) * math.sqrt(spread + s.level_variance)
-    s.calibration = _calibration_step(s.calibration, error, deviation)
-    s.outer_calibration = _calibration_step(s.outer_calibration, made, outer)
+    s.calibration = calibration_step(s.calibration, error, deviation)
+    s.outer_calibration = calibration_step(s.outer_calibration, made, outer)
     watch_for_change(sample_record)
 
 
 @jit
-def _calibration_step(log_scale: float, error: float, deviation: float) -> float:
+def calibration_step(log_scale: float, error: float, deviation: float) -> float:
+    """One step of a calibration factor's logarithm (:func:`calibrate`): up by 0.95η when
+    ``error`` fell outside ``±Z95·deviation``, down by 0.05η when inside, bounded."""
     miss = abs(error) > Z95 * deviation
     step = CALIBRATION_STEP * ((1.0 if miss else 0.0) - 0.05)
     return min(max(log_scale + step, -CALIBRATION_LIMIT), CALIBRATION_LIMIT)
