@@ -53,8 +53,9 @@ SLEEP_LOG_ODDS = -10.0
 # 2010, flattens the models' probabilities the same way), so that they weigh about the
 # last 20 samples. Without it, on FriedmanDrift(gsg), whose functions alternate at random
 # for 333 samples after a change, the prediction jumped between the kept model and the
-# live one by the last few samples' luck (the 250 samples after the second change 3.26 →
-# 3.60); with it the kept model also retires once the live model has caught up with it.
+# live one by the last few samples' luck (samples 3251–3500, around the second change:
+# 3.26 without concepts, 3.60 with them unforgotten, 3.30 with FORGET); with it the kept
+# model also retires once the live model has caught up with it.
 FORGET = 0.95
 
 
@@ -179,17 +180,20 @@ class ConceptMemory:
                 concept.last_won = learned
             concept.awake = concept.log_odds >= SLEEP_LOG_ODDS
 
+    def _shares(self) -> tuple[float, list[tuple[float, Concept]]]:
+        """The posterior weights, unnormalised, of the live model (log-odds 0) and of each
+        awake concept, relative to the largest so that none overflows."""
+        awake = [c for c in self.concepts if c.awake]
+        top = max([0.0] + [c.log_odds for c in awake])
+        return math.exp(-top), [(math.exp(c.log_odds - top), c) for c in awake]
+
     def blend(self, x: np.ndarray, mean: float, variance: float) -> tuple[float, float]:
         """The posterior average of the live model's prediction (``mean``, ``variance``)
         and the awake concepts' at x: the mixture's mean and variance."""
-        awake = [c for c in self.concepts if c.awake]
-        if not awake:
+        live, shares = self._shares()
+        if not shares:
             return mean, variance
-        # (weights relative to the largest, so that none overflows; the live model's
-        # log-odds are 0)
-        top = max(0.0, *(c.log_odds for c in awake))
-        pairs = [(math.exp(-top), mean, variance)] + [
-            (math.exp(c.log_odds - top), c.predict(x), c.spread) for c in awake]
+        pairs = [(live, mean, variance)] + [(w, c.predict(x), c.spread) for w, c in shares]
         total = sum(w for w, _, _ in pairs)
         blended = sum(w * m for w, m, _ in pairs) / total
         # (Σ wᵢ(vᵢ + (μᵢ − μ)²): the mixture's variance, without cancellation)
@@ -198,9 +202,6 @@ class ConceptMemory:
 
     def weight(self) -> float:
         """The concepts' share of the prediction now (0: the live model alone)."""
-        awake = [c.log_odds for c in self.concepts if c.awake]
-        if not awake:
-            return 0.0
-        top = max(0.0, *awake)
-        weights = sum(math.exp(o - top) for o in awake)
-        return weights / (math.exp(-top) + weights)
+        live, shares = self._shares()
+        weights = sum(w for w, _ in shares)
+        return weights / (live + weights)

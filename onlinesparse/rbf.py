@@ -412,13 +412,14 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
 
     def _judge_concepts(self, x: np.ndarray, target: float) -> None:
         """The evidence of this sample for the concepts kept (:mod:`onlinesparse.concepts`)
-        against the model, scored by the model's calibrated predictive variance; a change
-        building up (a statistic past half its threshold) wakes them."""
-        count = self._model.window.count
-        self._concepts.judge(
-            x, target, self._error, self._noise_level() * math.exp(2.0 * self._calibration),
-            count - 2.0, core.change_statistic(self.record) > 0.5 * core.CHANGE_THRESHOLD,
-            self._n_learned)
+        against the model, scored by the model's calibrated predictive variance κ²σ²
+        (``core.model_spread`` at leverage 0); a change building up
+        (``core.change_underway``) wakes them."""
+        window = self._model.window
+        self._concepts.judge(x, target, self._error,
+                             core.model_spread(self.record, window.record, 0.0),
+                             window.count - 2.0, core.change_underway(self.record),
+                             self._n_learned)
 
     def _restart_level(self) -> None:
         """A model refitted after a change makes errors of its own: the level its

@@ -38,5 +38,5 @@ def warm_up(seed: int = 0) -> None:
     basis, weights = model.model.window.basis.arrays(), model.model.state.weights
     memory = ConceptMemory(lasted=0)
     memory.after_alarm(basis, weights, 1.0, learned=1)
-    memory.judge(x, y, 0.0, 1.0, 10.0, core.change_statistic(model.record) > 0.0, 2)
+    memory.judge(x, y, 0.0, 1.0, 10.0, core.change_underway(model.record), 2)
     memory.blend(x, 0.0, 1.0)

@@ -130,15 +130,22 @@ def inner(a: np.ndarray, b: np.ndarray, m: int) -> float:
 
 
 @jit
+def model_row(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
+              features: np.ndarray, m: int) -> np.ndarray:
+    """``h(x)``: the first m columns' values at one input x (:func:`evaluate_rows`)."""
+    row = np.empty((1, m))
+    evaluate_rows(kinds, centres, inv_r2, features, x.reshape((1, x.shape[0])), 0, m, row)
+    return row[0]
+
+
+@jit
 def predict_mean(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
                  features: np.ndarray, weights: np.ndarray) -> float:
     """``h(x)ᵀw`` over the columns of ``weights``: the prediction of a model whose basis and
     weights are all that is kept (a concept the stream has left, :mod:`onlinesparse.concepts`).
     O(M·d)."""
     m = weights.shape[0]
-    row = np.empty((1, m))
-    evaluate_rows(kinds, centres, inv_r2, features, x.reshape((1, x.shape[0])), 0, m, row)
-    return inner(row[0], weights, m)
+    return inner(model_row(x, kinds, centres, inv_r2, features, m), weights, m)
 
 
 @jit
@@ -150,9 +157,7 @@ def predict_mean_and_spread(x: np.ndarray, kinds: np.ndarray, centres: np.ndarra
     variance from the weights' uncertainty (σ²A⁻¹, the covariance of w: Orr (1996) appendix
     A.5). O(M²)."""
     m = weights.shape[0]
-    row = np.empty((1, m))
-    evaluate_rows(kinds, centres, inv_r2, features, x.reshape((1, x.shape[0])), 0, m, row)
-    h = row[0]
+    h = model_row(x, kinds, centres, inv_r2, features, m)
     return inner(h, weights, m), symmetric_quadratic(variance, h, m)
 
 

@@ -413,16 +413,16 @@ def consider(sample_record: np.ndarray, ridge_record: np.ndarray,
 
 
 @jit
-def change_statistic(sample_record: np.ndarray) -> float:
-    """The largest of the three change statistics (:func:`watch_for_change`), in units of
-    ``CHANGE_THRESHOLD``'s nats: past half the threshold a change is building."""
+def change_underway(sample_record: np.ndarray) -> bool:
+    """Whether a change is building up: one of the three change statistics
+    (:func:`watch_for_change`) is past half its alarm threshold."""
     s = sample_record[0]
-    return max(s.cusum_up, s.cusum_down, s.cusum_scale)
+    return max(s.cusum_up, s.cusum_down, s.cusum_scale) > 0.5 * CHANGE_THRESHOLD
 
 
 @jit
 def _change_building(sample_record: np.ndarray, count: float) -> bool:
-    """Whether a change statistic is past half its alarm threshold in a window of at
+    """Whether a change is building up (:func:`change_underway`) in a window of at
     least ``YOUNG_WINDOW`` patterns and three noise periods: the noise estimate then
     waits (until the alarm, or until the statistic falls back). Patterns of a new
     concept that the window already holds raise the estimate within a few samples, and
@@ -433,7 +433,7 @@ def _change_building(sample_record: np.ndarray, count: float) -> bool:
     its errors are biased, and holding its first estimates made a false alarm at sample
     56 of Friedman #1."""
     return (count >= max(YOUNG_WINDOW, 3.0 * sample_record[0].noise_every)
-            and change_statistic(sample_record) > 0.5 * CHANGE_THRESHOLD)
+            and change_underway(sample_record))
 
 
 @jit
