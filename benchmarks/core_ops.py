@@ -1,4 +1,5 @@
-"""µs per operation of :class:`~onlinesparse.ridge.IncrementalRidge` against a from-scratch solve.
+"""µs per operation of :class:`~onlinesparse.orr.ridge.IncrementalRidge` against a
+from-scratch solve.
 
 Orr's table 3 (appendix A.7) compares the cost of retraining a linear network from scratch with
 the cost of the matching incremental operation. This benchmark measures the same thing in
@@ -70,9 +71,9 @@ from collections.abc import Callable  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import linalg  # noqa: E402
 
-from onlinesparse import criteria  # noqa: E402
-from onlinesparse.kernels import BasisSpec  # noqa: E402
-from onlinesparse.ridge import IncrementalRidge  # noqa: E402
+from onlinesparse.orr import criteria  # noqa: E402
+from onlinesparse.orr.kernels import BasisSpec  # noqa: E402
+from onlinesparse.orr.ridge import IncrementalRidge  # noqa: E402
 
 D = 4
 WINDOW = 1000

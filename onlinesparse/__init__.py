@@ -17,7 +17,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 from onlinesparse import batch
 from onlinesparse.lin1 import Lin1MultiTargetRegressor, Lin1Regressor
-from onlinesparse.rbf import SparseRBFRegressor
+from onlinesparse.orr.rbf import SparseRBFRegressor
 from onlinesparse.vbls import VBLSClassifier, VBLSKernelRegressor, VBLSRegressor
 from onlinesparse.warm import warm_up
 

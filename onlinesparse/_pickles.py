@@ -1,4 +1,4 @@
-"""Older layouts of a pickled :class:`~onlinesparse.rbf.SparseRBFRegressor`, brought to
+"""Older layouts of a pickled :class:`~onlinesparse.orr.rbf.SparseRBFRegressor`, brought to
 today's, so that a checkpoint written by an earlier version loads (the estimator's own
 pickles only: nothing here unpickles anything)."""
 
@@ -10,8 +10,8 @@ import numpy as np
 
 from onlinesparse import core
 from onlinesparse.core.state import SAMPLE, upgrade_record
-from onlinesparse.input_metric import InputMetric
 from onlinesparse.memory import AdaptiveMemory
+from onlinesparse.orr.input_metric import InputMetric
 
 __all__ = ["upgrade_rbf_state"]
 

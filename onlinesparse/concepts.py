@@ -2,7 +2,7 @@
 
 A robot picks up the same tools again; a plant runs the same recipes in turn; a market
 goes back to a regime it has been in. When the adaptive memory of
-:class:`~onlinesparse.rbf.SparseRBFRegressor` cuts its window at a change
+:class:`~onlinesparse.orr.rbf.SparseRBFRegressor` cuts its window at a change
 (:mod:`onlinesparse.memory`), the model fitted to the stretch that just ended is thrown
 away and, if that stretch comes back, learned again from nothing: on
 ``FriedmanDrift(gra)``, whose first function returns at the second change, the model took

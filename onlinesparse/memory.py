@@ -1,4 +1,4 @@
-"""The adaptive memory of :class:`~onlinesparse.rbf.SparseRBFRegressor`: how much of its
+"""The adaptive memory of :class:`~onlinesparse.orr.rbf.SparseRBFRegressor`: how much of its
 window a change of the stream costs, and how long the window may grow again.
 
 The change statistics (``core.sample.watch_for_change``: Page's CUSUM on the calibrated
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from onlinesparse.ridge import IncrementalRidge
+from onlinesparse.orr.ridge import IncrementalRidge
 
 __all__ = ["MIN_MEMORY", "RELAX", "AdaptiveMemory"]
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from onlinesparse import core
 from onlinesparse.concepts import ConceptMemory
-from onlinesparse.rbf import SparseRBFRegressor
+from onlinesparse.orr.rbf import SparseRBFRegressor
 
 __all__ = ["warm_up"]
 

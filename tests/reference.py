@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from onlinesparse.kernels import Basis
+from onlinesparse.orr.kernels import Basis
 
 
 def design(model, X: np.ndarray | None = None) -> np.ndarray:

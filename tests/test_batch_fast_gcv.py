@@ -20,10 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onlinesparse import criteria
 from onlinesparse.batch import SelectionResult, fast_gcv, fast_gcv_design
-from onlinesparse.kernels import BasisSpec
-from onlinesparse.ridge import IllConditionedError, IncrementalRidge
+from onlinesparse.orr import criteria
+from onlinesparse.orr.kernels import BasisSpec
+from onlinesparse.orr.ridge import IllConditionedError, IncrementalRidge
 
 # --------------------------------------------------------------------------------------------
 # brute force

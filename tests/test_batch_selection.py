@@ -26,7 +26,7 @@ from onlinesparse.batch import (
     tcr,
 )
 from onlinesparse.batch._common import best_point, stopping_point
-from onlinesparse.criteria import gcv, global_lambda_reestimate
+from onlinesparse.orr.criteria import gcv, global_lambda_reestimate
 
 # --------------------------------------------------------------------------------------------
 # problems

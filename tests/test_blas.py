@@ -48,7 +48,7 @@ def test_a_user_choice_in_the_environment_is_left_alone(monkeypatch):
 def test_the_estimator_learns_with_one_thread(unpinned, monkeypatch):
     if not _blas_threads():
         pytest.skip("no BLAS library that threadpoolctl can control")
-    from onlinesparse.ridge import IncrementalRidge
+    from onlinesparse.orr.ridge import IncrementalRidge
 
     model = SparseRBFRegressor(max_basis=5, window_size=20)
     seen = []

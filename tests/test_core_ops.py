@@ -10,9 +10,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from onlinesparse.kernels import Basis, BasisSpec
-from onlinesparse.ridge import IllConditionedError, IncrementalRidge
-from onlinesparse.window import WindowStatistics
+from onlinesparse.orr.kernels import Basis, BasisSpec
+from onlinesparse.orr.ridge import IllConditionedError, IncrementalRidge
+from onlinesparse.orr.window import WindowStatistics
 from tests.reference import from_scratch, rel_err
 
 LAMBDAS = [0.0, 1e-8, 1e-4, 1e-2, 0.1, 1.0, 10.0, 1e3, 1e8]

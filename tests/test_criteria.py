@@ -10,9 +10,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from onlinesparse import core, criteria
-from onlinesparse.kernels import BasisSpec
-from onlinesparse.ridge import IllConditionedError, IncrementalRidge, RidgeState
+from onlinesparse import core
+from onlinesparse.orr import criteria
+from onlinesparse.orr.kernels import BasisSpec
+from onlinesparse.orr.ridge import IllConditionedError, IncrementalRidge, RidgeState
 from tests.reference import from_scratch, gcv_with_lambda, projection_without, rel_err
 
 ORR_EXAMPLE = [(1.0, 1.1), (2.0, 1.8), (3.0, 3.1)]

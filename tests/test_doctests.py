@@ -5,8 +5,8 @@ import importlib
 
 import pytest
 
-MODULES = ["onlinesparse.kernels", "onlinesparse.window", "onlinesparse.ridge",
-           "onlinesparse.features", "onlinesparse.criteria"]
+MODULES = ["onlinesparse.orr.kernels", "onlinesparse.orr.window", "onlinesparse.orr.ridge",
+           "onlinesparse.features", "onlinesparse.orr.criteria"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -25,7 +25,7 @@ from river import preprocessing
 import onlinesparse
 from onlinesparse.features import MAX_MAGNITUDE, FeatureMap, as_target
 from onlinesparse.lin1 import Lin1MultiTargetRegressor, Lin1Regressor
-from onlinesparse.rbf import SparseRBFRegressor
+from onlinesparse.orr.rbf import SparseRBFRegressor
 from onlinesparse.vbls import VBLSClassifier, VBLSKernelRegressor, VBLSRegressor
 
 FLOAT_MAX = sys.float_info.max

@@ -13,9 +13,9 @@ from river.datasets import synth
 
 from onlinesparse import SparseRBFRegressor
 from onlinesparse.core.state import PRUNER, new_record
-from onlinesparse.kernels import BasisSpec
-from onlinesparse.pruner import GCVPruner
-from onlinesparse.ridge import IncrementalRidge
+from onlinesparse.orr.kernels import BasisSpec
+from onlinesparse.orr.pruner import GCVPruner
+from onlinesparse.orr.ridge import IncrementalRidge
 from tests.reference import from_scratch, rel_err
 
 D = 2

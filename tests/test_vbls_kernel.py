@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from river import checks, proba
 
-from onlinesparse.kernels import BasisSpec, radial_profile
+from onlinesparse.orr.kernels import BasisSpec, radial_profile
 from onlinesparse.vbls import VBLSKernelRegressor, evidence
 from onlinesparse.vbls import kernel_regressor as module
 from tests.reference import tipping_faul

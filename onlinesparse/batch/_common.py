@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import scipy.linalg
 
-from onlinesparse.criteria import bic, fpe, gcv, uev
+from onlinesparse.orr.criteria import bic, fpe, gcv, uev
 
 __all__ = ["ridge_weights"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from onlinesparse.kernels import KERNELS, Basis, BasisSpec
+from onlinesparse.orr.kernels import KERNELS, Basis, BasisSpec
 
 __all__ = ["gaussian_candidates", "radial_candidates"]
 
@@ -26,7 +26,7 @@ def radial_candidates(inputs: np.ndarray, centres: np.ndarray, radius: float,
                       kind: str = "gaussian") -> np.ndarray:
     """Candidate design matrix ``F[i, j] = φ(‖xᵢ − cⱼ‖² / r²)`` (Orr A.3, eq. 4.3).
 
-    Evaluated by ``onlinesparse.kernels.Basis`` so that the batch algorithms and the streaming
+    Evaluated by ``onlinesparse.orr.kernels.Basis`` so that the batch algorithms and the streaming
     models use the same basis functions.
 
     Parameters

@@ -2,11 +2,11 @@
 
 FGCV builds a sparse local-ridge model (one regularisation parameter per basis function)
 from the empty model. Every candidate basis function is a tracked column of one
-:class:`~onlinesparse.ridge.IncrementalRidge`; at each iteration the GCV-optimal
+:class:`~onlinesparse.orr.ridge.IncrementalRidge`; at each iteration the GCV-optimal
 regularisation of *every* column is computed with all the others held fixed — for a column
-in the model from Orr's A.11 numbers (:func:`~onlinesparse.criteria.basis_quantities`), for
+in the model from Orr's A.11 numbers (:func:`~onlinesparse.orr.criteria.basis_quantities`), for
 a candidate from FGCV's r, γ, ξ, u of eqs. 16–19
-(:func:`~onlinesparse.criteria.candidate_quantities`) — and the one move that lowers GCV
+(:func:`~onlinesparse.orr.criteria.candidate_quantities`) — and the one move that lowers GCV
 (eq. 7) most is applied: add a candidate, delete a basis function (its optimal α is ∞) or
 re-estimate one α (section 3.1, steps 5–9).
 
@@ -21,7 +21,7 @@ re-estimation. ``σ²`` starts at ``0.1·var(y)`` (step 1)
 and is re-estimated by eq. 8, ``σ̂² = yᵀP²y / tr(P)``, every ``noise_every`` iterations
 (step 10). The paper's variables are the α's, so a new σ² moves every ``λⱼ = αⱼσ²`` with
 it and P is recomputed afresh (3.2 point 6,
-:meth:`~onlinesparse.ridge.IncrementalRidge.scale_lambdas`).
+:meth:`~onlinesparse.orr.ridge.IncrementalRidge.scale_lambdas`).
 
 GCV is invariant to the scale of y (section 2.2), but ``λ_min = σ²/N`` is not: it grows with
 ``y²`` while ``HᵀH`` does not. The paper's ``α_min = 1/N`` suits targets on the scale of
@@ -46,9 +46,9 @@ run of lowest final GCV, the paper's own criterion (a documented choice, not the
 Nothing forms a p × p matrix; the cost of one iteration is O(M²C) for C candidates and M
 basis functions in the model (the quantities are recomputed from ``S = A⁻¹`` rather than
 carried as the paper's rank-one updates, eqs. 36–47, so they do not accumulate rounding).
-Step 5 is two compiled calls per iteration, :func:`~onlinesparse.criteria.basis_optima`
-and :func:`~onlinesparse.criteria.candidate_scores`, the same case analysis
-(:func:`~onlinesparse.criteria.optimal_lambda`) the pruner uses.
+Step 5 is two compiled calls per iteration, :func:`~onlinesparse.orr.criteria.basis_optima`
+and :func:`~onlinesparse.orr.criteria.candidate_scores`, the same case analysis
+(:func:`~onlinesparse.orr.criteria.optimal_lambda`) the pruner uses.
 """
 
 from __future__ import annotations
@@ -62,9 +62,9 @@ from scipy import linalg
 
 from onlinesparse.batch.candidates import as_points, radial_candidates
 from onlinesparse.batch.result import SelectionResult
-from onlinesparse.criteria import basis_optima, candidate_scores, gcv
-from onlinesparse.kernels import KERNELS, BasisSpec
-from onlinesparse.ridge import IllConditionedError, IncrementalRidge
+from onlinesparse.orr.criteria import basis_optima, candidate_scores, gcv
+from onlinesparse.orr.kernels import KERNELS, BasisSpec
+from onlinesparse.orr.ridge import IllConditionedError, IncrementalRidge
 
 __all__ = ["fast_gcv", "fast_gcv_design"]
 
@@ -154,11 +154,11 @@ def _scores(model: IncrementalRidge, lambda_min: float, zeros_only: bool
     """Step 5: the GCV-optimal λ of every column, the others fixed, and the GCV it gives.
 
     Columns in the model use Orr A.11 / FGCV appendix I
-    (:func:`~onlinesparse.criteria.basis_optima`: for a deletion the GCV is that of the
+    (:func:`~onlinesparse.orr.criteria.basis_optima`: for a deletion the GCV is that of the
     model without the function); candidates use FGCV eqs. 16–19 with ``Pⱼ = P`` (appendix
     IV: a column outside the model has ``Δⱼ = ∞``), i.e. ``a = q = yᵀP²y``, ``b = ξr``,
     ``c = ur²``, ``tr Pⱼ = v``, ``β = u`` and ``ψ = γ``
-    (:func:`~onlinesparse.criteria.candidate_scores`). A candidate with ``b ≤ 0`` gets
+    (:func:`~onlinesparse.orr.criteria.candidate_scores`). A candidate with ``b ≤ 0`` gets
     ``λ = ∞`` (section 2.2: ``b ≤ 0`` is sufficient for irrelevance), as does one with
     ``γ ≤ 0`` or ``u ≤ 0`` (in the model's span to rounding). Both are compiled loops over
     every column. Also returns the candidates' r, γ, ξ, u (``None`` without candidates).
@@ -232,7 +232,7 @@ def fast_gcv(inputs: np.ndarray, y: np.ndarray, *, radius: float,
        optimal α (appendix II; step 5 below on the empty model, where ``P = I``).
     3. Each iteration (steps 4–9): for every column, its optimal λ ∈ [0, ∞] (λ_min where
        that is 0, point 7) with the others fixed (appendices I and IV via
-       :func:`~onlinesparse.criteria.optimal_lambda`); the move of largest GCV reduction
+       :func:`~onlinesparse.orr.criteria.optimal_lambda`); the move of largest GCV reduction
        is applied — ``add_basis`` (step 7, appendix VI), ``remove_basis`` (step 8,
        appendix V with ``Kⱼ = 1/sⱼⱼ``) or ``set_lambda`` (step 6, appendix V). Only moves
        that lower GCV are taken.
@@ -243,7 +243,7 @@ def fast_gcv(inputs: np.ndarray, y: np.ndarray, *, radius: float,
        re-estimating σ² then changes it by less than ``tol`` relatively; or after
        ``max_iterations`` moves.
 
-    Numerical health (section 3.2 point 5): :class:`~onlinesparse.ridge.IncrementalRidge`
+    Numerical health (section 3.2 point 5): :class:`~onlinesparse.orr.ridge.IncrementalRidge`
     refreshes ``S`` by Cholesky whenever its rounding-error account or drift probe says so;
     in addition, a candidate with clearly negative ``γ_m`` or ``u_m`` forces a refresh, and
     if that does not cure it the run stops (``details["stop_reason"] == "ill_conditioned"``),

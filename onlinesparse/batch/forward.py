@@ -24,7 +24,7 @@ from onlinesparse.batch._common import (
     validate_problem,
 )
 from onlinesparse.batch.result import SelectionResult
-from onlinesparse.criteria import global_lambda_reestimate
+from onlinesparse.orr.criteria import global_lambda_reestimate
 
 __all__ = ["forward_selection", "regularised_forward_selection"]
 
@@ -140,7 +140,7 @@ def forward_selection(candidates: np.ndarray, y: np.ndarray, *, max_basis: int |
     stop
         Criterion whose failure to decrease stops the run (see ``wait``): ``"gcv"``
         (default), ``"uev"``, ``"fpe"``, ``"bic"`` (Orr 5.3–5.6, from
-        ``onlinesparse.criteria``), or ``None`` to add ``max_basis`` functions (or until no
+        ``onlinesparse.orr.criteria``), or ``None`` to add ``max_basis`` functions (or until no
         candidate is eligible) and return them all.
     centres
         Optional centres of the candidates (one row per column of ``F``), carried into the
@@ -190,7 +190,7 @@ def regularised_forward_selection(
     or in the cost ``SSE + λ‖w‖²`` (Orr eq. 7.7), using ``P_{m+1} = P_m − P_m f fᵀP_m /
     (λ + fᵀP_m f)`` (eq. 7.5); then, if ``reestimate``, λ gets one pass of the GCV
     re-estimation formula (Orr eq. 6.5, appendix A.10, via
-    ``onlinesparse.criteria.global_lambda_reestimate``), as Orr recommends. The run stops when
+    ``onlinesparse.orr.criteria.global_lambda_reestimate``), as Orr recommends. The run stops when
     the criterion (GCV by default, computed with ``γ = p − tr(P)``) stops decreasing.
 
     Parameters

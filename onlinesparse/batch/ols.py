@@ -26,7 +26,7 @@ from onlinesparse.batch._common import (
     validate_problem,
 )
 from onlinesparse.batch.result import SelectionResult
-from onlinesparse.criteria import global_lambda_reestimate
+from onlinesparse.orr.criteria import global_lambda_reestimate
 
 __all__ = ["orthogonal_least_squares", "regularised_orthogonal_least_squares"]
 

@@ -21,7 +21,7 @@ from onlinesparse.batch._common import (
     validate_problem,
 )
 from onlinesparse.batch.result import SelectionResult
-from onlinesparse.criteria import gcv
+from onlinesparse.orr.criteria import gcv
 
 __all__ = ["tcr"]
 

@@ -19,8 +19,8 @@ Layers, bottom up (a module imports only from those above it in this list):
 ``sample``      one sample of ``SparseRBFRegressor`` as calls to the above
 ==============  ===========================================================================
 
-The Python objects (:mod:`onlinesparse.ridge`, :mod:`onlinesparse.window`,
-:mod:`onlinesparse.pruner`, :mod:`onlinesparse.buffer`) validate and call these functions;
+The Python objects (:mod:`onlinesparse.orr.ridge`, :mod:`onlinesparse.orr.window`,
+:mod:`onlinesparse.orr.pruner`, :mod:`onlinesparse.orr.buffer`) validate and call these functions;
 the package re-exports every public one, so ``core.add_basis`` is
 :func:`onlinesparse.core.updates.add_basis`.
 """

@@ -1,7 +1,7 @@
 """Basis functions in compiled form: kind codes, radial profiles (Orr (1996) A.3), rows of the
 design matrix over an input, the novelty distance, and ``h(x)ᵀw``.
 
-The kind codes are defined here once; :mod:`onlinesparse.kernels` names them for users.
+The kind codes are defined here once; :mod:`onlinesparse.orr.kernels` names them for users.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One sample of :class:`~onlinesparse.rbf.SparseRBFRegressor` in one compiled call.
+"""One sample of :class:`~onlinesparse.orr.rbf.SparseRBFRegressor` in one compiled call.
 
 A sample is: the row of the input over every tracked column and the error before learning
 (:func:`~onlinesparse.core.basis.evaluate_rows`); the pattern (:func:`learn_pattern`:

@@ -580,7 +580,7 @@ def basis_budget(model: Any) -> float | None:
 
 
 # Modules whose models run the compiled loops that onlinesparse.warm_up() loads.
-_COMPILED_MODULES = ("onlinesparse.rbf", "onlinesparse.vbls.kernel_regressor")
+_COMPILED_MODULES = ("onlinesparse.orr.rbf", "onlinesparse.vbls.kernel_regressor")
 _WARMED: list[bool] = []  # non-empty once onlinesparse.warm_up() ran in this process
 
 

@@ -12,10 +12,10 @@ from river import base
 from onlinesparse._blas import single_blas_thread
 from onlinesparse._validation import check_choice, check_int, check_real
 from onlinesparse.features import FeatureMap, as_rows
-from onlinesparse.kernels import KERNELS, BasisSpec
+from onlinesparse.orr.kernels import KERNELS, BasisSpec
+from onlinesparse.orr.window import WindowStatistics
 from onlinesparse.vbls import engine
 from onlinesparse.vbls._many import proba_frame
-from onlinesparse.window import WindowStatistics
 
 __all__ = ["VBLSClassifier"]
 

@@ -74,7 +74,7 @@ import numpy as np
 from scipy import linalg
 from scipy.linalg import lapack
 
-from onlinesparse.kernels import KERNELS, BasisSpec, radial_profile
+from onlinesparse.orr.kernels import KERNELS, BasisSpec, radial_profile
 from onlinesparse.vbls.evidence import evidence_hyperparameters, evidence_length_scale
 
 __all__ = ["WIDTHS", "start_design", "batch_metric", "full_posterior",

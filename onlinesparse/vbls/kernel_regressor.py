@@ -2,7 +2,7 @@
 
 The weights are fitted by the VBLS engine (:mod:`onlinesparse.vbls.engine`, eqs. 4.7–4.8 on the
 window statistics); the kernel centres come from the shared
-:class:`~onlinesparse.buffer.BufferManager`; the ARD precisions decide which kernels stay.
+:class:`~onlinesparse.orr.buffer.BufferManager`; the ARD precisions decide which kernels stay.
 
 Why the online path (factorised posterior, O(M²) sweeps) and the batch path (full
 covariance of eq. 5.2, :mod:`onlinesparse.vbls.kernel_batch`) differ is explained there.
@@ -20,10 +20,11 @@ from river import base, proba
 from onlinesparse._blas import single_blas_thread
 from onlinesparse._distributions import gaussian
 from onlinesparse._validation import check_choice, check_int, check_radii, check_real
-from onlinesparse.buffer import BufferManager
 from onlinesparse.features import FeatureMap, as_rows
-from onlinesparse.input_metric import prediction_moves
-from onlinesparse.kernels import KERNELS, BasisSpec
+from onlinesparse.orr.buffer import BufferManager
+from onlinesparse.orr.input_metric import prediction_moves
+from onlinesparse.orr.kernels import KERNELS, BasisSpec
+from onlinesparse.orr.window import WindowStatistics
 from onlinesparse.vbls import _compiled, admission, engine, kernel_batch, proposals
 from onlinesparse.vbls._many import predict_series
 from onlinesparse.vbls.evidence import (  # noqa: F401  (re-exported: the public home before)
@@ -32,7 +33,6 @@ from onlinesparse.vbls.evidence import (  # noqa: F401  (re-exported: the public
     gp_log_evidence,
 )
 from onlinesparse.vbls.regressor import _as_target
-from onlinesparse.window import WindowStatistics
 
 __all__ = ["VBLSKernelRegressor", "evidence_hyperparameters", "evidence_length_scale",
            "gp_log_evidence"]
@@ -63,12 +63,12 @@ class VBLSKernelRegressor(base.Regressor):
     optimisations of Tipping (2001) and Tipping and Faul (2003) the paper mentions in 5.2 as
     "easy to introduce into our framework":
 
-    * **Proposal.** The shared :class:`~onlinesparse.buffer.BufferManager` proposes an input
+    * **Proposal.** The shared :class:`~onlinesparse.orr.buffer.BufferManager` proposes an input
       as a centre when it is novel (far from every tracked centre) or badly predicted (error
       above ``error_threshold`` predictive standard deviations, eq. 4.12); each proposal
       enters a candidate pool once per radius. The pool's cross statistics with the model
       (``Hᵀφ``, ``φᵀφ``, ``φᵀy``) live in the same
-      :class:`~onlinesparse.window.WindowStatistics` as the model's. A column that the next
+      :class:`~onlinesparse.orr.window.WindowStatistics` as the model's. A column that the next
       radius's column would evict from a full pool before it is ever scored is not
       computed (:mod:`onlinesparse.vbls.proposals`).
     * **Admission.** While the model has fewer than ``max_basis`` basis functions, the
@@ -145,7 +145,7 @@ class VBLSKernelRegressor(base.Regressor):
         Number of most recent patterns in memory.
     kernel
         ``"gaussian"`` (``exp(−‖x − c‖²/r²)``), ``"multiquadric"``,
-        ``"inverse_multiquadric"`` or ``"cauchy"`` (see :mod:`onlinesparse.kernels`).
+        ``"inverse_multiquadric"`` or ``"cauchy"`` (see :mod:`onlinesparse.orr.kernels`).
     radii
         Kernel radii for every new centre and for the batch fit's start set; ``None``: chosen
         from the data (``width``) for the batch fit, ``(1/2, 1/√2, √2)·√d`` for the online
@@ -167,7 +167,7 @@ class VBLSKernelRegressor(base.Regressor):
     relevance_threshold
         ``diagnostics()["n_relevant"]`` counts basis functions with ratio below this.
     novelty, error_threshold
-        The buffer manager's proposal rules (see :class:`~onlinesparse.buffer.BufferManager`);
+        The buffer manager's proposal rules (see :class:`~onlinesparse.orr.buffer.BufferManager`);
         each proposal costs a column per radius over the window, or a single one when the
         pool is full of scored candidates (the others would be evicted unscored).
     tol

@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from onlinesparse import core
-from onlinesparse.buffer import BufferManager
+from onlinesparse.orr.buffer import BufferManager
+from onlinesparse.orr.window import WindowStatistics
 from onlinesparse.vbls import _compiled
-from onlinesparse.window import WindowStatistics
 
 __all__ = ["consider", "surviving_columns"]
 

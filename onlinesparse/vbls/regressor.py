@@ -15,10 +15,10 @@ from onlinesparse._distributions import gaussian
 from onlinesparse._validation import check_choice, check_int, check_real
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.features import as_target as _as_target
-from onlinesparse.kernels import BasisSpec
+from onlinesparse.orr.kernels import BasisSpec
+from onlinesparse.orr.window import MEMORY_POLICIES, WindowStatistics
 from onlinesparse.vbls import engine, schedule, student_t
 from onlinesparse.vbls._many import predict_series
-from onlinesparse.window import MEMORY_POLICIES, WindowStatistics
 
 __all__ = ["VBLSRegressor", "MEMORY_PER_WEIGHT", "FACTORISATIONS"]
 
@@ -43,7 +43,7 @@ class VBLSRegressor(base.Regressor):
     hyper-prior (one precision per weight, ``prior="ard"``, section 4.2, or one for all,
     ``prior="shared"``, 4.1), and the posterior is fitted by the EM of probabilistic
     backfitting (section 3). Each EM sweep needs only ``HᵀH``, ``Hᵀy``, ``yᵀy`` and the
-    number of patterns, which :class:`~onlinesparse.window.WindowStatistics` keeps; so
+    number of patterns, which :class:`~onlinesparse.orr.window.WindowStatistics` keeps; so
     ``learn_one`` adds the pattern to the statistics and runs the online schedule of
     :mod:`onlinesparse.vbls.schedule`: ``sweeps_per_sample`` fixed-point sweeps (the
     weights and the noise moved to the fixed points of their updates, the precisions by the
@@ -69,7 +69,7 @@ class VBLSRegressor(base.Regressor):
         track a moving fixed point more closely, each costs O(M²).
     memory
         ``"forgetting"`` (default), ``"window"`` or ``"unbounded"`` (see
-        :class:`~onlinesparse.window.WindowStatistics`). A stream drifts: forgetting tracks
+        :class:`~onlinesparse.orr.window.WindowStatistics`). A stream drifts: forgetting tracks
         it, at the price of the accuracy more patterns would give on a stationary one.
     window_size
         Number of patterns of a ``"window"``.

@@ -1,8 +1,8 @@
 """Orr's incremental ridge regression over a window of patterns, kept exact in O(M²).
 
-:class:`IncrementalRidge` composes a :class:`~onlinesparse.window.WindowStatistics` (the
+:class:`IncrementalRidge` composes a :class:`~onlinesparse.orr.window.WindowStatistics` (the
 patterns, as ``G = HᵀH``, ``c = Hᵀy``, ``yᵀy``, ``p``) with a
-:class:`~onlinesparse.ridge_state.RidgeState` (``S = (G + Λ)⁻¹``, ``w``, ``λ``), validates
+:class:`~onlinesparse.orr.ridge_state.RidgeState` (``S = (G + Λ)⁻¹``, ``w``, ``λ``), validates
 input at the boundary, keeps the two consistent through the five operations (add / remove
 a pattern, add / remove a basis function, set one λⱼ), watches the numerical health of
 ``S`` and exposes the model-selection criteria (Orr section 5). Every formula and every
@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from onlinesparse import core, criteria
+from onlinesparse import core
 from onlinesparse.core.state import (
     NO_REFRESH,
     REFRESH_STATE,
@@ -29,9 +29,10 @@ from onlinesparse.core.state import (
     new_record,
 )
 from onlinesparse.features import as_target as _as_target
-from onlinesparse.kernels import BasisSpec
-from onlinesparse.ridge_state import IllConditionedError, RidgeState
-from onlinesparse.window import WindowStatistics
+from onlinesparse.orr import criteria
+from onlinesparse.orr.kernels import BasisSpec
+from onlinesparse.orr.ridge_state import IllConditionedError, RidgeState
+from onlinesparse.orr.window import WindowStatistics
 
 __all__ = ["IllConditionedError", "RidgeState", "IncrementalRidge"]
 
@@ -72,13 +73,13 @@ class IncrementalRidge(RecordOwner):
     n_features
         Input dimension.
     memory, size, factor
-        Memory policy of the :class:`~onlinesparse.window.WindowStatistics`.
+        Memory policy of the :class:`~onlinesparse.orr.window.WindowStatistics`.
     refresh_every
         Recompute the statistics from the stored window and ``S`` by Cholesky after this many
         added patterns (for a window the default is its size), so rounding never accumulates
         without bound. Once a window is full its statistics are recomputed a column at a time
         instead, every pattern paying its share (:meth:`WindowStatistics.refresh_step
-        <onlinesparse.window.WindowStatistics.refresh_step>`), and this refreshes ``S``
+        <onlinesparse.orr.window.WindowStatistics.refresh_step>`), and this refreshes ``S``
         alone.
     check_every
         Probe ``‖S(G + Λ)v − v‖`` every this many operations; a drift above
@@ -517,7 +518,7 @@ class IncrementalRidge(RecordOwner):
         2e-9) the residual of S is measured and S refreshed only if it exceeds half of
         that; the statistics are recomputed from the stored rows when their own accounts
         pass the same bound, and every ``refresh_every`` patterns (a full window's a column
-        at a time instead, :meth:`~onlinesparse.window.WindowStatistics.refresh_step`).
+        at a time instead, :meth:`~onlinesparse.orr.window.WindowStatistics.refresh_step`).
         """
         self._version += 1
         for account in accounts:
@@ -528,7 +529,7 @@ class IncrementalRidge(RecordOwner):
     def _rolling_refresh(self) -> int | None:
         """A pattern's share of the window's rolling refresh (``core.close_round`` keeps
         the statistics' account). Returns what :meth:`WindowStatistics.refresh_step
-        <onlinesparse.window.WindowStatistics.refresh_step>` returns."""
+        <onlinesparse.orr.window.WindowStatistics.refresh_step>` returns."""
         exact_since = self.window.refresh_step(self.refresh_every)
         if exact_since is not None:
             core.close_round(self.record, exact_since, self.window.n_seen)

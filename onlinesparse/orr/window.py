@@ -37,7 +37,7 @@ import numpy as np
 
 from onlinesparse import core
 from onlinesparse.core.state import WINDOW, Field, RecordOwner, adopt_fields, new_record
-from onlinesparse.kernels import Basis, BasisSpec
+from onlinesparse.orr.kernels import Basis, BasisSpec
 
 __all__ = ["WindowStatistics", "MEMORY_POLICIES"]
 

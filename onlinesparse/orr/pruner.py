@@ -2,7 +2,7 @@
 
 The moves are those of Orr's local ridge regression (6.3–6.4, A.11) and of the fast GCV
 algorithm (FGCV section 3.1, steps 5–9), each applied to an
-:class:`~onlinesparse.ridge.IncrementalRidge` by its exact O(M²) operations:
+:class:`~onlinesparse.orr.ridge.IncrementalRidge` by its exact O(M²) operations:
 
 * **re-estimate** basis function j: set λⱼ to its GCV-optimal value with the other λ's held
   fixed (Orr appendix A.11); GCV cannot increase.
@@ -10,7 +10,7 @@ algorithm (FGCV section 3.1, steps 5–9), each applied to an
   function can be removed").
 * **add** the candidate whose GCV-optimal λ lowers GCV most (FGCV steps 5 and 7).
 
-:func:`reestimate_basis` and :func:`~onlinesparse.criteria.candidate_optima` are the two
+:func:`reestimate_basis` and :func:`~onlinesparse.orr.criteria.candidate_optima` are the two
 evaluations; the streaming :class:`GCVPruner` spends a fixed number of them per sample (so
 the worst case of a ``learn_one`` is known in advance), and :func:`local_ridge` sweeps to
 convergence for batch use (Orr's section 6.5 example).
@@ -31,7 +31,7 @@ from onlinesparse.core.state import (
     new_record,
     upgrade_record,
 )
-from onlinesparse.ridge import IllConditionedError, IncrementalRidge
+from onlinesparse.orr.ridge import IllConditionedError, IncrementalRidge
 
 __all__ = ["reestimate_basis", "local_ridge", "GCVPruner"]
 

@@ -14,15 +14,15 @@ from onlinesparse._blas import single_blas_thread
 from onlinesparse._distributions import gaussian
 from onlinesparse._pickles import upgrade_rbf_state
 from onlinesparse._validation import check_choice, check_int, check_radii, check_real
-from onlinesparse.buffer import BufferManager
 from onlinesparse.concepts import LASTED, ConceptMemory
 from onlinesparse.core.state import SAMPLE, Field, RecordOwner, new_record
 from onlinesparse.features import FeatureMap, as_rows, as_target
-from onlinesparse.input_metric import InputMetric, prediction_moves
-from onlinesparse.kernels import KERNELS, BasisSpec
 from onlinesparse.memory import AdaptiveMemory
-from onlinesparse.pruner import GCVPruner
-from onlinesparse.ridge import IllConditionedError, IncrementalRidge
+from onlinesparse.orr.buffer import BufferManager
+from onlinesparse.orr.input_metric import InputMetric, prediction_moves
+from onlinesparse.orr.kernels import KERNELS, BasisSpec
+from onlinesparse.orr.pruner import GCVPruner
+from onlinesparse.orr.ridge import IllConditionedError, IncrementalRidge
 
 __all__ = ["SparseRBFRegressor"]
 
@@ -52,10 +52,10 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     Every ``learn_one`` adds the sample to a sliding window of the last ``window_size``
     patterns and updates the weights exactly by Orr's incremental operations (add the
     pattern, remove the oldest: Orr eqs. (A.8) and (A.11), O(M²)). Between samples, a bounded
-    amount of model selection runs (:class:`~onlinesparse.pruner.GCVPruner`): each basis
+    amount of model selection runs (:class:`~onlinesparse.orr.pruner.GCVPruner`): each basis
     function's regularisation λⱼ is re-estimated to its GCV optimum in closed form (Orr's
     local ridge, A.11), a basis function whose optimum is λⱼ = ∞ is deleted, and
-    candidate kernels proposed by the :class:`~onlinesparse.buffer.BufferManager` are added
+    candidate kernels proposed by the :class:`~onlinesparse.orr.buffer.BufferManager` are added
     when their GCV-optimal λ lowers GCV (the fast GCV algorithm of Sundararajan, Shevade and
     Keerthi). A constant and one linear function per input start in the candidate pool and
     are subject to the same decisions.
@@ -72,8 +72,8 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
 
     A sample is one compiled call (``core.stream_sample``: the pattern, the accounts, the
     pruner's evaluations and their common moves, the buffer manager's test of the input),
-    made of the same compiled operations :class:`~onlinesparse.ridge.IncrementalRidge` and
-    :class:`~onlinesparse.pruner.GCVPruner` use; what it cannot do (a refresh of S, a move
+    made of the same compiled operations :class:`~onlinesparse.orr.ridge.IncrementalRidge` and
+    :class:`~onlinesparse.orr.pruner.GCVPruner` use; what it cannot do (a refresh of S, a move
     that needs the stored rows) it hands back by a status, and the model's own operations
     do it before the sample continues (``core.continue_sample``). ``docs/architecture.md``
     follows a sample through the layers.
@@ -172,7 +172,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     Attributes
     ----------
     model
-        The :class:`~onlinesparse.ridge.IncrementalRidge` (``None`` before the first sample);
+        The :class:`~onlinesparse.orr.ridge.IncrementalRidge` (``None`` before the first sample);
         it fits the targets minus the first target learned.
 
     Examples
@@ -808,7 +808,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
 
     def input_relevance(self) -> dict[Hashable, float]:
         """How much the prediction moves with each input over the window
-        (:func:`~onlinesparse.input_metric.prediction_moves`), O(d·W·M), on demand only."""
+        (:func:`~onlinesparse.orr.input_metric.prediction_moves`), O(d·W·M), on demand only."""
         if self.model is None or not self.model.size:
             return {name: 0.0 for name in self._features.names}
         window = self.model.window

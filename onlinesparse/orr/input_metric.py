@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from onlinesparse import core
-from onlinesparse.kernels import Basis
+from onlinesparse.orr.kernels import Basis
 
 __all__ = ["InputMetric", "METRIC_EVERY", "prediction_moves"]
 

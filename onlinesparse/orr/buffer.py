@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from onlinesparse import core
-from onlinesparse.window import WindowStatistics
+from onlinesparse.orr.window import WindowStatistics
 
 __all__ = ["BufferManager"]
 
@@ -36,7 +36,7 @@ class BufferManager:
     radii
         Kernel radii proposed for every new centre.
     kernel
-        Radial type (see :mod:`onlinesparse.kernels`).
+        Radial type (see :mod:`onlinesparse.orr.kernels`).
     capacity
         Maximum number of candidates in the pool (protected ones included).
     novelty

@@ -14,7 +14,7 @@ change one λⱼ             rank one, ``Kⱼ = (sⱼⱼ + 1/δ)⁻¹``        F
 
 Each method validates its arguments and calls the one compiled implementation of its
 operation in :mod:`onlinesparse.core.updates`; it returns the operation's rounding-error
-account for :class:`~onlinesparse.ridge.IncrementalRidge`, which owns the state.
+account for :class:`~onlinesparse.orr.ridge.IncrementalRidge`, which owns the state.
 """
 
 from __future__ import annotations

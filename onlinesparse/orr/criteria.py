@@ -24,7 +24,7 @@ import numpy as np
 from onlinesparse import core
 
 if TYPE_CHECKING:  # pragma: no cover
-    from onlinesparse.ridge import IncrementalRidge
+    from onlinesparse.orr.ridge import IncrementalRidge
 
 __all__ = [
     "gcv",
