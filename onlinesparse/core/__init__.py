@@ -25,10 +25,10 @@ the package re-exports every public one, so ``core.add_basis`` is
 :func:`onlinesparse.core.updates.add_basis`.
 """
 
-from onlinesparse.core import pruning, state  # noqa: E402  (the stop codes, the records)
-from onlinesparse.core._jit import (
+from onlinesparse._jit import (
     EPS,
 )
+from onlinesparse.core import pruning, state  # noqa: E402  (the stop codes, the records)
 from onlinesparse.core.basis import (
     CAUCHY,
     CONSTANT,

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from onlinesparse.core._jit import jit
+from onlinesparse._jit import jit
 from onlinesparse.core.linalg import symmetric_quadratic
 
 # Column kinds: the one definition (kernels.py names them for users).

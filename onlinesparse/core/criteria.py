@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from onlinesparse.core._jit import jit
+from onlinesparse._jit import jit
 from onlinesparse.core.linalg import symmetric_matvec, symmetric_matvec_pair
 from onlinesparse.core.updates import without_basis
 

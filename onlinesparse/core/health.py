@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from onlinesparse.core._jit import EPS, jit
+from onlinesparse._jit import EPS, jit
 from onlinesparse.core.linalg import symmetric_matvec
 from onlinesparse.core.state import REFRESH_STATE, REFRESH_STATISTICS
 from onlinesparse.core.statistics import column_error_exceeds

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from onlinesparse.core._jit import jit
+from onlinesparse._jit import jit
 
 __all__ = ["LEVEL_DRIFTS", "LEVEL_LOG_ODDS_LIMIT", "new_levels", "track_level",
            "level_mixture"]

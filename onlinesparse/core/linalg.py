@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from onlinesparse.core._jit import jit
+from onlinesparse._jit import jit
 
 
 @jit

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from onlinesparse.core._jit import jit
+from onlinesparse._jit import jit
 from onlinesparse.core.basis import CONSTANT
 from onlinesparse.core.criteria import error_and_gamma
 from onlinesparse.core.health import REFRESH_NOW, account, decide

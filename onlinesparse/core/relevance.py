@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from onlinesparse.core._jit import jit
+from onlinesparse._jit import jit
 from onlinesparse.core.basis import CONSTANT, LINEAR, profile_slope
 
 __all__ = ["METRIC_FLOOR", "RESIDUAL_WEIGHT", "RESIDUAL_CLIP", "model_gradient",

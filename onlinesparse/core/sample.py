@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from onlinesparse.core._jit import jit
+from onlinesparse._jit import jit
 from onlinesparse.core.basis import (
     evaluate_rows,
     inner,

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from onlinesparse.core._jit import jit
+from onlinesparse._jit import jit
 from onlinesparse.core.criteria import (
     basis_optimum,
     basis_quantities,

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from onlinesparse.core._jit import jit
+from onlinesparse._jit import jit
 from onlinesparse.core.basis import CONSTANT, LINEAR, profile
 from onlinesparse.core.linalg import swap_rows, swap_symmetric
 

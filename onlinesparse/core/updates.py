@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from onlinesparse.core._jit import jit
+from onlinesparse._jit import jit
 from onlinesparse.core.health import is_healthy
 from onlinesparse.core.linalg import rank_one_update, symmetric_matvec, symmetric_matvec_pair
 from onlinesparse.core.statistics import cancellation_ratio

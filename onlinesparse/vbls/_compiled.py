@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from onlinesparse import core
 
 __all__ = ["sweep_regression"]
 
-_jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+from onlinesparse._jit import jit_numpy_errors as _jit
 
 PRIOR_CODES = {"ard": 0, "shared": 1, "none": 2}
 

@@ -1,0 +1,67 @@
+"""The one compilation rule of the package: numba, cached on disk, no fastmath.
+
+``cache=True`` keeps the machine code next to each module, so later processes load it
+instead of compiling (``onlinesparse.warm_up`` loads it before a control loop starts).
+``fastmath`` stays off so that results are reproducible to the last bit and NaN / inf
+behave as IEEE says. Every module with compiled code takes its decorator from here, and
+:func:`drop_stale_cache` guards all of them as one unit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pathlib
+
+import numba
+import numpy as np
+
+jit = numba.njit(cache=True, nogil=True)
+# The same rule with NumPy's error model (a division by zero gives inf or NaN instead of
+# raising): the VBLS sweeps divide by precisions that may underflow.
+jit_numpy_errors = numba.njit(cache=True, nogil=True, error_model="numpy")
+
+EPS = float(np.finfo(np.float64).eps)
+
+PACKAGE = pathlib.Path(__file__).parent
+STAMP = PACKAGE / "__pycache__" / "compiled-sources.sha256"
+
+
+def compiled_sources(package: pathlib.Path = PACKAGE) -> list[pathlib.Path]:
+    """Every module of the package that compiles code with this rule (it imports
+    ``onlinesparse._jit``), and this module itself."""
+    return sorted(path for path in package.rglob("*.py")
+                  if path.name == "_jit.py" or "onlinesparse._jit import" in path.read_text())
+
+
+def sources_digest(package: pathlib.Path = PACKAGE) -> str:
+    digest = hashlib.sha256()
+    for path in compiled_sources(package):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def drop_stale_cache(package: pathlib.Path = PACKAGE) -> bool:
+    """Delete every cached machine code of the package when the source of any module with
+    compiled code has changed; returns whether it did.
+
+    numba keys a function's cache on its own module's source file only, so a function that
+    calls into another module (VBLS's sweeps call the core's) keeps its stale machine code
+    when the callee changes, after an upgrade or while developing. A digest of all the
+    compiled sources, kept beside the cache, decides for all of them. A read-only
+    installation keeps whatever cache it shipped with.
+    """
+    digest = sources_digest(package)
+    stamp = package / "__pycache__" / STAMP.name
+    try:
+        if stamp.exists() and stamp.read_text() == digest:
+            return False
+        for cached in package.rglob("__pycache__/*.nb[ic]"):
+            cached.unlink()
+        stamp.parent.mkdir(exist_ok=True)
+        stamp.write_text(digest)
+    except OSError:
+        return False
+    return True
+
+
+drop_stale_cache()  # (on the first import of compiled code, before any of it loads)
