@@ -1,11 +1,9 @@
 """onlinesparse: sparse nonlinear models learned one sample at a time.
 
-The package is layered the way the mathematics is:
-
-``kernels`` (basis functions) → ``window`` (sufficient statistics of the window)
-→ ``ridge`` (Orr's incremental ridge state) → ``criteria`` (GCV, LOO, UEV, FPE, BIC and the
-GCV-optimal regularisation of one basis function) → buffer manager and pruner → estimators →
-replay, report and command line.
+The estimators (``SparseRBFRegressor``, ``VBLSRegressor``, ``VBLSKernelRegressor``,
+``VBLSClassifier``, ``Lin1Regressor``) are river estimators; ``onlinesparse.stream`` is the
+stream layer every family shares, ``onlinesparse.batch`` the batch tools of the same
+papers. The layers are described once, in ``docs/architecture.md``.
 """
 
 from importlib.metadata import PackageNotFoundError, version

@@ -10,7 +10,7 @@ import math
 import numbers
 from collections.abc import Collection
 
-__all__ = ["check_int", "check_real", "check_choice", "check_radii"]
+__all__ = ["check_int", "check_real", "check_choice", "check_radii", "Versioned", "VersionError"]
 
 
 def check_int(name: str, value: object, minimum: int = 1,
@@ -54,3 +54,36 @@ def check_radii(name: str, radii: object) -> None:
         raise ValueError(f"{name} must be positive and finite, got {radii!r}")
     for radius in radii:
         check_real(f"each of {name}", radius, 0.0, low_open=True)
+
+
+class VersionError(ValueError):
+    """A pickle written by another version of onlinesparse (or by a pre-release that stamped
+    none): its layout is not this version's, so it is refused rather than guessed at."""
+
+
+class Versioned:
+    """Pickles carry the package's version, and only this version's are loaded: another
+    version's (or an unstamped pre-release's) raise :class:`VersionError` naming both, as
+    scikit-learn's ``InconsistentVersionWarning`` names them — here an error, since a
+    model's arrays in another layout would predict wrongly rather than fail."""
+
+    def __getstate__(self) -> dict:
+        state = dict(super().__getstate__() if hasattr(super(), "__getstate__")
+                     else self.__dict__)
+        state["_onlinesparse_version"] = _version()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        written = state.pop("_onlinesparse_version", None)
+        if written != _version():
+            raise VersionError(
+                f"this {type(self).__name__} was pickled by onlinesparse "
+                f"{written or 'before 0.1.0 (no version stamp)'}; this is {_version()}: "
+                "refit the model (pickles load only in the version that wrote them)")
+        self.__dict__.update(state)
+
+
+def _version() -> str:
+    from onlinesparse import __version__
+
+    return __version__

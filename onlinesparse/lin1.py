@@ -43,7 +43,7 @@ from river import base, proba
 
 from onlinesparse._blas import single_blas_thread
 from onlinesparse._distributions import gaussian
-from onlinesparse._validation import check_real
+from onlinesparse._validation import Versioned, check_real
 from onlinesparse.features import FeatureMap, as_target
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def _order_key(name: Hashable) -> tuple[str, str]:
     return type(name).__name__, repr(name)
 
 
-class _Lin1Base(base.Estimator):
+class _Lin1Base(Versioned, base.Estimator):
     """State and numerics shared by the single- and multi-target lin-1 estimators.
 
     Layout of the running statistics: the vector ``z = (x₁ … x_d, y₁ … y_t)`` of the current

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from onlinesparse import core
-from onlinesparse.concepts import ConceptMemory
+from onlinesparse.orr.kernels import FrozenBasis
 from onlinesparse.orr.rbf import SparseRBFRegressor
+from onlinesparse.stream import ConceptMemory
 
 __all__ = ["warm_up"]
 
@@ -34,9 +34,9 @@ def warm_up(seed: int = 0) -> None:
     model.model.check_health()
     model.model.condition_bound()
     model.model.refresh()
-    # Reached only after a change of the stream: the concepts kept (onlinesparse.concepts).
-    basis, weights = model.model.window.basis.arrays(), model.model.state.weights
+    # Reached only after a change of the stream: the concepts kept (stream.concepts).
+    frozen = FrozenBasis.of(model.model.window.basis, model.model.state.weights)
     memory = ConceptMemory(lasted=0)
-    memory.after_alarm(basis, weights, 1.0, learned=1)
-    memory.judge(x, y, 0.0, 1.0, 10.0, core.change_underway(model.record), 2)
+    memory.after_alarm(lambda: (frozen, 1.0), learned=1)
+    memory.judge(x, y, 0.0, 1.0, 10.0, True, 2)
     memory.blend(x, 0.0, 1.0)

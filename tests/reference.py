@@ -88,13 +88,10 @@ def shrunk_prediction(model, vector: np.ndarray) -> float:
     """``SparseRBFRegressor``'s model prediction at ``vector`` (before the errors' level,
     the weighing against the mean and the target reference): h(x)ᵀw returned toward the
     mean ȳ of the targets in its window by ``c = s²/(s² + κ²σ²hᵀSh)``, s² their variance
-    and κ the calibration factor (core.sample.shrink_to_prior), written out; h(x)ᵀw for a
-    model pickled before it."""
+    and κ the calibration factor (stream.prior.shrink_to_prior), written out."""
     ridge = model.model
     h = ridge.model_row(vector)
     f = float(h @ ridge.weights)
-    if not model.record[0]["prior_shrink"]:
-        return f
     y = ridge.window.stored_targets()
     centre = float(np.mean(y))
     prior = max(float(np.var(y)), 1e-12 * float(np.mean(y * y)))  # (as target_variance)
@@ -106,15 +103,15 @@ def shrunk_prediction(model, vector: np.ndarray) -> float:
 
 
 def averaged_prediction(model, prediction: float, vector: np.ndarray | None = None) -> float:
-    """A ``SparseRBFRegressor`` model prediction plus the errors' level (core.level),
-    averaged with the running mean's by the model's weight (core.weigh_against_mean), then
-    with the awake concepts' predictions at ``vector`` (onlinesparse.concepts: weights ∝ 1
+    """A ``SparseRBFRegressor`` model prediction plus the errors' level (stream.level),
+    averaged with the running mean's by the model's weight (stream.baseline), then
+    with the awake concepts' predictions at ``vector`` (stream.concepts: weights ∝ 1
     for the live model and e^log-odds for each), as predict_one gives it: all measured
     from the first target, which is added back."""
-    record = model.record[0]
-    w = float(record["model_weight"])
-    prediction += float(record["level_offset"])
-    prediction = w * prediction + (1.0 - w) * float(record["mean_prediction"])
+    stream = model._stream.bundle
+    w = float(stream.baseline[0]["weight"])
+    prediction += float(stream.level[0]["offset"])
+    prediction = w * prediction + (1.0 - w) * float(stream.baseline[0]["mean"])
     memory = getattr(model, "_concepts", None)
     awake = [c for c in memory.concepts if c.awake] if memory is not None else []
     if awake:

@@ -1,4 +1,4 @@
-"""Recurring concepts (onlinesparse.concepts): the models a stream has left, kept frozen
+"""Recurring concepts (onlinesparse.stream.concepts): the models a stream has left, kept frozen
 and weighed against the live model by their prequential evidence."""
 
 from __future__ import annotations
@@ -13,22 +13,27 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from onlinesparse import SparseRBFRegressor, core
-from onlinesparse.concepts import FORGET, SLEEP_LOG_ODDS, Concept, ConceptMemory
-from onlinesparse.core.sample import Z95
 from onlinesparse.features import MAX_MAGNITUDE
+from onlinesparse.orr.kernels import Basis, BasisSpec, FrozenBasis
+from onlinesparse.stream.concepts import FORGET, SLEEP_LOG_ODDS, Concept, ConceptMemory
+from onlinesparse.stream.evidence import LOG_ODDS_LIMIT, PRIOR_LOG_ODDS
+
+Z95 = 1.959963984540054
 
 
 def _concept(rng: np.random.Generator, m: int, d: int, **kwargs) -> Concept:
     """A frozen model of m Gaussian basis functions in d inputs."""
-    return Concept(np.full(m, core.GAUSSIAN, dtype=np.int64), rng.normal(size=(m, d)),
-                   rng.uniform(0.2, 3.0, (m, d)), np.zeros(m, dtype=np.int64),
-                   rng.normal(size=m), float(rng.uniform(0.1, 2.0)), **kwargs)
+    frozen = FrozenBasis(np.full(m, core.GAUSSIAN, dtype=np.int64), rng.normal(size=(m, d)),
+                         rng.uniform(0.2, 3.0, (m, d)), np.zeros(m, dtype=np.int64),
+                         rng.normal(size=m))
+    return Concept(frozen, float(rng.uniform(0.1, 2.0)), **kwargs)
 
 
 def _predict(concept: Concept, x: np.ndarray) -> float:
     """h(x)ᵀw from scratch: exp(−Σ_f (x_f − c_f)²/r_f²) per basis function."""
-    h = np.exp(-np.sum(concept.inv_r2 * (x - concept.centres) ** 2, axis=1))
-    return float(h @ concept.weights)
+    frozen = concept.predictor
+    h = np.exp(-np.sum(frozen.inv_r2 * (x - frozen.centres) ** 2, axis=1))
+    return float(h @ frozen.weights)
 
 
 @settings(max_examples=60, deadline=None)
@@ -41,7 +46,7 @@ def test_the_evidence_is_the_forgotten_sum_of_student_t_log_likelihood_ratios(
     model's scored by one Student-t of scale s (scipy's density), in any unit."""
     rng = np.random.default_rng(seed)
     concept = _concept(rng, 4, 2)
-    concept.weights *= scale
+    concept.predictor.weights[:] *= scale
     memory = ConceptMemory(concepts=[concept])
     variance = (scale * rng.uniform(0.5, 2.0)) ** 2
     expected, clipped, log_kappa = 0.0, False, 0.0
@@ -56,12 +61,12 @@ def test_the_evidence_is_the_forgotten_sum_of_student_t_log_likelihood_ratios(
         # (its own calibration: adaptive conformal inference on its errors, as the model's)
         outside = abs(miss) > Z95 * math.sqrt(concept.variance) * math.exp(log_kappa)
         log_kappa = min(max(log_kappa + 0.1 * (float(outside) - 0.05), -5.0), 5.0)
-        clipped |= abs(core.PRIOR_LOG_ODDS + expected) >= core.LOG_ODDS_LIMIT
+        clipped |= abs(PRIOR_LOG_ODDS + expected) >= LOG_ODDS_LIMIT
         memory.judge(x, target, error, variance, dof, building=False, learned=t)
         if not concept.awake:
             break
     assume(concept.awake and not clipped)  # (the bound: a sum no longer)
-    assert concept.log_odds == pytest.approx(core.PRIOR_LOG_ODDS + expected, rel=1e-9,
+    assert concept.log_odds == pytest.approx(PRIOR_LOG_ODDS + expected, rel=1e-9,
                                              abs=1e-9)
     assert concept.calibration == pytest.approx(log_kappa, rel=1e-12, abs=1e-12)
     assert concept.spread == pytest.approx(concept.variance * math.exp(2 * log_kappa))
@@ -95,23 +100,42 @@ def test_the_blend_is_the_posterior_mixture_of_the_live_model_and_the_awake_conc
 
 def test_only_a_stretch_that_lasted_is_kept_and_the_least_recently_useful_gives_way():
     rng = np.random.default_rng(0)
-    template = _concept(rng, 3, 2)
-    basis = (template.kinds, template.centres, template.inv_r2, template.features)
+    template = _concept(rng, 3, 2).predictor
+
+    def freeze(scale: float):
+        return lambda: (FrozenBasis(template.kinds, template.centres, template.inv_r2,
+                                    template.features, template.weights * scale), 1.0)
+
     memory = ConceptMemory(capacity=2, lasted=300)
-    memory.after_alarm(basis, template.weights, 1.0, learned=299)  # (lasted 299)
+    memory.after_alarm(freeze(1.0), learned=299)  # (lasted 299)
     assert not memory.kept
     for learned in (700, 1100, 1500):
-        memory.after_alarm(basis, template.weights * learned, 1.0, learned=learned)
+        memory.after_alarm(freeze(learned), learned=learned)
     assert [c.last_won for c in memory.concepts] == [1100, 1500]
     # a concept that outweighs the live model stays; the other gives way
     x = rng.normal(size=2)
     memory.judge(x, memory.concepts[0].predict(x), 3.0, 1.0, 100.0, building=False,
                  learned=1600)
-    memory.after_alarm(basis, template.weights, 1.0, learned=2000)
+    memory.after_alarm(freeze(1.0), learned=2000)
     assert [c.last_won for c in memory.concepts] == [1600, 2000]
-    # the copies are the model's at the alarm, not views of arrays it will overwrite
-    template.weights[:] = 0.0
-    assert all(np.any(c.weights) for c in memory.concepts)
+    memory.after_alarm(lambda: None, learned=2400)  # (an empty model: nothing kept)
+    assert len(memory.concepts) == 2
+
+
+def test_a_frozen_basis_is_a_copy_of_the_model_at_the_alarm():
+    """The frozen model's arrays are copies, not views of arrays the live model will
+    overwrite, and it predicts h(x)ᵀw of the columns it was given."""
+    basis = Basis(2)
+    for centre in ([0.0, 0.0], [1.0, -1.0], [2.0, 0.5]):
+        basis.append(BasisSpec.radial(np.array(centre), 1.5, "gaussian"))
+    weights = np.array([0.5, -1.0, 2.0])
+    frozen = FrozenBasis.of(basis, weights[:2])
+    x = np.array([0.3, -0.2])
+    expected = float(basis.evaluate(x)[:2] @ weights[:2])
+    weights[:] = 0.0
+    basis.arrays()[1][:] = 9.0
+    assert frozen.predict(x) == pytest.approx(expected, rel=1e-12)
+    assert FrozenBasis.of(basis, np.empty(0)) is None
 
 
 def test_a_sleeping_concept_costs_nothing_until_a_change_builds_up():
@@ -124,7 +148,7 @@ def test_a_sleeping_concept_costs_nothing_until_a_change_builds_up():
     assert memory.blend(x, 0.25, 1.0) == (0.25, 1.0)
     memory.judge(x, _predict(concept, x), 5.0, 1.0, 50.0, building=True, learned=2)
     assert concept.awake
-    assert concept.log_odds > core.PRIOR_LOG_ODDS  # (woke at the prior, then won)
+    assert concept.log_odds > PRIOR_LOG_ODDS  # (woke at the prior, then won)
 
 
 def test_the_evidence_is_bounded_so_that_either_side_can_take_over_again():
@@ -134,8 +158,8 @@ def test_the_evidence_is_bounded_so_that_either_side_can_take_over_again():
     for t in range(100):  # (the concept right, the live model 10 deviations off)
         x = rng.normal(size=2)
         memory.judge(x, concept.predict(x), 10.0, 1.0, 100.0, building=False, learned=t)
-        assert concept.log_odds <= core.LOG_ODDS_LIMIT
-    assert concept.log_odds == core.LOG_ODDS_LIMIT
+        assert concept.log_odds <= LOG_ODDS_LIMIT
+    assert concept.log_odds == LOG_ODDS_LIMIT
     turned = 0
     while concept.log_odds > 0.0:  # (then the live model right, the concept 10 off)
         x = rng.normal(size=2)

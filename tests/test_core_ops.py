@@ -513,27 +513,6 @@ def test_a_long_window_stream_never_recomputes_the_whole_gram_and_stays_exact(mo
     assert model._statistics_error < 0.2 * sum(added)
 
 
-def test_a_checkpoint_with_inputs_stored_pattern_by_pattern_loads_and_continues():
-    """Windows pickled before the inputs were kept feature by feature carried ``_X``
-    (one row per slot); loading one gives the same stored inputs and the same new
-    columns as the window it was written from."""
-    rng = np.random.default_rng(4)
-    window = WindowStatistics(3, memory="window", size=30)
-    window.add_column(BasisSpec.radial(rng.uniform(-1, 1, 3), 0.7))
-    for _ in range(45):
-        if window.is_full:
-            window.pop_oldest()
-        window.push(*_pattern(rng, 3))
-    state = window.__getstate__()
-    state["_X"] = np.ascontiguousarray(state.pop("_XT").T)  # the old layout
-    old = WindowStatistics.__new__(WindowStatistics)
-    old.__setstate__(state)
-    np.testing.assert_array_equal(old.stored_inputs(), window.stored_inputs())
-    centre = rng.uniform(-1, 1, 3)
-    for w in (old, window):
-        w.add_radial(centre, 0.5, "gaussian")
-    np.testing.assert_array_equal(old.gram, window.gram)
-
 
 def test_a_collapsing_gram_diagonal_is_caught_by_the_statistics_account():
     """A Gaussian column far from the data: the window of two patterns takes its Gᵢᵢ from

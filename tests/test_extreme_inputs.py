@@ -26,6 +26,7 @@ import onlinesparse
 from onlinesparse.features import MAX_MAGNITUDE, FeatureMap, as_target
 from onlinesparse.lin1 import Lin1MultiTargetRegressor, Lin1Regressor
 from onlinesparse.orr.rbf import SparseRBFRegressor
+from onlinesparse.stream import StreamRegressor
 from onlinesparse.vbls import VBLSClassifier, VBLSKernelRegressor, VBLSRegressor
 
 FLOAT_MAX = sys.float_info.max
@@ -34,6 +35,9 @@ FLOAT_MAX = sys.float_info.max
 FACTORIES: dict[str, Callable[[], object]] = {
     "SparseRBFRegressor": lambda: SparseRBFRegressor(max_basis=6, window_size=30, n_candidates=4),
     "VBLSRegressor": lambda: VBLSRegressor(),
+    "VBLSRegressor(adaptive)": lambda: VBLSRegressor(memory="adaptive", window_size=40,
+                                                     concepts=2),
+    "StreamRegressor(VBLS)": lambda: StreamRegressor(VBLSRegressor(), concepts=2),
     "VBLSClassifier": lambda: VBLSClassifier(window_size=30),
     "VBLSKernelRegressor": lambda: VBLSKernelRegressor(max_basis=6, window_size=30,
                                                        n_candidates=4, max_start=30),
@@ -172,7 +176,8 @@ def test_extreme_numbers_never_poison(name: str, scaled: bool, operations, unit:
 
 # -- the cases of the issue, one named test each -----------------------------------------------
 
-REGRESSORS = ["SparseRBFRegressor", "VBLSRegressor", "VBLSKernelRegressor", "Lin1Regressor",
+REGRESSORS = ["SparseRBFRegressor", "VBLSRegressor", "VBLSRegressor(adaptive)",
+              "StreamRegressor(VBLS)", "VBLSKernelRegressor", "Lin1Regressor",
               "Lin1MultiTargetRegressor"]
 
 

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import pickle
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,7 +10,6 @@ from hypothesis import strategies as st
 from river.datasets import synth
 
 from onlinesparse import SparseRBFRegressor
-from onlinesparse.core.state import PRUNER, new_record
 from onlinesparse.orr.kernels import BasisSpec
 from onlinesparse.orr.pruner import GCVPruner
 from onlinesparse.orr.ridge import IncrementalRidge
@@ -116,27 +113,3 @@ def test_the_estimator_keeps_its_intercept_unpenalised_from_the_first_pattern():
         assert len(constants) == 1, k
         assert constants[0]["lambda"] == 0.0, k
     assert model.diagnostics()["n_basis"] > 5
-
-
-def test_a_pruner_pickled_before_the_intercept_rule_keeps_its_constant_ordinary():
-    """A pruner pickled without ``free_intercept`` in its record loads with the rule off
-    (its model was trained that way) and goes on pruning."""
-    pruner = GCVPruner(max_basis=5)
-    old = np.dtype([(name, PRUNER.fields[name][0]) for name in PRUNER.names
-                    if name != "free_intercept"])
-    record = new_record(old)
-    for name in old.names:
-        record[0][name] = pruner.record[0][name]
-    state = dict(pruner.__dict__, record=record)
-    state = {k: v for k, v in state.items() if not k.startswith("_mv_")}
-    restored = GCVPruner.__new__(GCVPruner)
-    restored.__setstate__(pickle.loads(pickle.dumps(state)))
-    assert restored.record.dtype == PRUNER
-    assert restored.free_intercept == 0 and restored.max_basis == 5
-    rng = np.random.default_rng(0)
-    model, constant, protected = _pool(rng, 50, 4)
-    for _ in range(30):
-        x = rng.uniform(-1, 1, D)
-        model.add_pattern(x, _target(rng, x))
-        restored.step(model, 4, 1e-6, protected)
-    assert restored.n_added > 0 and model.size >= 1

@@ -1,4 +1,4 @@
-"""The errors' level (core.level): Kalman filters of a random-walk offset, averaged by
+"""The errors' level (stream.level): Kalman filters of a random-walk offset, averaged by
 their evidence against the model without a level, and what it does for the estimator."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from onlinesparse import SparseRBFRegressor, core
+from onlinesparse import SparseRBFRegressor
+from onlinesparse.stream import level as core
 from tests.reference import prequential_errors, shrunk_prediction
 
 
@@ -119,11 +120,10 @@ def _without_level(model: SparseRBFRegressor, stream) -> np.ndarray:
     for x, y in stream:
         errors.append(y - model.predict_one(x))
         model.learn_one(x, y)
-        model._levels["mean"] = 0.0
-        model._levels["variance"] = 0.0
-        model._levels["log_odds"] = -40.0
-        model.record[0]["level_offset"] = 0.0
-        model.record[0]["level_variance"] = 0.0
+        model._stream.bundle.levels["mean"] = 0.0
+        model._stream.bundle.levels["variance"] = 0.0
+        model._stream.bundle.levels["log_odds"] = -40.0
+        model._stream.bundle.level[0] = (0.0, 0.0)
     return np.array(errors)
 
 
@@ -141,38 +141,26 @@ def test_a_wandering_level_is_followed_and_a_still_one_left_alone():
     still = rmse(prequential_errors(model, _stream(1500, 2, 0.0)))
     still_held = rmse(_without_level(SparseRBFRegressor(**kwargs), _stream(1500, 2, 0.0)))
     assert still <= 1.01 * still_held
-    assert abs(model.record[0]["level_offset"]) < 0.05
+    assert abs(model._stream.bundle.level[0]["offset"]) < 0.05
 
 
 def test_the_interval_carries_the_levels_variance_and_survives_a_pickle():
     """predict_one(with_dist=True) is centred on f(x) + b with the level's variance in
-    its spread; a pickle keeps the filters; one written before the level loads with
-    none (its predictions are the model's own)."""
+    its spread; a pickle keeps the filters."""
     model = SparseRBFRegressor(max_basis=20, window_size=200)
     for x, y in _stream(600, 3, 0.05):
         model.learn_one(x, y)
-    record = model.record[0]
-    assert record["level_variance"] > 0.0 and record["level_offset"] != 0.0
-    assert model.diagnostics()["level"] == record["level_offset"]
+    level = model._stream.bundle.level[0]
+    assert level["variance"] > 0.0 and level["offset"] != 0.0
+    assert model.diagnostics()["level"] == level["offset"]
     probe = {"a": 0.2, "b": -0.4, "c": 1.0}
     f = shrunk_prediction(model, np.array([0.2, -0.4, 1.0])) + model.target_reference
-    assert model.predict_one(probe) == pytest.approx(f + record["level_offset"], rel=1e-9)
+    assert model.predict_one(probe) == pytest.approx(f + level["offset"], rel=1e-9)
     dist = model.predict_one(probe, with_dist=True)
-    assert dist.mu == pytest.approx(f + record["level_offset"], rel=1e-9)
+    assert dist.mu == pytest.approx(f + level["offset"], rel=1e-9)
     copy = pickle.loads(pickle.dumps(model))
     assert copy.predict_one(probe) == model.predict_one(probe)
-    np.testing.assert_array_equal(copy._levels, model._levels)
-    state = model.__getstate__()
-    state.pop("_levels")
-    state["record"] = np.array(  # (the record's layout before the level's two fields)
-        [tuple(record[name] for name in record.dtype.names if not name.startswith("level"))],
-        dtype=[(name, record.dtype[name]) for name in record.dtype.names
-               if not name.startswith("level")])
-    old = SparseRBFRegressor.__new__(SparseRBFRegressor)
-    old.__setstate__(state)
-    assert old.predict_one(probe) == pytest.approx(f, rel=1e-9)
-    old.learn_one(probe, 0.5)  # (and it goes on learning, with filters of its own)
-    assert old._levels.shape == (len(core.LEVEL_DRIFTS),)
+    np.testing.assert_array_equal(copy._stream.bundle.levels, model._stream.bundle.levels)
 
 
 def test_a_memory_cut_restarts_the_level():
@@ -185,6 +173,6 @@ def test_a_memory_cut_restarts_the_level():
         if model.n_memory_cuts > cuts:
             cuts = model.n_memory_cuts
             fresh = core.new_levels()
-            np.testing.assert_array_equal(model._levels, fresh)
-            assert model.record[0]["level_offset"] == 0.0
+            np.testing.assert_array_equal(model._stream.bundle.levels, fresh)
+            assert model._stream.bundle.level[0]["offset"] == 0.0
     assert cuts >= 1

@@ -134,3 +134,33 @@ def test_least_useful_follows_the_eviction_order(seed, n, start):
             for p in range(start, size) if ids[p] not in set(protected.tolist())]
     expected = min(keys)[3] if keys else -1
     assert core.least_useful(merit, ids, start, size, protected.astype(np.int64)) == expected
+
+
+def test_the_kernel_table_refuses_an_unknown_code():
+    """An unknown radial code is an error, not the last kernel of the table."""
+    for kind in range(core.GAUSSIAN, core.CAUCHY + 1):
+        assert np.isfinite(core.profile(kind, 0.5))
+    with pytest.raises(ValueError, match="unknown radial kind"):
+        core.profile(core.CAUCHY + 1, 0.5)
+    with pytest.raises(ValueError, match="unknown radial kind"):
+        core.basis.profile_slope(99, 0.5)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "multiquadric", "inverse_multiquadric",
+                                    "cauchy"])
+def test_the_novelty_support_is_the_models_own_kernel_squared(kernel):
+    """Σᵢ φ(‖xᵢ − x‖²/r²)² over the stored inputs, φ the model's kernel (kernels.py's
+    table written out), not the Gaussian whatever the kernel."""
+    from onlinesparse.orr.kernels import KERNELS, radial_profile
+    from onlinesparse.orr.window import WindowStatistics
+
+    rng = np.random.default_rng(3)
+    window = WindowStatistics(2, memory="window", size=20)
+    for _ in range(25):
+        if window.is_full:
+            window.pop_oldest()
+        window.push(rng.normal(size=2), float(rng.normal()))
+    x, radius = np.array([0.2, -0.1]), 1.3
+    z = np.sum((window.stored_inputs() - x) ** 2, axis=1) / radius**2
+    expected = float(np.sum(radial_profile(KERNELS[kernel], z) ** 2))
+    assert window.support(x, radius, KERNELS[kernel]) == pytest.approx(expected, rel=1e-12)

@@ -1,30 +1,18 @@
 """Predictions return toward the targets' mean where the model knows little
-(core.sample.shrink_to_prior): the formula from scratch, and the faults it is for."""
+(stream.prior.shrink_to_prior): the formula from scratch, and the faults it is for."""
 
 from __future__ import annotations
 
 import math
-import pickle
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onlinesparse import SparseRBFRegressor, core
-from onlinesparse.core.state import SAMPLE, WINDOW, new_record
+from onlinesparse import SparseRBFRegressor
+from onlinesparse.stream.prior import shrink_to_prior
 from tests.reference import averaged_prediction, shrunk_prediction
-
-
-def _records(count: float, mean: float, spread: float, noise: float, on: bool
-             ) -> tuple[np.ndarray, np.ndarray]:
-    sample, window = new_record(SAMPLE), new_record(WINDOW)
-    sample[0]["noise_variance"] = noise
-    sample[0]["prior_shrink"] = int(on)
-    window[0]["count"] = count
-    window[0]["sum_y"] = mean * count
-    window[0]["yy"] = (spread + mean * mean) * count
-    return sample, window
 
 
 @settings(max_examples=60, deadline=None)
@@ -33,25 +21,21 @@ def _records(count: float, mean: float, spread: float, noise: float, on: bool
 def test_the_shrink_is_precision_weighting_against_the_targets_spread(
         mean, spread, noise, prediction, factor, count):
     """``(ȳ + c(f − ȳ), σ² + c·σ²·hᵀSh)`` with ``c = s²/(s² + κ²σ²·hᵀSh)``, against the
-    formula written out; off (a pickle from before), the prediction as it was."""
-    sample, window = _records(float(count), mean, spread, noise, True)
-    sample[0]["calibration"] = math.log(1.3)
-    shrunk, variance = core.shrink_to_prior(sample, window, prediction, factor)
-    prior = core.target_variance(window)
+    formula written out; without targets, the prediction as it is."""
+    shrunk, variance = shrink_to_prior(prediction, factor, noise, float(count), mean, spread,
+                                       math.log(1.3))
     v = noise * factor
-    c = prior / (prior + 1.3**2 * v)
+    c = spread / (spread + 1.3**2 * v)
     assert shrunk == pytest.approx(mean + c * (prediction - mean), rel=1e-9, abs=1e-9)
     assert variance == pytest.approx(noise + c * v, rel=1e-9)
     assert min(prediction, mean) - 1e-6 <= shrunk <= max(prediction, mean) + 1e-6
-    off, _ = core.shrink_to_prior(*_records(float(count), mean, spread, noise, False),
-                                  prediction, factor)
-    assert off == prediction
+    alone = shrink_to_prior(prediction, factor, noise, 0.0, mean, spread, 0.0)
+    assert alone == (prediction, noise + v)
 
 
 def test_a_model_that_knows_nothing_at_x_predicts_the_mean():
-    sample, window = _records(10.0, 4.0, 9.0, 1.0, True)
-    assert core.shrink_to_prior(sample, window, 1e6, math.inf) == (4.0, 1.0 + 9.0)
-    assert core.shrink_to_prior(sample, window, 7.0, math.nan)[0] == 7.0
+    assert shrink_to_prior(1e6, math.inf, 1.0, 10.0, 4.0, 9.0, 0.0) == (4.0, 1.0 + 9.0)
+    assert shrink_to_prior(7.0, math.nan, 1.0, 10.0, 4.0, 9.0, 0.0)[0] == 7.0
 
 
 def _steep_line(n: int, seed: int) -> list[tuple[dict, float]]:
@@ -141,23 +125,3 @@ def test_a_stuck_sensor_rarely_sends_the_predictions_off_the_scale():
     assert shrunk <= 0.005 * samples
     assert 2 * shrunk <= raw_out
     assert wild <= 0.015 * scored
-
-
-def test_a_model_pickled_before_the_shrink_predicts_as_it_did():
-    model = SparseRBFRegressor(max_basis=10, window_size=200)
-    for x, y in _steep_line(200, 3):
-        model.learn_one(x, y)
-    state = dict(model.__getstate__())
-    record = state["record"]
-    names = [n for n in record.dtype.names if n != "prior_shrink"]
-    old_record = np.zeros(1, dtype=[(n, record.dtype[n]) for n in names])
-    for n in names:
-        old_record[0][n] = record[0][n]
-    state["record"] = old_record
-    old = SparseRBFRegressor.__new__(SparseRBFRegressor)
-    old.__setstate__(pickle.loads(pickle.dumps(state)))
-    far = {"a": 0.05, "b": 3.0}
-    vector = np.array([far[n] for n in old._features.names])
-    raw = old.model.predict(vector)
-    assert old.predict_one(far) == pytest.approx(averaged_prediction(old, raw), rel=1e-12)
-    assert model.predict_one(far) != pytest.approx(old.predict_one(far), rel=1e-6)

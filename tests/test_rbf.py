@@ -360,26 +360,27 @@ def test_a_slide_the_compiled_sample_refuses_takes_the_add_first_order(monkeypat
     pattern by the model's add-first operation and the rest of the sample runs as usual.
     Real streams almost never meet it, so a wrapper makes every fifth full-window sample
     refuse (after filling the row buffer, as the compiled call does)."""
-    from onlinesparse import core
+    from onlinesparse.orr import sample as fused
 
-    compiled = core.stream_sample
+    compiled = fused.stream_sample
     calls = {"k": 0, "refused": 0}
     names = list(inspect.signature(compiled.py_func).parameters)
 
     def refusing(*args):
         calls["k"] += 1
         a = dict(zip(names, args, strict=True))  # (by name, as stream_sample declares them)
-        window_record, row, x = a["window_record"], a["row"], a["x"]
+        b, x = a["b"], a["x"]
+        window_record, row, t = b.window, b.row, b.tracked
         full = window_record[0]["n_stored"] >= window_record[0]["store_capacity"]
         if full and calls["k"] % 5 == 0:
             calls["refused"] += 1
             n = int(window_record[0]["n_columns"])
-            core.evaluate_rows(a["kinds"], a["centres"], a["inv_r2"], a["features"],
+            core.evaluate_rows(t.kinds, t.centres, t.inv_r2, t.features,
                                x.reshape(1, -1), 0, n, row[:n].reshape(1, n))
             return core.SLIDE_REFUSED
         return compiled(*args)
 
-    monkeypatch.setattr(core, "stream_sample", refusing)
+    monkeypatch.setattr(fused, "stream_sample", refusing)
     model = SparseRBFRegressor(max_basis=10, window_size=40)
     for x, y in _curve_or_cloud(200, 3, 2, False):
         model.learn_one(x, y)
@@ -600,46 +601,6 @@ def test_intervals_are_calibrated_on_a_heavy_tailed_stream():
 
 
 
-def _cusum_from_scratch(zs: list[float]) -> list[int]:
-    """Page's CUSUM written out plainly: the three statistics of
-    core.sample.watch_for_change from their definitions, restarted after each alarm;
-    returns, per step, the samples the alarm says to keep (0: no alarm)."""
-    k, h = 0.5, 10.0
-    increments = (lambda z: z - k, lambda z: -z - k,
-                  lambda z: 0.375 * z * z - math.log(2.0))
-    sums, runs, keeps = [0.0] * 3, [0] * 3, []
-    for z in zs:
-        for i, increment in enumerate(increments):
-            sums[i] = max(sums[i] + increment(z), 0.0)
-            runs[i] = runs[i] + 1 if sums[i] > 0 else 0
-        alarmed = [runs[i] for i in range(3) if sums[i] > h]
-        keeps.append(max(max(alarmed), 1) if alarmed else 0)
-        if alarmed:
-            sums, runs = [0.0] * 3, [0] * 3
-    return keeps
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(-3.0, 3.0), min_size=1, max_size=300),
-       st.floats(-3.0, 3.0))
-def test_the_change_statistics_are_pages_cusum(zs, shift):
-    """The memory's change detectors (core.watch_for_change) against a from-scratch CUSUM:
-    the same alarms at the same samples, with the same change-point estimates, on random
-    error sequences (a shifted half makes alarms likely)."""
-    from onlinesparse import core
-    from onlinesparse.core.state import SAMPLE, new_record
-
-    zs = zs + [min(max(z + shift, -3.0), 3.0) for z in zs]
-    record = new_record(SAMPLE)
-    keeps = []
-    for z in zs:
-        record[0]["z"] = z
-        record[0]["change_keep"] = 0
-        core.watch_for_change(record)
-        keeps.append(int(record[0]["change_keep"]))
-    assert keeps == _cusum_from_scratch(zs)
-
-
 def test_adaptive_memory_forgets_after_a_change_and_not_on_a_stationary_stream():
     """memory="adaptive": 3000 stationary samples make no cut; after the target function
     flips sign the model cuts its memory within 50 samples, keeping about the samples since
@@ -727,7 +688,7 @@ def test_predict_one_agrees_with_the_ridge_after_every_kind_of_update():
 
 
 def test_the_evidence_against_the_running_mean_is_the_prequential_log_likelihood_ratio():
-    """core.weigh_against_mean from scratch: after every sample, log_odds grows (from the
+    """stream.baseline.weigh_against_mean from scratch: after every sample, log_odds grows (from the
     prior, −4) by the log-likelihood ratio of the model's error against the running
     mean's miss (both before learning; the model's as made, the errors' level included)
     under the mean's Student-t predictive, scale² v = s²(1 + 1/p) as it stood and
@@ -737,15 +698,15 @@ def test_the_evidence_against_the_running_mean_is_the_prequential_log_likelihood
     from the first target (the model fits the differences from it)."""
     rng = np.random.default_rng(6)
     model = SparseRBFRegressor(max_basis=10, window_size=60)
-    expected = core.PRIOR_LOG_ODDS  # (the prior odds: the model earns its weight)
+    expected = -4.0  # (the prior odds: the model earns its weight)
     reference = None
     for _ in range(150):
         x = {"a": float(rng.uniform(-2, 2)), "b": float(rng.uniform(-2, 2))}
         y = float(3.0 + np.sin(2 * x["a"]) + 0.3 * rng.normal())
         reference = y if reference is None else reference
-        record = model.record[0]
-        before = (float(record["mean_prediction"]), float(record["mean_variance"]))
-        offset = float(record["level_offset"])
+        baseline, level = model._stream.bundle.baseline[0], model._stream.bundle.level[0]
+        before = (float(baseline["mean"]), float(baseline["variance"]))
+        offset = float(level["offset"])
         fitted = model.n_basis > 0
         model.learn_one(x, y)
         if before[1] > 0.0 and fitted:
@@ -755,27 +716,29 @@ def test_the_evidence_against_the_running_mean_is_the_prequential_log_likelihood
             expected += -0.5 * (nu + 1.0) * (math.log1p(error ** 2 / (nu * before[1]))
                                              - math.log1p(miss ** 2 / (nu * before[1])))
             expected = min(max(expected, -40.0), 40.0)
-            assert model.record[0]["log_odds"] == pytest.approx(expected, rel=1e-9, abs=1e-9)
+            assert baseline["log_odds"] == pytest.approx(expected, rel=1e-9, abs=1e-9)
         probe = {"a": 0.3, "b": -0.1}
-        w = float(model.record[0]["model_weight"])
+        w = float(baseline["weight"])
         assert w == pytest.approx(1.0 / (1.0 + math.exp(-expected)), rel=1e-12)
         if model.n_basis:
             f = shrunk_prediction(model, np.array([0.3, -0.1]))
-            mean = float(model.record[0]["mean_prediction"])
-            f += float(model.record[0]["level_offset"])
+            mean = float(baseline["mean"])
+            f += float(level["offset"])
             assert model.predict_one(probe) == pytest.approx(
                 w * f + (1 - w) * mean + reference, rel=1e-9)
 
 
 def test_one_sample_cannot_settle_the_evidence_while_the_variance_rests_on_few():
-    """core.evidence_ratio is the Student-t log-likelihood ratio: the Gaussian
+    """stream.evidence.log_ratio is the Student-t log-likelihood ratio: the Gaussian
     (m² − e²)/(2v) in the limit of many degrees of freedom, and bounded by its tails on
     few. The case it was made for (Friedman #1 with its first target at 0): at the fourth
     sample a variance of 0.37 from three targets, the mean missing by 10.48 and the model
     by 9.80; the Gaussian ratio gave the model 18.7 nats at once."""
-    assert 0 < core.sample.evidence_ratio(9.80, 10.48, 0.367, 2.0) < 1
+    from onlinesparse.stream.evidence import log_ratio
+
+    assert 0 < log_ratio(9.80, 10.48, 0.367, 2.0) < 1
     for e, m, v in ((0.3, 1.2, 0.5), (2.0, -0.1, 3.0), (5.0, 5.0, 1.0)):
-        assert core.sample.evidence_ratio(e, m, v, 1e9) == pytest.approx(
+        assert log_ratio(e, m, v, 1e9) == pytest.approx(
             (m * m - e * e) / (2 * v), rel=1e-6, abs=1e-12)
 
 
@@ -821,36 +784,6 @@ def test_a_stream_that_keeps_changing_is_fitted_on_the_stretch_between_its_chang
     assert largest_while_changing <= 1.5 * 160
     assert model.model.n_patterns >= 600  # (settled: the cap relaxed)
 
-
-def test_a_pickle_from_before_the_memory_had_its_own_record_continues_exactly():
-    """The adaptive memory's state (the last alarm, the cap and since when, the stale
-    patterns) was the estimator's own attributes before onlinesparse.memory; such a
-    pickle loads into an AdaptiveMemory and continues bit for bit, its window held at
-    the cap of a stream that changed every 150 samples."""
-    rng = np.random.default_rng(12)
-    stream = []
-    for k in range(1500):
-        x = rng.uniform(-2, 2, 2)
-        sign = -1.0 if k < 900 and (k // 150) % 2 else 1.0  # (then settled: the cap holds)
-        stream.append(({"a": float(x[0]), "b": float(x[1])},
-                       float(sign * np.sin(2 * x[0]) + 0.1 * rng.normal())))
-    model = SparseRBFRegressor(max_basis=20, window_size=1000)
-    for x, y in stream[:1000]:
-        model.learn_one(x, y)
-    memory = model.__getstate__()["_adaptive"]
-    assert memory.cap > 0 and memory.last_alarm > 0  # (mid-way through a capped stretch)
-    state = pickle.loads(pickle.dumps(model)).__getstate__()
-    del state["_adaptive"]
-    state.update(_last_alarm=memory.last_alarm, _memory_cap=memory.cap,
-                 _cap_since=memory.cap_since, _stale=memory.stale)
-    old = SparseRBFRegressor.__new__(SparseRBFRegressor)
-    old.__setstate__(state)
-    for x, y in stream[1000:]:
-        assert old.predict_one(x) == model.predict_one(x)
-        old.learn_one(x, y)
-        model.learn_one(x, y)
-    assert old.n_memory_cuts == model.n_memory_cuts
-    assert old.model.n_patterns == model.model.n_patterns < 300  # (held at the cap)
 
 
 def test_patterns_from_before_a_change_leave_once_enough_new_ones_have_come():

@@ -4,10 +4,6 @@ estimator on a stream with irrelevant inputs."""
 
 from __future__ import annotations
 
-import copy
-import pickle
-from collections import deque
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -206,42 +202,6 @@ def test_irrelevant_inputs_lose_weight_and_the_metric_pays():
     assert ours < 0.9 * theirs, (ours, theirs)
     assert isotropic._proposal_metric() is None
 
-
-def test_a_pickle_from_before_the_metric_loads_as_it_was():
-    """A basis pickled with one 1/r² per column loads with those radii and evaluates as it
-    did; an estimator pickled before the metric (no metric parameter, no relevance, its
-    buffer's queue of (centre, radius) pairs) loads as an isotropic model and goes on
-    exactly as the model it was pickled from."""
-    model = SparseRBFRegressor(max_basis=15, window_size=100, metric="isotropic")
-    for x, y in _friedman(150, 2):
-        model.learn_one(x, y)
-    basis = model.model.window.basis
-    radii = basis.radii.copy()
-    old_basis = basis.__getstate__()
-    old_basis["_inv_r2"] = 1.0 / radii ** 2  # (the old layout: one number per column)
-    restored = Basis.__new__(Basis)
-    restored.__setstate__(pickle.loads(pickle.dumps(old_basis)))
-    np.testing.assert_allclose(restored.radii, radii, rtol=1e-15)
-    X = np.random.default_rng(4).normal(size=(5, 10))
-    # (to rounding: the distance is now weighed input by input, Σ(δ²·r⁻²) for (Σδ²)·r⁻²)
-    np.testing.assert_allclose(restored.evaluate_many(X), basis.evaluate_many(X), rtol=1e-14)
-
-    state = dict(model.__getstate__())
-    state.pop("_inputs")
-    state.pop("metric")
-    buffer = copy.deepcopy(state["_buffer"])
-    buffer.queue = deque([(c, r) for c, r, _ in buffer.queue], maxlen=buffer.queue.maxlen)
-    assert buffer.queue
-    state["_buffer"] = buffer
-    old = SparseRBFRegressor.__new__(SparseRBFRegressor)
-    old.__setstate__(pickle.loads(pickle.dumps(state)))
-    assert old.metric == "isotropic" and old._proposal_metric() is None
-    np.testing.assert_array_equal(old._inputs.relevance, np.zeros(10))
-    assert all(len(entry) == 3 for entry in old._buffer.queue)
-    for x, y in _friedman(100, 3):
-        assert old.predict_one(x) == model.predict_one(x)
-        old.learn_one(x, y)
-        model.learn_one(x, y)
 
 
 def test_holding_the_noise_estimate_waits_for_a_window_in_control():

@@ -5,14 +5,13 @@ from scratch, and the lock-out it is there to break."""
 from __future__ import annotations
 
 import math
-import pickle
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onlinesparse import SparseRBFRegressor, core
+from onlinesparse import core
 from onlinesparse.orr.input_metric import InputMetric
 
 _HERMITE = (lambda z: z, lambda z: (z * z - 1) / math.sqrt(2),
@@ -124,36 +123,3 @@ def test_the_structure_lifts_an_input_the_models_slopes_leave_at_the_floor():
     proposed = metric.for_proposal(2000, 300.0, square)
     assert proposed[2] > 1.0
     assert proposed.mean() == pytest.approx(1.0)
-
-
-def test_an_input_metric_pickled_before_the_structure_loads_and_tracks_it():
-    """An estimator whose input metric was pickled without the residual arrays (and whose
-    record has no ``error_square``) loads with them empty and goes on learning; its
-    proposals then follow the errors' structure too."""
-    rng = np.random.default_rng(0)
-    model = SparseRBFRegressor(max_basis=10, window_size=100)
-    stream = [({f"x{i}": float(v) for i, v in enumerate(rng.normal(size=3))}, 0.0)
-              for _ in range(300)]
-    stream = [(x, x["x0"] + x["x1"] ** 2 + 0.1 * rng.normal()) for x, _ in stream]
-    for x, y in stream[:100]:
-        model.learn_one(x, y)
-    state = dict(model.__getstate__())
-    inputs = dict(state["_inputs"].__dict__)
-    for name in ("residual", "input_mean", "input_var"):
-        inputs.pop(name)
-    old_inputs = InputMetric.__new__(InputMetric)
-    old_inputs.__setstate__(pickle.loads(pickle.dumps(inputs)))
-    names = [n for n in state["record"].dtype.names if n != "error_square"]
-    record = np.zeros(1, dtype=[(n, state["record"].dtype[n]) for n in names])
-    for n in names:
-        record[0][n] = state["record"][0][n]
-    state.update(_inputs=old_inputs, record=record)
-    state = {k: v for k, v in state.items() if k not in ("_cached_arguments",
-                                                        "_predict_arguments")}
-    old = SparseRBFRegressor.__new__(SparseRBFRegressor)
-    old.__setstate__(pickle.loads(pickle.dumps(state)))
-    assert old._inputs.residual.shape == (3, 3) and not old._inputs.residual.any()
-    for x, y in stream[100:]:
-        old.learn_one(x, y)
-    assert old._inputs.residual.any() and old._inputs.input_var.min() > 0.5
-    assert math.isfinite(old.predict_one(stream[0][0]))

@@ -33,3 +33,26 @@ def test_zero_is_accepted_where_it_is_meaningful():
     assert Lin1Regressor(rcond=0.0).rcond == 0.0
     assert SparseRBFRegressor(evaluations_per_sample=0).evaluations_per_sample == 0
     assert VBLSRegressor(sweeps_per_sample=0).sweeps_per_sample == 0
+
+
+@pytest.mark.parametrize("factory", [SparseRBFRegressor, VBLSRegressor, VBLSClassifier,
+                                     VBLSKernelRegressor, Lin1Regressor])
+def test_a_pickle_of_another_version_is_refused_by_name(factory):
+    """Pickles carry the package's version; another version's (or an unstamped
+    pre-release's) is refused with both versions named, not loaded into a layout it was
+    not written for."""
+    import pickle
+
+    from onlinesparse._validation import VersionError
+
+    model = factory()
+    assert pickle.loads(pickle.dumps(model)).__class__ is factory  # (this version's: fine)
+    state = model.__getstate__()
+    for written, said in (("0.0.9", "0.0.9"), (None, "no version stamp")):
+        if written is None:
+            state.pop("_onlinesparse_version", None)
+        else:
+            state["_onlinesparse_version"] = written
+        fresh = factory.__new__(factory)
+        with pytest.raises(VersionError, match=said):
+            fresh.__setstate__(dict(state))

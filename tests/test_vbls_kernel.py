@@ -271,27 +271,6 @@ def test_kernels_without_data_are_pruned_when_the_window_moves_on():
     assert abs(model.predict_one({"x": 1.5}) - math.cos(4.5)) < 0.1
 
 
-def test_a_model_pickled_before_candidate_every_loads_and_learns_on():
-    """A pickle written before the parameter existed (no ``candidate_every`` in its state)
-    continues as the model then did: columns and admission test on every sample."""
-    model = VBLSKernelRegressor(candidate_every=1)
-    data = list(_sinc_stream(200, seed=8))
-    for x, y in data[:100]:
-        model.learn_one(x, y)
-    state = model.__dict__.copy()
-    del state["candidate_every"]
-    old = VBLSKernelRegressor.__new__(VBLSKernelRegressor)
-    old.__setstate__(state)
-    old = pickle.loads(pickle.dumps(old))
-    clone = pickle.loads(pickle.dumps(model))
-    for x, y in data[100:]:
-        clone.learn_one(x, y)
-        old.learn_one(x, y)
-    assert old.candidate_every == 1
-    assert old.predict_one(data[0][0]) == clone.predict_one(data[0][0])
-    old.refine(50)  # (a batch fit builds a new candidate pool from the parameter)
-    assert old.diagnostics()["n_basis"] >= 1
-
 
 def test_pickled_mid_stream_continues_identically():
     model = VBLSKernelRegressor(window_size=120)

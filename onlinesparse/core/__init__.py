@@ -1,28 +1,14 @@
 """The compiled numerical core of the Orr family: each operation once, each citing its
-equation.
+equation (the map is in ``docs/architecture.md``, the one description of the layers).
 
-Layers, bottom up (a module imports only from those above it in this list):
-
-==============  ===========================================================================
-``_jit``        the compilation rule (numba, cached, no fastmath) and machine ε
-``state``       the named records that hold every scalar of the objects below
-``linalg``      in-place symmetric products, rank-one updates, swaps: loops, no mathematics
-``basis``       column kind codes (defined once), radial profiles, rows of the design matrix
-``statistics``  window statistics ``G = HᵀH``, ``c = Hᵀy``: rank-one, new column, refresh
-``health``      rounding accounts and the measurements that decide whether S is kept
-``updates``     the ridge state's exact operations (Orr A.4, A.8, A.11; FGCV App. V)
-``criteria``    GCV / UEV, Orr A.11's optimal λⱼ, FGCV's candidate quantities r, γ, ξ, u
-``selection``   the pruner's decisions: re-estimate / delete / add / trade, turn order
-``pruning``     the pruner's evaluations with their moves carried out in place
-``relevance``   the inputs' relevance: the model's slopes, the metric of new kernels
-``level``       the errors' wandering level: local-level Kalman filters, averaged
-``sample``      one sample of ``SparseRBFRegressor`` as calls to the above
-==============  ===========================================================================
-
-The Python objects (:mod:`onlinesparse.orr.ridge`, :mod:`onlinesparse.orr.window`,
-:mod:`onlinesparse.orr.pruner`, :mod:`onlinesparse.orr.buffer`) validate and call these functions;
-the package re-exports every public one, so ``core.add_basis`` is
-:func:`onlinesparse.core.updates.add_basis`.
+Modules, bottom up (a module imports only from those above it): ``state`` (named
+records), ``linalg``, ``basis`` (kind codes, profiles, rows), ``statistics`` (G = HᵀH,
+c = Hᵀy), ``health`` (rounding accounts), ``updates`` (Orr A.4, A.8, A.11; FGCV App. V),
+``criteria`` (GCV, A.11, FGCV's r, γ, ξ, u), ``selection`` and ``pruning`` (the pruner's
+decisions and moves), ``relevance``, ``pattern`` (a pattern into a stored window). The
+package re-exports every public function, so ``core.add_basis`` is
+:func:`onlinesparse.core.updates.add_basis`. Nothing here imports the stream layer or a
+family.
 """
 
 from onlinesparse._jit import (
@@ -47,6 +33,10 @@ from onlinesparse.core.basis import (
 )
 from onlinesparse.core.criteria import (
     CASES,
+    OPT_CASE,
+    OPT_GCV,
+    OPT_LAMBDA,
+    OPT_WITHOUT,
     basis_optima,
     basis_optimum,
     basis_quantities,
@@ -74,12 +64,6 @@ from onlinesparse.core.health import (
     is_healthy,
     measured_estimate,
 )
-from onlinesparse.core.level import (
-    LEVEL_DRIFTS,
-    level_mixture,
-    new_levels,
-    track_level,
-)
 from onlinesparse.core.linalg import (
     mirror_lower,
     rank_one_update,
@@ -88,6 +72,13 @@ from onlinesparse.core.linalg import (
     symmetric_matvec,
     symmetric_matvec_pair,
     symmetric_quadratic,
+)
+from onlinesparse.core.pattern import (
+    LEARNED,
+    REFRESH,
+    SLIDE_REFUSED,
+    learn_pattern,
+    target_variance,
 )
 from onlinesparse.core.pruning import (
     RELATIVE_GAIN,
@@ -106,37 +97,26 @@ from onlinesparse.core.relevance import (
     track_relevance,
     track_residual,
 )
-from onlinesparse.core.sample import (
-    LEARNED,
-    LOG_ODDS_LIMIT,
-    MOVE,
-    PRIOR_LOG_ODDS,
-    QUIET,
-    REFRESH,
-    SLIDE_REFUSED,
-    Z95,
-    calibrate,
-    calibration_step,
-    change_underway,
-    consider,
-    continue_sample,
-    evidence_ratio,
-    learn_pattern,
-    model_prediction,
-    model_spread,
-    noise_level,
-    shrink_to_prior,
-    stream_sample,
-    target_variance,
-    watch_for_change,
-    weigh_against_mean,
-)
 from onlinesparse.core.selection import (
+    ADD,
+    BASIS_FACTOR,
     BASIS_FIRST,
+    BASIS_LAMBDA,
     BASIS_MOVE,
+    BASIS_USEFULNESS,
     CANDIDATE_FIRST,
     CANDIDATE_MOVE,
+    DELETE,
+    EXACT_LAMBDA,
+    KEEP_LAMBDA,
+    MOVE_COLUMN,
+    MOVE_GAIN,
+    MOVE_LAMBDA,
+    MOVE_TRADED,
+    NO_CANDIDATE,
     NO_MOVE,
+    REESTIMATED,
+    TRADE,
     TURN_ORDER,
     basis_move,
     candidate_move,
@@ -173,11 +153,25 @@ from onlinesparse.core.updates import (
 )
 
 __all__ = [
+    "OPT_CASE",
+    "OPT_GCV",
+    "OPT_LAMBDA",
+    "OPT_WITHOUT",
+    "ADD",
+    "BASIS_FACTOR",
+    "BASIS_LAMBDA",
+    "BASIS_USEFULNESS",
+    "DELETE",
+    "EXACT_LAMBDA",
+    "KEEP_LAMBDA",
+    "MOVE_COLUMN",
+    "MOVE_GAIN",
+    "MOVE_LAMBDA",
+    "MOVE_TRADED",
+    "NO_CANDIDATE",
+    "REESTIMATED",
+    "TRADE",
     "ACCOUNT_DRIFT",
-    "LEVEL_DRIFTS",
-    "level_mixture",
-    "new_levels",
-    "track_level",
     "METRIC_FLOOR",
     "RESIDUAL_CLIP",
     "RESIDUAL_WEIGHT",
@@ -198,28 +192,13 @@ __all__ = [
     "INVERSE_MULTIQUADRIC",
     "KEEP",
     "LEARNED",
-    "Z95",
-    "calibrate",
-    "calibration_step",
-    "change_underway",
-    "evidence_ratio",
-    "watch_for_change",
-    "weigh_against_mean",
-    "LOG_ODDS_LIMIT",
-    "PRIOR_LOG_ODDS",
-    "model_prediction",
-    "model_spread",
-    "noise_level",
-    "shrink_to_prior",
     "target_variance",
     "LINEAR",
     "MIN_RELATIVE_DELTA",
     "MIN_RESIDUAL_LEVERAGE",
-    "MOVE",
     "MULTIQUADRIC",
     "NO_MOVE",
     "PROJECT_BELOW",
-    "QUIET",
     "REFRESH",
     "REFRESH_AT",
     "REFRESH_NOW",
@@ -241,8 +220,6 @@ __all__ = [
     "close_round",
     "column_error",
     "condition_bound",
-    "consider",
-    "continue_sample",
     "continued_order",
     "criteria_now",
     "decide",
@@ -283,7 +260,6 @@ __all__ = [
     "running_mean",
     "sherman_morrison",
     "slide_window",
-    "stream_sample",
     "swap_columns",
     "swap_rows",
     "swap_symmetric",

@@ -19,14 +19,17 @@ CONSTANT, LINEAR, GAUSSIAN, MULTIQUADRIC, INVERSE_MULTIQUADRIC, CAUCHY = 0, 1, 2
 
 @jit
 def profile(kind: int, z: float) -> float:
-    """φ(z) of one radial type at ``z = ‖x − c‖²/r²`` (the table of Orr A.3 in kernels.py)."""
+    """φ(z) of one radial type at ``z = ‖x − c‖²/r²`` (the table of Orr A.3 in kernels.py);
+    an unknown code raises ``ValueError`` rather than passing for one of them."""
     if kind == GAUSSIAN:
         return math.exp(-z)
     if kind == MULTIQUADRIC:
         return math.sqrt(1.0 + z)
     if kind == INVERSE_MULTIQUADRIC:
         return 1.0 / math.sqrt(1.0 + z)
-    return 1.0 / (1.0 + z)  # Cauchy
+    if kind == CAUCHY:
+        return 1.0 / (1.0 + z)
+    raise ValueError("unknown radial kind code")
 
 
 @jit
@@ -40,7 +43,9 @@ def profile_slope(kind: int, value: float) -> float:
         return 0.5 / value
     if kind == INVERSE_MULTIQUADRIC:
         return -0.5 * value * value * value
-    return -value * value  # Cauchy
+    if kind == CAUCHY:
+        return -value * value
+    raise ValueError("unknown radial kind code")
 
 
 @jit
@@ -102,11 +107,12 @@ def nearest_sq_distance(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarr
 
 
 @jit
-def support(XT: np.ndarray, head: int, count: int, x: np.ndarray, inv_r2: float) -> float:
+def support(XT: np.ndarray, head: int, count: int, x: np.ndarray, inv_r2: float,
+            kind: int) -> float:
     """``Σᵢ φ(xᵢ)²`` over the ``count`` stored inputs of the ring ``XT`` (one column per
-    pattern, the oldest at ``head``), φ the Gaussian of 1/r² = ``inv_r2`` centred at x:
-    how much data lies near x, the evidence a new basis function there would have
-    (``SparseRBFRegressor``'s novelty variance)."""
+    pattern, the oldest at ``head``), φ the radial function of type ``kind`` and
+    1/r² = ``inv_r2`` centred at x: the evidence a new basis function there would have
+    (``SparseRBFRegressor``'s novelty variance), for the model's own kernel."""
     d, capacity = XT.shape[0], XT.shape[1]
     total = 0.0
     for k in range(count):
@@ -115,7 +121,11 @@ def support(XT: np.ndarray, head: int, count: int, x: np.ndarray, inv_r2: float)
         for f in range(d):
             diff = x[f] - XT[f, slot]
             z += diff * diff
-        total += math.exp(-2.0 * z * inv_r2)
+        if kind == GAUSSIAN:  # (φ² in one exp)
+            total += math.exp(-2.0 * z * inv_r2)
+        else:
+            value = profile(kind, z * inv_r2)
+            total += value * value
     return total
 
 

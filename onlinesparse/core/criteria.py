@@ -21,6 +21,11 @@ CASES = ("interior", "zero", "infinite", "boundary")
 _INTERIOR, _ZERO, _INFINITE, _BOUNDARY = 0, 1, 2, 3
 
 
+# The slots of basis_quantities' `out` (Orr A.11's numbers for basis function j, the
+# arguments of optimal_lambda first), and of basis_optimum's (its decision).
+Q_A, Q_B, Q_C, Q_ALPHA, Q_BETA, Q_PSI, Q_Y_PH, Q_Y_P2H = range(8)
+OPT_LAMBDA, OPT_GCV, OPT_WITHOUT, OPT_CASE = range(4)
+
 @jit
 def gcv(error: float, gamma: float, count: float) -> float:
     """``p·e/(p − γ)²``, ∞ without degrees of freedom (``criteria.gcv``, Orr eq. 5.6, which
@@ -126,14 +131,14 @@ def basis_quantities(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray
     g_jj = gram[j, j]
     y_p2h = y_ph - residual_sg
     beta = g_jj - 2.0 * g_sg + sg_g_sg
-    out[0] = max(yy - 2.0 * w_c + w_g_w, 0.0)  # a (rounding can take it below 0)
-    out[1] = y_p2h * y_ph  # b
-    out[2] = beta * y_ph * y_ph  # c
-    out[3] = count - ((m - 1) - trace)  # α
-    out[4] = max(beta, 0.0)  # β
-    out[5] = max(g_jj - g_sg, 0.0)  # ψ
-    out[6] = y_ph
-    out[7] = y_p2h
+    out[Q_A] = max(yy - 2.0 * w_c + w_g_w, 0.0)  # (rounding can take it below 0)
+    out[Q_B] = y_p2h * y_ph
+    out[Q_C] = beta * y_ph * y_ph
+    out[Q_ALPHA] = count - ((m - 1) - trace)
+    out[Q_BETA] = max(beta, 0.0)
+    out[Q_PSI] = max(g_jj - g_sg, 0.0)
+    out[Q_Y_PH] = y_ph
+    out[Q_Y_P2H] = y_p2h
 
 
 @jit
@@ -251,12 +256,13 @@ def basis_optimum(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
     call (``criteria.basis_optimum``). ``out`` receives ``[λ, GCV, GCV without j, case]``
     and needs room for the eight quantities."""
     basis_quantities(variance, gram, cross_y, weights, lambdas, yy, count, j, out)
-    lam, value, removed, case = floored_optimum(out[0], out[1], out[2], out[3], out[4],
-                                                out[5], count, lambda_min, zeros_only)
-    out[0] = lam
-    out[1] = value
-    out[2] = removed
-    out[3] = case
+    lam, value, removed, case = floored_optimum(out[Q_A], out[Q_B], out[Q_C],
+                                                out[Q_ALPHA], out[Q_BETA], out[Q_PSI],
+                                                count, lambda_min, zeros_only)
+    out[OPT_LAMBDA] = lam
+    out[OPT_GCV] = value
+    out[OPT_WITHOUT] = removed
+    out[OPT_CASE] = case
 
 
 @jit

@@ -22,14 +22,8 @@ REFRESH_AT = 4e7
 # Past that estimate, the measured residual ‖S(G + Λ)v − v‖/‖v‖ decides: below this S is
 # kept (and the estimate restarts from the measurement). It bounds the relative error of
 # w = Sc, so half the level the estimate tolerates is kept (4.4e-9, below the 1e-8 to
-# which a window model's weights are held to the batch solution); the estimate then has
-# to double before the next measurement. (Stricter bars refreshed S for residuals no
-# prediction can see: keeping S only where a new factorisation could not do better,
-# ~1e-11, refreshed every 27 samples of a streaming model at M = 100, each an O(M³)
-# sample; 5.6e-10, 14 times in 5000 samples. At 1.1e-9, kernels of a diagonal metric
-# (core.relevance: narrow along some inputs, wide along others, κ ≈ 10⁵) drifted past
-# the bar every 30–100 samples on Friedman #1, 10–40 refreshes in 5000 samples and a p99
-# latency 12× river's LinearRegression; at 4.4e-9, 4–9 refreshes.)
+# which a window model's weights are held to the batch solution): a stricter bar refreshes
+# S for residuals no prediction can see, at O(M³) a time (docs/numerics.md).
 ACCOUNT_DRIFT = 0.5 * REFRESH_AT * EPS
 # What decide asks of its caller: nothing (S is kept, or its refresh is deferred and
 # recorded as pending), or the refresh recorded as pending, now.

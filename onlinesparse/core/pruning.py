@@ -26,8 +26,17 @@ from onlinesparse.core.criteria import error_and_gamma
 from onlinesparse.core.health import REFRESH_NOW, account, decide
 from onlinesparse.core.linalg import swap_symmetric
 from onlinesparse.core.selection import (
+    BASIS_FACTOR,
+    BASIS_USEFULNESS,
     CANDIDATE_MOVE,
+    DELETE,
+    MOVE_COLUMN,
+    MOVE_LAMBDA,
+    MOVE_TRADED,
+    NO_CANDIDATE,
     NO_MOVE,
+    REESTIMATED,
+    TRADE,
     basis_move,
     candidate_move,
     evaluation_kind,
@@ -136,20 +145,16 @@ def intercept_position(pruner_record: np.ndarray, kinds: np.ndarray, m: int) -> 
 
 @jit
 def evaluate(pruner_record: np.ndarray, ridge_record: np.ndarray, window_record: np.ndarray,
-             gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, HT: np.ndarray,
-             ids: np.ndarray, merit: np.ndarray, stamps: np.ndarray, kinds: np.ndarray,
-             centres: np.ndarray, inv_r2: np.ndarray, features: np.ndarray,
-             variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray,
-             spare_variance: np.ndarray, spare_weights: np.ndarray,
-             spare_lambdas: np.ndarray, protected: np.ndarray, move: np.ndarray,
+             t: Tracked, s: Ridge, spare: Ridge, protected: np.ndarray, move: np.ndarray,
              lambda_min: float, evaluations: int, first: int) -> int:
     """Run up to ``evaluations`` of the pruner's evaluations in the order ``first``
     (``TURN_ORDER``, ``CANDIDATE_FIRST`` or ``BASIS_FIRST``); returns why it stopped
     (``FINISHED``, ``HAND_BACK``, ``REFRESH``), with ``pruner_record.done`` the
     evaluations completed.
 
-    The first addition or deletion of a call writes the new state into the spare arrays
-    (``spare_variance`` flat, with room for (M + 1)² numbers) and sets
+    ``t`` is the window's tracked columns, ``s`` the ridge state. The first addition or
+    deletion of a call writes the new state into the ``spare`` arrays (its ``variance``
+    flat, with room for (M + 1)² numbers) and sets
     ``pruner_record.resized``: the caller's state is then views of them, M being
     ``window_record.n_model``. A second one in the same call is handed back.
     ``protected`` holds the ids of columns that return to the pool when deleted (the
@@ -158,9 +163,6 @@ def evaluate(pruner_record: np.ndarray, ridge_record: np.ndarray, window_record:
     """
     p = pruner_record[0]
     w = window_record[0]
-    t = Tracked(gram, cross_y, traffic, HT, ids, merit, stamps, kinds, centres, inv_r2,
-                features)
-    s = Ridge(variance, weights, lambdas)
     p.stop = FINISHED
     p.done = 0
     p.traded_now = 0
@@ -174,12 +176,10 @@ def evaluate(pruner_record: np.ndarray, ridge_record: np.ndarray, window_record:
             break
         if kind == CANDIDATE_MOVE:
             stop, s = _candidate_step(pruner_record, ridge_record, window_record, t, s,
-                                      spare_variance, spare_weights, spare_lambdas, move,
-                                      lambda_min)
+                                      spare, move, lambda_min)
         else:
-            stop, s = _basis_step(pruner_record, ridge_record, window_record, t, s, spare_variance,
-                                  spare_weights, spare_lambdas, protected, move,
-                                  lambda_min)
+            stop, s = _basis_step(pruner_record, ridge_record, window_record, t, s, spare,
+                                  protected, move, lambda_min)
         if stop == HAND_BACK:
             p.stop = HAND_BACK
             p.move_kind = kind
@@ -193,10 +193,8 @@ def evaluate(pruner_record: np.ndarray, ridge_record: np.ndarray, window_record:
 
 @jit
 def _candidate_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
-                    window_record: np.ndarray, t: Tracked, s: Ridge,
-                    spare_variance: np.ndarray, spare_weights: np.ndarray,
-                    spare_lambdas: np.ndarray, move: np.ndarray, lambda_min: float
-                    ) -> tuple[int, Ridge]:
+                    window_record: np.ndarray, t: Tracked, s: Ridge, spare: Ridge,
+                    move: np.ndarray, lambda_min: float) -> tuple[int, Ridge]:
     """One candidate move (``GCVPruner``'s candidate turn): score the next few
     candidates round robin (:func:`candidate_move`), then add the best or trade it for the
     least useful basis function. Returns ``(FINISHED | HAND_BACK | REFRESH, ridge)``."""
@@ -216,14 +214,14 @@ def _candidate_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
                             w.yy, w.count, training, gamma, columns, lambda_min, p.min_gain,
                             m >= budget, intercept_position(pruner_record, t.kinds, m), move)
     p.action = action
-    if action == 0:
+    if action == NO_CANDIDATE:
         return FINISHED, s
-    position = int(move[0])
-    lam = move[1]
+    position = int(move[MOVE_COLUMN])
+    lam = move[MOVE_LAMBDA]
     g = t.gram[position, :m].copy()  # (its row of the symmetric Gram: contiguous)
     g_jj = t.gram[position, position]
-    if action == 2:  # trade basis function j for the candidate (FGCV's trade)
-        j = int(move[2])
+    if action == TRADE:  # basis function j for the candidate (FGCV's trade)
+        j = int(move[MOVE_TRADED])
         factor = replace_basis(s.variance, s.weights, s.lambdas, j, g, g_jj,
                                t.cross_y[position], lam, MIN_RELATIVE_DELTA, PROJECT_BELOW,
                                np.empty(m))
@@ -238,10 +236,10 @@ def _candidate_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
         refresh = _after_move(ridge_record, window_record, t, s, factor)
         return (REFRESH if refresh else FINISHED), s
     # add the candidate at λ (Orr A.4), into the spare arrays
-    if p.resized or (m + 1) * (m + 1) > spare_variance.shape[0]:
+    if p.resized or (m + 1) * (m + 1) > spare.variance.shape[0]:
         return HAND_BACK, s
-    grown = Ridge(spare_variance[:(m + 1) * (m + 1)].reshape((m + 1, m + 1)),
-                  spare_weights[:m + 1], spare_lambdas[:m + 1])
+    grown = Ridge(spare.variance[:(m + 1) * (m + 1)].reshape((m + 1, m + 1)),
+                  spare.weights[:m + 1], spare.lambdas[:m + 1])
     delta, status = add_basis(s.variance, s.weights, g, g_jj, t.cross_y[position], lam,
                               math.nan, math.nan, MIN_RELATIVE_DELTA, PROJECT_BELOW,
                               grown.variance, grown.weights)
@@ -262,10 +260,9 @@ def _candidate_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
 
 @jit
 def _basis_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
-                window_record: np.ndarray, t: Tracked, s: Ridge,
-                spare_variance: np.ndarray, spare_weights: np.ndarray,
-                spare_lambdas: np.ndarray, protected: np.ndarray, move: np.ndarray,
-                lambda_min: float) -> tuple[int, Ridge]:
+                window_record: np.ndarray, t: Tracked, s: Ridge, spare: Ridge,
+                protected: np.ndarray, move: np.ndarray, lambda_min: float
+                ) -> tuple[int, Ridge]:
     """One basis move (``pruner.reestimate_basis`` on the next basis function, round
     robin): re-estimate its λ in place, or delete it when its optimum is λ = ∞; the
     intercept's λ is held at 0 instead (:func:`intercept_move`). Returns
@@ -285,25 +282,24 @@ def _basis_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
         action = basis_move(s.variance, t.gram, t.cross_y, s.weights, s.lambdas, w.yy,
                             w.count, training, gamma, j, lambda_min, RELATIVE_GAIN, move)
     p.action = action
-    if action == 2 and m > 1 and not p.resized:
-        return _delete(pruner_record, ridge_record, window_record, t, s, spare_variance,
-                       spare_weights, spare_lambdas, j, is_protected)
-    if action >= 2:  # the last basis function, a second resize, or the exact λ path
+    if action == DELETE and m > 1 and not p.resized:
+        return _delete(pruner_record, ridge_record, window_record, t, s, spare, j,
+                       is_protected)
+    if action >= DELETE:  # the last basis function, a second resize, or the exact λ path
         return HAND_BACK, s
     refresh = False
-    if action == 1:  # λⱼ changed in place by basis_move
+    if action == REESTIMATED:  # λⱼ changed in place by basis_move
         p.n_reestimated += 1
-        refresh = _after_move(ridge_record, window_record, t, s, move[2])
-    t.merit[j] = move[1]
+        refresh = _after_move(ridge_record, window_record, t, s, move[BASIS_FACTOR])
+    t.merit[j] = move[BASIS_USEFULNESS]
     p.basis_cursor = j + 1
     return (REFRESH if refresh else FINISHED), s
 
 
 @jit
 def _delete(pruner_record: np.ndarray, ridge_record: np.ndarray,
-            window_record: np.ndarray, t: Tracked, s: Ridge,
-            spare_variance: np.ndarray, spare_weights: np.ndarray,
-            spare_lambdas: np.ndarray, j: int, is_protected: bool) -> tuple[int, Ridge]:
+            window_record: np.ndarray, t: Tracked, s: Ridge, spare: Ridge, j: int,
+            is_protected: bool) -> tuple[int, Ridge]:
     """Delete basis function j (``IncrementalRidge.remove_basis``): it is moved last
     (``RidgeState.swap`` and the window's), the state shrinks into the spare arrays, the
     column leaves the model, and the pool too unless it is protected
@@ -317,8 +313,8 @@ def _delete(pruner_record: np.ndarray, ridge_record: np.ndarray,
     s.weights[j], s.weights[last] = s.weights[last], s.weights[j]
     s.lambdas[j], s.lambdas[last] = s.lambdas[last], s.lambdas[j]
     swap_tracked(t, j, last, n)
-    shrunk = Ridge(spare_variance[:last * last].reshape((last, last)),
-                   spare_weights[:last], spare_lambdas[:last])
+    shrunk = Ridge(spare.variance[:last * last].reshape((last, last)),
+                   spare.weights[:last], spare.lambdas[:last])
     remove_basis(s.variance, s.weights, last, shrunk.variance, shrunk.weights)
     shrunk.lambdas[:] = s.lambdas[:last]
     p.resized = 1

@@ -47,9 +47,9 @@ __all__ = ["METRIC_FLOOR", "RESIDUAL_WEIGHT", "RESIDUAL_CLIP", "model_gradient",
 # most 1/√METRIC_FLOOR times wider along it than along an average input.
 METRIC_FLOOR = 0.1
 # The weight of the errors' structure along an input against the model's squared slope
-# along it. Measured (docs/rbf_on_streams.md, "The inputs' metric"): 3, 10, 30 and 100 all
-# lowered Friedman #1's RMSE over 16 seeds; larger values helped it more, but 30 cost
-# Boston 6 % against 10's 5 % gain.
+# along it: large enough that an input the model has not learned yet is not locked out,
+# small enough not to widen kernels along noise (docs/rbf_on_streams.md, "The inputs'
+# metric").
 RESIDUAL_WEIGHT = 10.0
 # A standardised input is clipped here before its Hermite polynomials are taken: z³ of an
 # input 9 standard deviations out would otherwise outweigh every other sample.

@@ -10,6 +10,15 @@ import numpy as np
 
 from onlinesparse._jit import jit
 from onlinesparse.core.criteria import (
+    OPT_GCV,
+    OPT_LAMBDA,
+    OPT_WITHOUT,
+    Q_A,
+    Q_ALPHA,
+    Q_B,
+    Q_BETA,
+    Q_C,
+    Q_PSI,
     basis_optimum,
     basis_quantities,
     candidate_optima,
@@ -25,6 +34,16 @@ TURN_ORDER, CANDIDATE_FIRST, BASIS_FIRST = range(3)
 # What an evaluation does (evaluation_kind): nothing left to evaluate, a candidate move, a
 # basis move.
 NO_MOVE, CANDIDATE_MOVE, BASIS_MOVE = 0, 1, 2
+# What candidate_move decides, and where it leaves the move in its `out` buffer (the
+# pruner's `move`): the candidate's column position, its λ, the basis function a trade
+# removes, and the candidate's gain in GCV.
+NO_CANDIDATE, ADD, TRADE = 0, 1, 2
+MOVE_COLUMN, MOVE_LAMBDA, MOVE_TRADED, MOVE_GAIN = 0, 1, 2, 3
+# What basis_move (and intercept_move) decides — leave λⱼ, λⱼ re-estimated in place,
+# delete j, set λⱼ by the exact remove-and-add path — and where it leaves the new λ, j's
+# usefulness (its merit) and the re-estimation's rounding-error factor.
+KEEP_LAMBDA, REESTIMATED, DELETE, EXACT_LAMBDA = 0, 1, 2, 3
+BASIS_LAMBDA, BASIS_USEFULNESS, BASIS_FACTOR = 0, 1, 2
 
 
 @jit
@@ -72,20 +91,21 @@ def intercept_move(variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarra
     do not depend on where the target's unit has its zero. A GCV-chosen λ there shrinks the
     level toward an arbitrary 0, and the penalised kernels then carry the level instead.
 
-    Returns what :func:`basis_move` returns: 0 (λⱼ is 0 already), 1 (set to 0 here by
-    :func:`lambda_rank_one`; ``out[2]`` its rounding-error factor) or 3 (set λⱼ to
-    ``out[0]`` = 0 by the exact path). ``out[1]``, the usefulness, is NaN: a basis function
-    never re-estimated is never traded (:func:`candidate_move`).
+    Returns what :func:`basis_move` returns: ``KEEP_LAMBDA`` (λⱼ is 0 already), ``REESTIMATED``
+    (set to 0 here by :func:`lambda_rank_one`; ``out[BASIS_FACTOR]`` its rounding-error
+    factor) or ``EXACT_LAMBDA`` (set λⱼ to ``out[BASIS_LAMBDA]`` = 0 by the exact path).
+    ``out[BASIS_USEFULNESS]`` is NaN: a basis function never re-estimated is never traded
+    (:func:`candidate_move`).
     """
-    out[0] = 0.0
-    out[1] = math.nan
+    out[BASIS_LAMBDA] = 0.0
+    out[BASIS_USEFULNESS] = math.nan
     if lambdas[j] == 0.0:
-        return 0
+        return KEEP_LAMBDA
     factor = lambda_rank_one(variance, weights, lambdas, j, 0.0)
     if factor > 0.0:
-        out[2] = factor
-        return 1
-    return 3
+        out[BASIS_FACTOR] = factor
+        return REESTIMATED
+    return EXACT_LAMBDA
 
 
 @jit
@@ -166,10 +186,10 @@ def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
     ``error`` and ``gamma`` are the current model's (``IncrementalRidge.summary``, computed
     once per change of the model and shared with :func:`basis_move`).
 
-    Returns 0 (no move), 1 (add column ``out[0]`` with λ ``out[1]``) or 2 (remove basis
-    function ``out[2]`` and add column ``out[0]`` with λ ``out[1]``); ``out[3]`` is the
-    chosen candidate's gain. Basis function ``keep`` (the intercept, −1 for none) is never
-    traded.
+    Returns ``NO_CANDIDATE``, ``ADD`` (add column ``out[MOVE_COLUMN]`` with λ
+    ``out[MOVE_LAMBDA]``) or ``TRADE`` (remove basis function ``out[MOVE_TRADED]`` and add
+    the column); ``out[MOVE_GAIN]`` is the chosen candidate's gain. Basis function ``keep``
+    (the intercept, −1 for none) is never traded.
     """
     m = weights.shape[0]
     current = gcv(error, gamma, count)
@@ -189,12 +209,12 @@ def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
             best = q
             best_gain = gain
     if best < 0:
-        return 0
-    out[0] = columns[best]
-    out[1] = optima[0, best]
-    out[3] = best_gain
+        return NO_CANDIDATE
+    out[MOVE_COLUMN] = columns[best]
+    out[MOVE_LAMBDA] = optima[0, best]
+    out[MOVE_GAIN] = best_gain
     if not at_budget:
-        return 1
+        return ADD
     # The least useful basis function; NaN (never re-estimated) is never traded.
     j = -1
     lowest = math.inf
@@ -205,24 +225,24 @@ def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
             j = i
     # To first order the trade changes GCV by (usefulness − gain).
     if j < 0 or best_gain <= lowest + threshold:
-        return 0
+        return NO_CANDIDATE
     # That usefulness may be many samples old: refresh it, so that a stale low value does
     # not invite the same failing trade again and again.
     basis = np.empty(8)
     basis_quantities(variance, gram, cross_y, weights, lambdas, yy, count, j, basis)
-    _, _, without_j, _ = optimal_lambda(basis[0], basis[1], basis[2], basis[3], basis[4],
-                                        basis[5], count, lambda_min)
+    _, _, without_j, _ = optimal_lambda(basis[Q_A], basis[Q_B], basis[Q_C], basis[Q_ALPHA],
+                                        basis[Q_BETA], basis[Q_PSI], count, lambda_min)
     merit[j] = without_j - current
     if best_gain <= merit[j] + threshold:
-        return 0
+        return NO_CANDIDATE
     # The exact price: the candidate's optimum in the model without j.
     candidate_optima(variance, gram, m, cross_y, weights, columns[best:best + 1], j,
-                     basis[0], basis[3], count, lambda_min, quantities, optima)
+                     basis[Q_A], basis[Q_ALPHA], count, lambda_min, quantities, optima)
     if not (math.isfinite(optima[0, 0]) and optima[1, 0] < current - threshold):
-        return 0
-    out[1] = optima[0, 0]
-    out[2] = j
-    return 2
+        return NO_CANDIDATE
+    out[MOVE_LAMBDA] = optima[0, 0]
+    out[MOVE_TRADED] = j
+    return TRADE
 
 
 @jit
@@ -234,25 +254,27 @@ def basis_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
     gives the rules, with the common outcome carried out in place.
 
     ``error`` and ``gamma`` are the current model's (its GCV is compared against).
-    ``out`` (room for eight) receives ``[λ, usefulness, error factor]``. Returns 0 (leave
-    j as it is), 1 (λⱼ re-estimated here by :func:`lambda_rank_one`; ``out[2]`` is the
-    rounding-error factor), 2 (remove j: its optimum is ∞ and GCV does not rise) or 3 (set
-    λⱼ to ``out[0]`` through the exact remove-and-add path, which the caller takes).
+    ``out`` (room for eight) receives the new λ (``BASIS_LAMBDA``), j's usefulness
+    (``BASIS_USEFULNESS``) and the re-estimation's rounding-error factor
+    (``BASIS_FACTOR``). Returns ``KEEP_LAMBDA`` (leave j as it is), ``REESTIMATED`` (λⱼ
+    re-estimated here by :func:`lambda_rank_one`), ``DELETE`` (its optimum is ∞ and GCV
+    does not rise) or ``EXACT_LAMBDA`` (set λⱼ through the exact remove-and-add path,
+    which the caller takes).
     """
     current = gcv(error, gamma, count)
     basis_optimum(variance, gram, cross_y, weights, lambdas, yy, count, j, lambda_min, out)
-    lam = out[0]
-    value = out[1]
-    removed = out[2]
-    out[1] = removed - current
+    lam = out[OPT_LAMBDA]
+    value = out[OPT_GCV]
+    removed = out[OPT_WITHOUT]
+    out[BASIS_USEFULNESS] = removed - current
     if math.isinf(lam):
-        return 2 if removed <= current * (1.0 + relative_gain) else 0
+        return DELETE if removed <= current * (1.0 + relative_gain) else KEEP_LAMBDA
     if not (value < current * (1.0 - relative_gain) and lam != lambdas[j]):
-        return 0
+        return KEEP_LAMBDA
     factor = lambda_rank_one(variance, weights, lambdas, j, lam)
     if factor > 0.0:
-        out[2] = factor
-        return 1
-    return 3
+        out[BASIS_FACTOR] = factor
+        return REESTIMATED
+    return EXACT_LAMBDA
 
 

@@ -16,7 +16,9 @@ record             owner                            what it holds
                                                     counters, the model's version
 ``PRUNER``         ``GCVPruner``                    turn counter, cursors, move counts
 ``SAMPLE``         ``SparseRBFRegressor``           the noise level, the sample count and
-                                                    what one compiled call reports
+                                                    what one compiled call reports (the
+                                                    stream layer's records are its own:
+                                                    ``onlinesparse.stream``)
 =================  ===============================  ===================================
 """
 
@@ -25,8 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["WINDOW", "RIDGE", "PRUNER", "SAMPLE", "NO_REFRESH", "REFRESH_STATE",
-           "REFRESH_STATISTICS", "Field", "RecordOwner", "new_record", "upgrade_record",
-           "adopt_fields"]
+           "REFRESH_STATISTICS", "Field", "RecordOwner", "new_record"]
 
 
 def _dtype(ints: tuple[str, ...], floats: tuple[str, ...]) -> np.dtype:
@@ -55,30 +56,12 @@ PRUNER = _dtype(
      "free_intercept"),
     ("min_gain",))
 SAMPLE = _dtype(
-    # run_*: samples since each change statistic was last 0 (its change-point estimate);
-    # change_keep: the patterns to keep after a change the last call detected (0: none)
-    # prior_shrink: 1 when predictions return toward the targets' mean where the model
-    # knows little (core.sample.shrink_to_prior); 0 in a pickle from before it
-    ("n_learned", "noise_every", "propose", "run_up", "run_down", "run_scale",
-     "change_keep", "prior_shrink"),
-    # noise_variance 0 until the first estimate (the target's variance stands in);
-    # calibration log κ, the factor of the predictive deviation that keeps the 95 %
-    # interval's coverage (core.sample.calibrate).
-    # z: the last error before learning in units of the calibrated predictive deviation,
-    # clipped at ±3 (0 where there is no model or no noise level yet), which the memory's
-    # change statistics (CUSUM, core.sample.watch_for_change) accumulate
-    # log_odds: the prequential evidence for the model against the running mean
-    # (core.sample.weigh_against_mean), model_weight its posterior probability, and the
-    # mean's prediction and predictive variance for the next sample
-    # level_offset, level_variance: the mean and variance of the errors' level for the
-    # next sample (core.level), added to the model's prediction and predictive variance;
-    # outer_calibration log κ_o, the factor of the deviation of that sum
+    ("n_learned", "noise_every", "propose"),
+    # noise_variance 0 until the first estimate (the target's variance stands in); error:
+    # the last error before learning; nearest: the input's squared distance to the nearest
+    # centre; error_square: the running mean of the squared error before learning, over
+    # about the window (core.relevance.track_residual)
     ("noise_variance", "novelty_sq", "error_threshold", "error", "nearest",
-     "calibration", "z", "cusum_up", "cusum_down", "cusum_scale", "log_odds",
-     "model_weight", "mean_prediction", "mean_variance", "level_offset",
-     "level_variance", "outer_calibration",
-     # the running mean of the model's squared error before learning, over about the
-     # window (core.relevance.track_residual)
      "error_square"))
 # RIDGE.pending: no refresh waits, one of S alone, one of the statistics and S.
 NO_REFRESH, REFRESH_STATE, REFRESH_STATISTICS = -1, 0, 1
@@ -87,19 +70,6 @@ NO_REFRESH, REFRESH_STATE, REFRESH_STATISTICS = -1, 0, 1
 def new_record(dtype: np.dtype) -> np.ndarray:
     """A zeroed record (an array of one element, the form the compiled calls take)."""
     return np.zeros(1, dtype=dtype)
-
-
-def upgrade_record(record: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``record`` in the layout ``dtype``: itself when it has that layout already, else a
-    new record with the fields the two share copied and the new ones zero (a pickle
-    written before a field was added)."""
-    if record.dtype == dtype:
-        return record
-    upgraded = new_record(dtype)
-    for name in record.dtype.names:
-        if name in dtype.names:
-            upgraded[0][name] = record[0][name]
-    return upgraded
 
 
 class RecordOwner:
@@ -146,12 +116,3 @@ class Field:
         except KeyError:
             view = obj._bind(self.field, self.key)
         view[0] = float(value) if view.format == "d" else int(value)
-
-
-def adopt_fields(state: dict, record: np.ndarray) -> None:
-    """Move the scalars of a pickle written before records existed (plain attributes,
-    possibly with a leading underscore) into ``record``; unknown keys stay in ``state``."""
-    for name in record.dtype.names:
-        for key in (name, "_" + name):
-            if key in state:
-                record[0][name] = state.pop(key)

@@ -33,6 +33,11 @@ MIN_RELATIVE_DELTA = 1e-12
 # a window model recomputes it from the stored rows (IncrementalRidge._projection).
 PROJECT_BELOW = 1e-4
 
+# The slots of slide_window's `out`: 1 − the old pattern's leverage, 1 + hᵀSh of the new
+# one, the removal's cancellation ratio, whether S is healthy after it (1.0 / 0.0), and
+# the new pattern's hᵀSh before the step.
+SLIDE_REMOVAL, SLIDE_ADDITION, SLIDE_CANCELLATION, SLIDE_HEALTHY, SLIDE_LEVERAGE = range(5)
+
 @jit
 def sherman_morrison(variance: np.ndarray, weights: np.ndarray, h: np.ndarray, y: float,
                      sign: float, min_denominator: float, work: np.ndarray) -> float:
@@ -133,11 +138,11 @@ def slide_window(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n: 
         for j in range(n):
             row[j] += a * h_new[j] - b * h_old[j]
         cross_y[i] += a * y_new - b * y_old
-    out[0] = removal
-    out[1] = addition
-    out[2] = worst
-    out[3] = 1.0 if is_healthy(variance, weights) else 0.0
-    out[4] = prior
+    out[SLIDE_REMOVAL] = removal
+    out[SLIDE_ADDITION] = addition
+    out[SLIDE_CANCELLATION] = worst
+    out[SLIDE_HEALTHY] = 1.0 if is_healthy(variance, weights) else 0.0
+    out[SLIDE_LEVERAGE] = prior
     return True
 
 

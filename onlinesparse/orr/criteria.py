@@ -205,7 +205,8 @@ def basis_optimum(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
     core.basis_optimum(state.variance, window.gram_buffer, window.cross_y_buffer, state.weights,
                          state.lambdas, window.yy, window.count, int(j), float(lambda_min), out,
                          bool(zeros_only))
-    return LocalOptimum(float(out[0]), float(out[1]), float(out[2]), core.CASES[int(out[3])])
+    return LocalOptimum(float(out[core.OPT_LAMBDA]), float(out[core.OPT_GCV]),
+                        float(out[core.OPT_WITHOUT]), core.CASES[int(out[core.OPT_CASE])])
 
 
 def candidate_quantities(model: IncrementalRidge, positions: np.ndarray | None = None,

@@ -52,11 +52,6 @@ class InputMetric:
         self.input_mean = np.zeros(n_features)
         self.input_var = np.zeros(n_features)
 
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        if "residual" not in state:  # (a pickle from before the errors' structure)
-            self._new_residual(len(self.relevance))
-
     @property
     def tracked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The arrays the compiled sample advances: the relevance, the residual

@@ -35,7 +35,7 @@ import numpy as np
 
 from onlinesparse import core
 
-__all__ = ["KERNELS", "BasisSpec", "Basis", "radial_profile"]
+__all__ = ["KERNELS", "BasisSpec", "Basis", "FrozenBasis", "radial_profile"]
 
 # Column kinds, by the codes of the compiled core (kernels are numbered from 2 there, so
 # that a kind < 2 means "not radial").
@@ -172,8 +172,6 @@ class Basis:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        if self._inv_r2.ndim == 1:  # (a pickle from before the diagonal metric)
-            self._inv_r2 = np.repeat(self._inv_r2[:, None], max(self.n_features, 1), axis=1)
         if self.size == 0:  # keep room for one column so that append can index
             self._grow(1)
 
@@ -323,6 +321,34 @@ class Basis:
         core.evaluate_rows(self._kind, self._centres, self._inv_r2, self._feature, X,
                              start, stop, out)
         return out
+
+
+@dataclass(frozen=True, eq=False)
+class FrozenBasis:
+    """A model frozen as it stood: copies of its M basis functions' arrays
+    (``core.basis.evaluate_rows``'s) and weights — a
+    :class:`~onlinesparse.stream.concepts.Predictor` of ``f(x) = h(x)ᵀw``, O(M·d)."""
+
+    kinds: np.ndarray
+    centres: np.ndarray
+    inv_r2: np.ndarray
+    features: np.ndarray
+    weights: np.ndarray
+
+    @classmethod
+    def of(cls, basis: Basis, weights: np.ndarray) -> FrozenBasis | None:
+        """The first ``len(weights)`` columns of ``basis`` with ``weights`` (None when
+        there are none)."""
+        m = len(weights)
+        if not m:
+            return None
+        kinds, centres, inv_r2, features = (a[:m].copy() for a in basis.arrays())
+        return cls(kinds, centres, inv_r2, features, weights.copy())
+
+    def predict(self, x: np.ndarray) -> float:
+        """``h(x)ᵀw``, O(M·d)."""
+        return core.predict_mean(x, self.kinds, self.centres, self.inv_r2, self.features,
+                                 self.weights)
 
 
 def _scaled(metric: np.ndarray | None, radius: float) -> float | np.ndarray:

@@ -27,9 +27,7 @@ from onlinesparse.core.state import (
     PRUNER,
     Field,
     RecordOwner,
-    adopt_fields,
     new_record,
-    upgrade_record,
 )
 from onlinesparse.orr.ridge import IllConditionedError, IncrementalRidge
 
@@ -61,16 +59,17 @@ def _apply_basis_move(model: IncrementalRidge, j: int, action: int, out: np.ndar
                       protected: bool) -> tuple[str, float]:
     """Carry out the outcome of ``core.basis_move`` (action and ``out`` as it returns
     them) and report it as :func:`reestimate_basis` does."""
-    usefulness = float(out[1])
-    if action == 1:  # λⱼ was changed in place: the model's accounts follow
-        model._after_update((float(out[2]), float(out[2])))
+    usefulness = float(out[core.BASIS_USEFULNESS])
+    if action == core.REESTIMATED:  # λⱼ was changed in place: the model's accounts follow
+        factor = float(out[core.BASIS_FACTOR])
+        model._after_update((factor, factor))
         return "reestimated", usefulness
-    if action == 2:
+    if action == core.DELETE:
         model.remove_basis(j, keep_as_candidate=protected)
         return "deleted", usefulness
-    if action == 3:
+    if action == core.EXACT_LAMBDA:
         try:
-            model.set_lambda(j, float(out[0]))
+            model.set_lambda(j, float(out[core.BASIS_LAMBDA]))
         except IllConditionedError:
             # λ this small makes the column a combination of the others to rounding; the
             # operation refused and changed nothing, so the move is simply not made.
@@ -155,16 +154,6 @@ class GCVPruner(RecordOwner):
                 f"candidates_per_evaluation={self.candidates_per_evaluation}, "
                 f"min_gain={self.min_gain}, free_intercept={bool(self.free_intercept)})")
 
-    def __setstate__(self, state: dict) -> None:
-        if "record" not in state:  # a pickle written before the scalars had a record
-            state["record"] = new_record(PRUNER)
-            adopt_fields(state, state["record"])
-        # (a pickle from before free_intercept: its constant stays an ordinary basis
-        # function, as it was trained)
-        state["record"] = upgrade_record(state["record"], PRUNER)
-        state.setdefault("move", np.empty(8))
-        self.__dict__.update(state)
-
     def step(self, model: IncrementalRidge, evaluations: int, lambda_min: float,
              protected: AbstractSet[int] = frozenset(), first: int = core.TURN_ORDER
              ) -> int:
@@ -178,9 +167,9 @@ class GCVPruner(RecordOwner):
             size = model.size + 1
             spares = (np.empty(size * size), np.empty(size), np.empty(size))
             stop = core.evaluate(self.record, model.record, model.window.record,
-                                 *model.window.tracked(), *model.state.arrays(), *spares,
-                                 ids, self.move, float(lambda_min), evaluations - done,
-                                 first)
+                                 model.window.tracked(), core.Ridge(*model.state.arrays()),
+                                 core.Ridge(*spares), ids, self.move, float(lambda_min),
+                                 evaluations - done, first)
             ran = self.finish(model, spares)
             done += ran
             if stop == core.pruning.FINISHED:
@@ -223,11 +212,12 @@ class GCVPruner(RecordOwner):
         """A move the compiled pruner handed back, made by the model's own operations."""
         move = self.move
         if kind == core.CANDIDATE_MOVE:
-            column_id, lam = int(model.window.ids[int(move[0])]), float(move[1])
-            if action == 1:
+            column_id = int(model.window.ids[int(move[core.MOVE_COLUMN])])
+            lam = float(move[core.MOVE_LAMBDA])
+            if action == core.ADD:
                 self._add(model, column_id, lam)
             else:
-                self._trade(model, int(move[2]), column_id, lam)
+                self._trade(model, int(move[core.MOVE_TRADED]), column_id, lam)
             return
         outcome, usefulness = _apply_basis_move(model, j, action, move, protected)
         if outcome == "deleted":

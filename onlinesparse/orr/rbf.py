@@ -12,17 +12,25 @@ from river import base, proba
 from onlinesparse import core
 from onlinesparse._blas import single_blas_thread
 from onlinesparse._distributions import gaussian
-from onlinesparse._pickles import upgrade_rbf_state
-from onlinesparse._validation import check_choice, check_int, check_radii, check_real
-from onlinesparse.concepts import LASTED, ConceptMemory
+from onlinesparse._validation import (
+    Versioned,
+    check_choice,
+    check_int,
+    check_radii,
+    check_real,
+)
 from onlinesparse.core.state import SAMPLE, Field, RecordOwner, new_record
 from onlinesparse.features import FeatureMap, as_rows, as_target
-from onlinesparse.memory import AdaptiveMemory
+from onlinesparse.orr import sample as fused
 from onlinesparse.orr.buffer import BufferManager
 from onlinesparse.orr.input_metric import InputMetric, prediction_moves
-from onlinesparse.orr.kernels import KERNELS, BasisSpec
+from onlinesparse.orr.kernels import KERNELS, BasisSpec, FrozenBasis
 from onlinesparse.orr.pruner import GCVPruner
 from onlinesparse.orr.ridge import IllConditionedError, IncrementalRidge
+from onlinesparse.stream import AdaptiveMemory, ConceptMemory, StreamLayer
+from onlinesparse.stream.change import change_underway
+from onlinesparse.stream.concepts import LASTED
+from onlinesparse.stream.layer import calibrated_spread, predictive
 
 __all__ = ["SparseRBFRegressor"]
 
@@ -38,15 +46,14 @@ _AUTO_RADII = (0.5, 1.0, 2.0)
 _REFRESH_WINDOWS = 10
 # A model below its budget runs more of the pruner's O(M²) evaluations per sample, as many
 # as cost what the budgeted ones cost at M = max_basis, but at most this many times as
-# many (each has a fixed cost too). Growth is where a stream's model is worst: on Friedman
-# #1 this took the RMSE over 5000 samples from 1.92 to 1.84 at one evaluation per sample.
+# many (each has a fixed cost too): growth is where a stream's model is worst.
 _GROWTH_EVALUATIONS = 4
 # learn_many refines to convergence in at most this many rounds of the pruner (each visits
 # every basis function and candidate about twice).
 _BATCH_ROUNDS = 50
 
 
-class SparseRBFRegressor(RecordOwner, base.Regressor):
+class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
     """Sparse radial-basis-function regression learned one sample at a time.
 
     Every ``learn_one`` adds the sample to a sliding window of the last ``window_size``
@@ -166,8 +173,12 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     concepts
         With adaptive memory, how many of the models a change ended (after at least 300
         samples without one) are kept, frozen, to predict again if their stretch of the
-        stream returns (:mod:`onlinesparse.concepts`); 0 keeps none. Each costs O(M·d)
-        memory, and O(M·d) per call while it is on trial (after a change) or in use.
+        stream returns (:mod:`onlinesparse.stream.concepts`); 0 keeps none. Each costs
+        O(M·d) memory, and O(M·d) per call while it is on trial (after a change) or in use.
+    coverage
+        The central probability of the interval ``predict_one(x, with_dist=True)`` is
+        calibrated to (:mod:`onlinesparse.stream.calibration`): 0.95 makes mean ± 1.96σ a
+        95 % interval. A higher coverage widens the intervals.
 
     Attributes
     ----------
@@ -193,7 +204,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
                  evaluations_per_sample: int = 1, candidate_every: int = 3,
                  linear: bool = True, novelty: float = 0.25, error_threshold: float = 2.0,
                  noise_every: int = 1, strict: bool = False, metric: str = "gradient",
-                 concepts: int = 3):
+                 concepts: int = 3, coverage: float = 0.95):
         self.max_basis = max_basis
         self.window_size = window_size
         self.memory = memory
@@ -209,6 +220,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         self.strict = strict
         self.metric = metric
         self.concepts = concepts
+        self.coverage = coverage
         self._validate_parameters()
         self._model: IncrementalRidge | None = None
         self._features = FeatureMap(strict=strict)
@@ -216,9 +228,8 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         # The constant is the intercept, unpenalised: the model's choices do not depend on
         # the origin of the target's unit (core.selection.intercept_move).
         self._pruner = GCVPruner(max_basis=max_basis, free_intercept=True)
-        self.record = self._new_record(vars(self))
-        self.record[0]["prior_shrink"] = 1  # (core.sample.shrink_to_prior)
-        self._levels = core.new_levels()
+        self.record = self._new_record()
+        self._stream = StreamLayer(coverage)
         self._spares = None
 
     def _validate_parameters(self) -> None:
@@ -235,6 +246,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         check_radii("radii", self.radii)
         check_real("novelty", self.novelty, 0.0)
         check_real("error_threshold", self.error_threshold, 0.0)
+        check_real("coverage", self.coverage, 0.0, 1.0, low_open=True, high_open=True)
 
     @classmethod
     def _unit_test_params(cls) -> Iterable[dict]:
@@ -248,14 +260,6 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     _propose = Field()
     _error = Field()
     _error_square = Field()
-    _change_keep = Field()
-    _calibration = Field("calibration")
-    _model_weight = Field("model_weight")
-    _mean_prediction = Field("mean_prediction")
-    _mean_variance = Field("mean_variance")
-    _level_offset = Field("level_offset")
-    _level_variance = Field("level_variance")
-    _outer_calibration = Field("outer_calibration")
 
     @property
     def model(self) -> IncrementalRidge | None:
@@ -266,31 +270,19 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         self._model = value
 
     def __setstate__(self, state: dict) -> None:
-        state = upgrade_rbf_state(state, self._new_record)
-        self.__dict__.update(state)
+        super().__setstate__(state)  # (Versioned: refuses another version's pickle)
         self._spares = None
-        # (a weight of exactly 0 was never weighed: a pickle from before the weighing)
-        if self.record[0]["model_weight"] == 0.0 and self._model is not None:
-            self._trust_the_model()
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
-        for name in ("_spares", "_row_scratch", "_cached_arguments",
-                     "_predict_arguments"):  # (made anew)
+        for name in ("_spares", "_row_scratch", "_cached_bundle"):  # (made anew)
             state.pop(name, None)
         return state
 
-    def _new_record(self, state: dict) -> np.ndarray:
+    def _new_record(self) -> np.ndarray:
         record = new_record(SAMPLE)
-        reg = record[0]
-        reg["noise_variance"] = state.get("_noise_variance", 0.0)
-        reg["n_learned"] = state.get("_n_learned", 0)
-        reg["noise_every"] = state["noise_every"]
-        reg["error_threshold"] = state["error_threshold"]
-        reg["log_odds"] = core.PRIOR_LOG_ODDS
-        buffer = state.get("_buffer")
-        if buffer is not None:
-            reg["novelty_sq"] = buffer.novelty_threshold
+        record[0]["noise_every"] = self.noise_every
+        record[0]["error_threshold"] = self.error_threshold
         return record
 
     # -- learning -------------------------------------------------------------------------
@@ -316,15 +308,16 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         self._constant_id = ids[0]
         self._inputs = InputMetric(n_features, self.metric)
         self._adaptive = AdaptiveMemory(self.window_size)
-        self._concepts = ConceptMemory(self.concepts, min(LASTED, self.window_size))
-        self.n_memory_cuts = 0  # (memory="adaptive": see _adapt_memory)
+        self._concepts = self._stream.concept_memory(self.concepts,
+                                                     min(LASTED, self.window_size))
+        self.n_memory_cuts = 0  # (memory="adaptive": StreamLayer.after_learning)
 
     def _noise_level(self) -> float:
         """The noise variance in use (``core.noise_level``): the last estimate, or the
         target's variance before the first one; 1 before any pattern."""
         if self._model is None or not self._model.n_patterns:
             return 1.0
-        return core.noise_level(self.record, self._model.window.record)
+        return fused.noise_level(self.record, self._model.window.record)
 
     @property
     def _lambda_min(self) -> float:
@@ -360,8 +353,8 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         added = pruner.n_added if size >= self.max_basis else -1  # (-1: not at the budget)
         fast = known and features.is_fitted
         means = features.means if fast else np.empty(len(vector))
-        status = core.stream_sample(vector, target, means, features.n_committed + 1,
-                                    evaluations, first, *self._arguments())
+        status = fused.stream_sample(vector, target, means, features.n_committed + 1,
+                                     evaluations, first, self._bundle())
         if status == core.SLIDE_REFUSED:  # the add-first order, by the model's operations
             row = self._row_buffer()[: model.window.n_columns].copy()
             try:
@@ -369,19 +362,16 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             except IllConditionedError:  # not even that: re-solve without the oldest
                 model.rebuild_without_oldest(vector, target, row)
             self._n_learned += 1
-            status = core.MOVE  # (nothing to carry out: the pruner's evaluations follow)
+            status = fused.MOVE  # (nothing to carry out: the pruner's evaluations follow)
             pruner.record[0]["done"] = 0
             pruner.record[0]["stop"] = core.pruning.FINISHED
         if fast:
             features.n_committed += 1
         else:
             features.commit(vector, x, known)
-        while status != core.QUIET:
+        while status != fused.QUIET:
             evaluations, first = self._carry_on(status, evaluations, first)
-            status = core.continue_sample(
-                self.record, pruner.record, model.record, model.window.record, vector,
-                *model.window.tracked(), *model.state.arrays(), *self._spare_arrays(),
-                self._buffer.protected_ids(), pruner.move, evaluations, first)
+            status = fused.continue_sample(self._bundle(), vector, evaluations, first)
         if pruner.resized:
             self._adopt_resized()
         elif not size:
@@ -390,43 +380,29 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         if self._concepts is not None and self._concepts.kept:
             self._judge_concepts(vector, target)
         self._consider(vector, busy)
-        if self._change_keep:
-            self._adapt_memory()
-        elif self._adaptive.holding:
-            self._adaptive.hold(self._model, self._n_learned)
-
-    def _adapt_memory(self) -> None:
-        """Adaptive memory (:mod:`onlinesparse.memory`): the compiled sample's change
-        statistics raised an alarm dating the change ``_change_keep`` samples back; the
-        window forgets the patterns before it."""
-        since = self._change_keep
-        self._change_keep = 0
-        if not since or self.memory != "adaptive":
-            return
-        model = self._model
-        self._concepts.after_alarm(model.window.basis.arrays(), model.state.weights,
-                                   self._noise_level(), self._n_learned)
-        if self._adaptive.after_alarm(model, since, self._n_learned):
+        memory = self._adaptive if self.memory == "adaptive" else None
+        if self._stream.after_learning(memory, self._concepts, self._model, self._freeze,
+                                       self._n_learned):
             self.n_memory_cuts += 1
-            self._restart_level()
+
+    def _freeze(self) -> tuple[FrozenBasis, float] | None:
+        """The model as it stands, frozen (its basis functions and weights), and its noise
+        variance; None while it has no basis function."""
+        model = self._model
+        frozen = FrozenBasis.of(model.window.basis, model.state.weights)
+        return None if frozen is None else (frozen, self._noise_level())
 
     def _judge_concepts(self, x: np.ndarray, target: float) -> None:
         """The evidence of this sample for the concepts kept (:mod:`onlinesparse.concepts`)
         against the model, scored by the model's calibrated predictive variance κ²σ²
-        (``core.model_spread`` at leverage 0); a change building up
-        (``core.change_underway``) wakes them."""
+        (``calibrated_spread`` at leverage 0); a change building up
+        (``change_underway``) wakes them."""
         window = self._model.window
+        stream = self._stream.bundle
         self._concepts.judge(x, target, self._error,
-                             core.model_spread(self.record, window.record, 0.0),
-                             window.count - 2.0, core.change_underway(self.record),
+                             calibrated_spread(stream.calibration, self._noise_level(), 0.0),
+                             window.count - 2.0, change_underway(stream.change),
                              self._n_learned)
-
-    def _restart_level(self) -> None:
-        """A model refitted after a change makes errors of its own: the level its
-        predecessor's errors had (``core.level``) starts again from 0."""
-        self._levels[:] = core.new_levels()
-        self._level_offset = 0.0
-        self._level_variance = 0.0
 
     def _start_with_the_mean(self) -> None:
         """Cold start: a model without basis functions takes the constant at λ = 0 as soon
@@ -464,11 +440,10 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
     _concepts: ConceptMemory | None = None
     # The first target learned: every target enters the window as its difference from it
     # and every prediction adds it back, which makes the model equivariant to a shift of
-    # the target (docs/numerics.md §8). 0 for a model pickled before it existed.
+    # the target (docs/numerics.md §8).
     _target_reference = 0.0
-    # The compiled calls' arguments, kept while the arrays stay (see _arguments).
-    _cached_arguments = None
-    _predict_arguments = None
+    # The compiled calls' bundle, kept while the arrays stay (see _bundle).
+    _cached_bundle = None
 
     def _adopt_resized(self) -> None:
         """Take the state a compiled call resized into the spare arrays."""
@@ -477,31 +452,27 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             self._spares = None
             self._overfilled = True
 
-    def _arguments(self) -> tuple:
-        """The arrays of a compiled sample after its per-call scalars: the records, the row
-        buffer, the window's and the basis's arrays, the ridge state, the spare arrays,
-        the protected ids and the move buffer. Kept between samples while none of them is
-        replaced (a resize, a refresh, a grown window), since gathering them costs a few
-        microseconds of a ~40 µs sample."""
+    def _bundle(self) -> fused.SampleState:
+        """Everything a compiled sample reads and writes (``orr.sample.SampleState``). Kept
+        between samples while none of its arrays is replaced (a resize, a refresh, a grown
+        window), since gathering it costs a few microseconds of a ~40 µs sample."""
         model = self._model
         window, state = model.window, model.state
-        cached = self._cached_arguments
+        cached = self._cached_bundle
         # (the protected ids are fixed once the first sample has made the pool)
-        if (cached is not None and cached[0][0] == window.layout
-                and cached[0][1] is state.variance and cached[0][2] is self._spares):
-            return cached[1]
-        protected = self._buffer.protected_ids()
+        if (cached is not None and cached[0] == window.layout and cached[1] is state.variance
+                and cached[2] is state.weights and cached[3] is self._spares):
+            return cached[4]
         pruner = self._pruner
-        basis = window.basis.arrays()
-        arguments = (self.record, self._levels, *self._inputs.tracked, pruner.record,
-                     model.record, window.record, self._row_buffer(), *window.tracked_ring(),
-                     *state.arrays(), *self._spare_arrays(), protected, pruner.move)
-        self._cached_arguments = ((window.layout, state.variance, self._spares), arguments)
-        # predict_one's: the model's basis, weights and S, valid while the window's layout
-        # and the two arrays stay (predict_one checks all three)
-        self._predict_arguments = (window, window.layout,
-                                   (*basis, state.weights, state.variance))
-        return arguments
+        t = window.tracked()
+        bundle = fused.SampleState(
+            self.record, self._stream.bundle, fused.Inputs(*self._inputs.tracked),
+            pruner.record, model.record, window.record, self._row_buffer(), t,
+            fused.Ring(*window.ring()), core.Ridge(*state.arrays()),
+            core.Ridge(*self._spare_arrays()), self._buffer.protected_ids(), pruner.move)
+        self._cached_bundle = (window.layout, state.variance, state.weights, self._spares,
+                               bundle)
+        return bundle
 
     def _row_buffer(self) -> np.ndarray:
         row = getattr(self, "_row_scratch", None)
@@ -667,60 +638,27 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             noise = self._noise_level()
             return gaussian(self._empty_prediction(),
                             noise + self._novelty_variance(vector, noise))
-        state = model.state
-        cached = self._predict_arguments
-        # (the arrays of the last learn_one, if they still hold)
-        if not (cached is not None and cached[0].layout == cached[1]
-                and cached[2][-2] is state.weights and cached[2][-1] is state.variance):
-            cached = (None, None, (*model.window.basis.arrays(), state.weights,
-                                   state.variance))
+        b = self._bundle()
         # Where the model knows little, its prediction returns toward the targets' mean
-        # (core.sample.shrink_to_prior).
-        mean, variance = core.model_prediction(vector, self.record, model.window.record,
-                                               *cached[2])
-        if not with_dist:
-            return self._averaged(mean, vector)
-        noise = self._noise_level()
-        # (the calibration factor κ², see core.sample.calibrate)
-        variance *= math.exp(2.0 * self._calibration)
-        # (the errors' level, and the calibration of the sum, κ_o²: core.sample.calibrate)
-        variance = ((variance + self._level_variance) * math.exp(2.0 * self._outer_calibration)
-                    + self._novelty_variance(vector, noise))
-        mean += self._level_offset
-        w = self._model_weight
-        if w != 1.0:  # the two-component mixture's mean and variance
-            other, spread = self._mean_prediction, self._mean_variance
-            gap = mean - other  # (w·v + (1 − w)·v' + w(1 − w)(μ − m)²: no cancellation)
-            variance = w * variance + (1.0 - w) * spread + w * (1.0 - w) * gap * gap
-            mean = w * mean + (1.0 - w) * other
+        # (stream.prior.shrink_to_prior).
+        mean, variance = fused.model_prediction(vector, self.record, model.window.record,
+                                                b.stream, b.tracked, b.state)
+        novelty = self._novelty_variance(vector, self._noise_level()) if with_dist else 0.0
+        # (calibration, the errors' level, the running mean: stream.layer.predictive)
+        mean, variance = predictive(b.stream, mean, variance, novelty)
         if self._concepts is not None and self._concepts.kept:
             mean, variance = self._concepts.blend(vector, mean, variance)
-        return gaussian(mean + self._target_reference, variance)
-
-    def _averaged(self, prediction: float, x: np.ndarray) -> float:
-        """The model's prediction averaged with the running mean's by the prequential
-        evidence (``core.sample.weigh_against_mean``): ``w·(f(x) + b) + (1 − w)·ȳ``, b the
-        errors' level (``core.level``), then with the concepts kept
-        (:mod:`onlinesparse.concepts`), plus the first target that f and ȳ are measured
-        from; once the model has won, w is 1."""
-        prediction += self._level_offset
-        w = self._model_weight
-        if w != 1.0:
-            prediction = w * prediction + (1.0 - w) * self._mean_prediction
-        if self._concepts is not None and self._concepts.kept:
-            prediction = self._concepts.blend(x, prediction, 0.0)[0]
-        return prediction + self._target_reference
+        mean += self._target_reference
+        return gaussian(mean, variance) if with_dist else mean
 
     def _trust_the_model(self) -> None:
-        """A model that did not earn its weight sample by sample (built from a batch fit,
-        or pickled before the weighing existed) predicts with its own fit alone."""
-        record = self.record[0]
-        record["log_odds"] = core.LOG_ODDS_LIMIT
-        record["model_weight"] = 1.0
+        """A model that did not earn its weight sample by sample (built from a batch fit)
+        predicts with its own fit alone."""
+        self._stream.trust_the_model()
 
     def _novelty_variance(self, vector: np.ndarray, noise: float) -> float:
         """What the basis set cannot know at x: the posterior variance of the weight of a
-        new Gaussian basis function centred at x (height 1, the middle proposed radius),
+        new basis function of the model's kernel at x (height 1, the middle proposed radius),
         given the data near it and a prior variance of s², the target's variance in
         memory — ``1 / (1/s² + Σᵢ φ(xᵢ)²/σ²)`` (the augmentation of Rasmussen and
         Quiñonero-Candela 2005, taken conditionally on the other weights). Far from every
@@ -734,7 +672,7 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
         prior = core.target_variance(window.record)
         if not (prior > 0.0 and noise > 0.0):
             return 0.0
-        near = window.support(vector, self._buffer.reference_radius)
+        near = window.support(vector, self._buffer.reference_radius, KERNELS[self.kernel])
         return 1.0 / (1.0 / prior + near / noise)
 
     def _empty_prediction(self) -> float:
@@ -787,10 +725,8 @@ class SparseRBFRegressor(RecordOwner, base.Regressor):
             "effective_parameters": model.effective_parameters,
             "gcv": model.gcv,
             "noise_std": math.sqrt(self._noise_level()),
-            "calibration": math.exp(float(self.record[0]["calibration"])),
-            # (the errors' level added to predictions, core.level, and κ_o)
-            "level": self._level_offset,
-            "level_calibration": math.exp(self._outer_calibration),
+            # (κ, the errors' level added to predictions and κ_o: onlinesparse.stream)
+            **{k: v for k, v in self._stream.summary().items() if k != "model_weight"},
             "n_patterns": model.n_patterns,
             "n_refreshes": float(model.n_refreshes),
             "n_added": float(self._pruner.n_added),

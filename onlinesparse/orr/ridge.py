@@ -25,7 +25,6 @@ from onlinesparse.core.state import (
     RIDGE,
     Field,
     RecordOwner,
-    adopt_fields,
     new_record,
 )
 from onlinesparse.features import as_target as _as_target
@@ -162,17 +161,6 @@ class IncrementalRidge(RecordOwner):
         self._pending_code = (NO_REFRESH if value is None
                               else REFRESH_STATISTICS if value else REFRESH_STATE)
 
-    def __setstate__(self, state: dict) -> None:
-        if "record" not in state:  # a pickle written before the scalars had a record
-            record = state["record"] = new_record(RIDGE)
-            pending = state.pop("_pending", None)
-            record[0]["pending"] = (NO_REFRESH if pending is None
-                                    else REFRESH_STATISTICS if pending else REFRESH_STATE)
-            record[0]["summary_version"] = -1
-            state.pop("_summary_cache", None)
-            adopt_fields(state, record)
-        self.__dict__.update(state)
-
     # -- read-only views ------------------------------------------------------------------
     @property
     def n_features(self) -> int:
@@ -195,6 +183,18 @@ class IncrementalRidge(RecordOwner):
     def variance(self) -> np.ndarray:
         """``A⁻¹ = (HᵀH + Λ)⁻¹``."""
         return self.state.variance
+
+    @property
+    def n_stored(self) -> int:
+        """Patterns stored in the window (the adaptive memory's protocol,
+        :class:`~onlinesparse.stream.memory.Forgetful`)."""
+        return self.window.n_stored
+
+    @property
+    def n_parameters(self) -> int:
+        """Basis functions in the model (the adaptive memory keeps at least ten patterns
+        more)."""
+        return self.size
 
     @property
     def n_patterns(self) -> float:

@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from onlinesparse import core
-from onlinesparse.core.state import WINDOW, Field, RecordOwner, adopt_fields, new_record
+from onlinesparse.core.state import WINDOW, Field, RecordOwner, new_record
 from onlinesparse.orr.kernels import Basis, BasisSpec
 
 __all__ = ["WindowStatistics", "MEMORY_POLICIES"]
@@ -77,7 +77,7 @@ class WindowStatistics(RecordOwner):
     # advances them: patterns seen, the ring's oldest slot and fill, the columns tracked
     # and in the model, the pattern count since which every column is exact, the rolling
     # refresh's credit, p, yᵀy and the forgetting factor.
-    layout = 0  # (class default: a pickle from before growths were counted)
+    layout = 0
     n_seen = Field()
     _head = Field()
     n_stored = Field()
@@ -174,20 +174,8 @@ class WindowStatistics(RecordOwner):
         return state
 
     def __setstate__(self, state: dict) -> None:
-        if "record" not in state:  # a pickle written before the scalars had a record
-            state["record"] = new_record(WINDOW)
-            adopt_fields(state, state["record"])
-        if "_X" in state:  # a checkpoint that stored the inputs pattern by pattern
-            state["_XT"] = np.ascontiguousarray(state.pop("_X").T)
         self.__dict__.update(state)
         n = self.n_columns
-        if "merit" not in state:  # a checkpoint written before columns carried a merit
-            self.merit = np.full(n, np.nan)
-        if "stamps" not in state:  # …or a stamp (0: stale, renewed first)
-            self.stamps = np.zeros(n, dtype=np.int64)
-            self._refresh_credit, self._exact_since = 0.0, 0
-        if "traffic" not in state:  # …or its traffic (0: as if exact)
-            self.traffic = np.zeros(n)
         cap = max(n, 1)
         gram = np.zeros((cap, cap))
         gram[:n, :n] = self._gram
@@ -274,12 +262,10 @@ class WindowStatistics(RecordOwner):
         return core.Tracked(self._gram, self._cross_y, self.traffic, self._HT, self.ids,
                             self.merit, self.stamps, *basis.arrays())
 
-    def tracked_ring(self) -> tuple[np.ndarray, ...]:
-        """:meth:`tracked` with the ring's inputs and targets after the stored rows, in the
-        order ``core.stream_sample`` takes them."""
-        basis = self.basis
-        return (self._gram, self._cross_y, self.traffic, self._HT, self._XT, self._y,
-                self.ids, self.merit, self.stamps, *basis.arrays())
+    def ring(self) -> tuple[np.ndarray, np.ndarray]:
+        """The stored inputs (one column per slot) and targets, as the compiled sample takes
+        them (``orr.sample.Ring``)."""
+        return self._XT, self._y
 
     def make_room(self) -> None:
         """Grow a ring that is still filling up to its capacity when the next pattern
@@ -303,10 +289,11 @@ class WindowStatistics(RecordOwner):
         """Stored inputs, oldest first (one row per pattern)."""
         return np.ascontiguousarray(self._XT[:, self._order()].T)
 
-    def support(self, x: np.ndarray, radius: float) -> float:
-        """``Σᵢ φ(xᵢ)²`` over the stored inputs, φ the Gaussian of ``radius`` centred at x
-        (``core.support``): how much of the window lies near x. O(W·d)."""
-        return core.support(self._XT, self._head, self.n_stored, x, 1.0 / radius ** 2)
+    def support(self, x: np.ndarray, radius: float, kind: int = core.GAUSSIAN) -> float:
+        """``Σᵢ φ(xᵢ)²`` over the stored inputs, φ the radial function of type ``kind`` and
+        ``radius`` centred at x (``core.support``): how much of the window lies near x.
+        O(W·d)."""
+        return core.support(self._XT, self._head, self.n_stored, x, 1.0 / radius ** 2, kind)
 
     def stored_targets(self) -> np.ndarray:
         return self._y[self._order()]

@@ -10,7 +10,7 @@ import pandas as pd
 from river import base
 
 from onlinesparse._blas import single_blas_thread
-from onlinesparse._validation import check_choice, check_int, check_real
+from onlinesparse._validation import Versioned, check_choice, check_int, check_real
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.orr.kernels import KERNELS, BasisSpec
 from onlinesparse.orr.window import WindowStatistics
@@ -62,7 +62,7 @@ def _label(y: object) -> Hashable:
     return y  # type: ignore[return-value]
 
 
-class VBLSClassifier(base.Classifier):
+class VBLSClassifier(Versioned, base.Classifier):
     """Variational Bayesian least squares (VBLS) binary classifier.
 
     Ting, D'Souza, Vijayakumar and Schaal section 4.6: the output passes through a logistic

@@ -19,7 +19,13 @@ from river import base, proba
 
 from onlinesparse._blas import single_blas_thread
 from onlinesparse._distributions import gaussian
-from onlinesparse._validation import check_choice, check_int, check_radii, check_real
+from onlinesparse._validation import (
+    Versioned,
+    check_choice,
+    check_int,
+    check_radii,
+    check_real,
+)
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.orr.buffer import BufferManager
 from onlinesparse.orr.input_metric import prediction_moves
@@ -50,7 +56,7 @@ _WIDTHS = kernel_batch.WIDTHS
 _AT_CAP = 1.0 - 1e-6
 
 
-class VBLSKernelRegressor(base.Regressor):
+class VBLSKernelRegressor(Versioned, base.Regressor):
     """Sparse kernel regression by variational Bayesian least squares, one sample at a time.
 
     The VBLS-RVM of Ting, D'Souza, Vijayakumar and Schaal (section 5.2): the prediction is
@@ -260,11 +266,6 @@ class VBLSKernelRegressor(base.Regressor):
         self._input_scales: np.ndarray | None = None
         self.n_admitted = 0
         self.n_pruned = 0
-
-    def __setstate__(self, state: dict) -> None:
-        # (a model pickled before candidate_every did the heavy work on every sample)
-        state.setdefault("candidate_every", 1)
-        self.__dict__.update(state)
 
     def _validate_parameters(self) -> None:
         check_int("max_basis", self.max_basis)

@@ -12,22 +12,24 @@ from scipy import special
 
 from onlinesparse._blas import single_blas_thread
 from onlinesparse._distributions import gaussian
-from onlinesparse._validation import check_choice, check_int, check_real
+from onlinesparse._validation import Versioned, check_choice, check_int, check_real
+from onlinesparse.core.pattern import target_variance
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.features import as_target as _as_target
 from onlinesparse.orr.kernels import BasisSpec
 from onlinesparse.orr.window import MEMORY_POLICIES, WindowStatistics
+from onlinesparse.stream import AdaptiveMemory, StreamLayer
+from onlinesparse.stream.concepts import LASTED
 from onlinesparse.vbls import engine, schedule, student_t
 from onlinesparse.vbls._many import predict_series
 
-__all__ = ["VBLSRegressor", "MEMORY_PER_WEIGHT", "FACTORISATIONS"]
+__all__ = ["VBLSRegressor", "MEMORY_PER_WEIGHT", "FACTORISATIONS", "FrozenLinear"]
 
 FACTORISATIONS = ("gaussian", "student_t")
 
 # The default memory forgets with the factor 1 − 1/(MEMORY_PER_WEIGHT·M): an effective memory
-# of MEMORY_PER_WEIGHT patterns per weight. Chosen by progressive RMSE on stationary streams
-# (TrumpApproval, Friedman #1) and drifting ones (FriedmanDrift, a wandering operating
-# point) and by a 200-input design: the tables are in docs/performance.md.
+# of MEMORY_PER_WEIGHT patterns per weight: short enough to follow a drift, long enough to
+# fit the weights (benchmarks/vbls_stream.py measures the trade).
 MEMORY_PER_WEIGHT = 5
 
 
@@ -35,7 +37,18 @@ MEMORY_PER_WEIGHT = 5
 # the 200-input design, each costs O(M³) and a batch fit.
 _READMIT_ROUNDS = 5
 
-class VBLSRegressor(base.Regressor):
+class FrozenLinear:
+    """A linear model frozen as it stood, ``b₀ + bᵀx`` (a kept concept's predictor)."""
+
+    def __init__(self, intercept: float, weights: np.ndarray) -> None:
+        self.intercept = float(intercept)
+        self.weights = np.array(weights, dtype=float)
+
+    def predict(self, x: np.ndarray) -> float:
+        return self.intercept + float(self.weights @ x)
+
+
+class VBLSRegressor(Versioned, base.Regressor):
     """Variational Bayesian least squares (VBLS) linear regression with relevance detection.
 
     The model of Ting, D'Souza, Vijayakumar and Schaal: the prediction is
@@ -68,11 +81,16 @@ class VBLSRegressor(base.Regressor):
         Fixed-point sweeps after each ``learn_one`` (and as many for the restart): more
         track a moving fixed point more closely, each costs O(M²).
     memory
-        ``"forgetting"`` (default), ``"window"`` or ``"unbounded"`` (see
-        :class:`~onlinesparse.orr.window.WindowStatistics`). A stream drifts: forgetting tracks
-        it, at the price of the accuracy more patterns would give on a stationary one.
+        ``"forgetting"`` (default), ``"window"``, ``"unbounded"`` (see
+        :class:`~onlinesparse.orr.window.WindowStatistics`) or ``"adaptive"``: a window of
+        ``window_size`` that forgets the patterns before a change of the stream the
+        prequential errors show (:mod:`onlinesparse.stream.memory`, the same as
+        :class:`~onlinesparse.SparseRBFRegressor`'s). Forgetting tracks a drift at the
+        price of the accuracy more patterns would give on a stationary stream; adaptive
+        memory keeps them until a change, at the price of a recomputation (O(W·M²)) on the
+        sample that detects it.
     window_size
-        Number of patterns of a ``"window"``.
+        Number of patterns of a ``"window"`` (the most an ``"adaptive"`` memory keeps).
     forgetting_factor
         Factor of ``"forgetting"`` memory; ``None``: ``1 − 1/(5M)`` for M weights (an
         effective memory of five patterns per weight, :data:`MEMORY_PER_WEIGHT`). Closer to 1
@@ -100,6 +118,17 @@ class VBLSRegressor(base.Regressor):
     strict
         Passed to :class:`~onlinesparse.features.FeatureMap`: raise on missing or unseen
         features instead of imputing / ignoring them.
+    coverage
+        ``None`` (default): ``with_dist=True`` is the model's own predictive (eq. 4.12).
+        A probability: the stream layer (:mod:`onlinesparse.stream`) calibrates the
+        central interval to it online, follows a wandering level of the errors, and weighs
+        the model against the running mean, as :class:`~onlinesparse.SparseRBFRegressor`
+        does; O(M²) more per sample. ``memory="adaptive"`` needs the layer and uses 0.95
+        when ``coverage`` is None.
+    concepts
+        With ``memory="adaptive"``, how many of the models a change ended are kept frozen
+        to predict again if their stretch returns (:mod:`onlinesparse.stream.concepts`);
+        each costs M numbers and O(M) per sample while it is awake.
 
     Examples
     --------
@@ -122,7 +151,7 @@ class VBLSRegressor(base.Regressor):
 
     # The first target learned: targets enter the statistics as differences from it and
     # predictions add it back, so that a target far from 0 (an encoder count) keeps its
-    # digits (docs/numerics.md §8). 0 for a model pickled before it existed.
+    # digits (docs/numerics.md §8).
     _target_reference = 0.0
 
     def __init__(self, prior: str = "ard", sweeps_per_sample: int = 1,
@@ -130,9 +159,13 @@ class VBLSRegressor(base.Regressor):
                  forgetting_factor: float | None = None, precision_cap: float = 10.0,
                  relevance_threshold: float = 1.0, tol: float = 1e-10,
                  max_sweeps: int = 20_000, restart_every: int = 20,
-                 factorisation: str = "gaussian", strict: bool = False) -> None:
+                 factorisation: str = "gaussian", strict: bool = False,
+                 coverage: float | None = None, concepts: int = 0) -> None:
         check_choice("prior", prior, engine.PRIORS)
-        check_choice("memory", memory, MEMORY_POLICIES)
+        check_choice("memory", memory, (*MEMORY_POLICIES, "adaptive"))
+        if coverage is not None:
+            check_real("coverage", coverage, 0.0, 1.0, low_open=True, high_open=True)
+        check_int("concepts", concepts, 0)
         check_int("window_size", window_size)
         check_int("sweeps_per_sample", sweeps_per_sample, 0)
         if forgetting_factor is not None:
@@ -154,7 +187,15 @@ class VBLSRegressor(base.Regressor):
         self.restart_every = restart_every
         self.factorisation = factorisation
         self.strict = strict
+        self.coverage = coverage
+        self.concepts = concepts
         self._features = FeatureMap(strict=strict)
+        self._layer: StreamLayer | None = None
+        if coverage is not None or memory == "adaptive":
+            self._layer = StreamLayer(0.95 if coverage is None else coverage)
+            self._adaptive = AdaptiveMemory(window_size) if memory == "adaptive" else None
+            self._concepts = self._layer.concept_memory(concepts, min(LASTED, window_size))
+        self._n_learned = 0
         self._stats: WindowStatistics | None = None
         self._state: engine.VBLSState | None = None
         self._schedule: schedule.OnlineSchedule | None = None
@@ -176,7 +217,8 @@ class VBLSRegressor(base.Regressor):
             factor = 1.0 - 1.0 / (MEMORY_PER_WEIGHT * (n_features + 1))
         # The linear model never reads stored patterns (no candidate columns): a forgetting
         # memory keeps only the statistics (a tolerance of 1 stores one pattern).
-        stats = WindowStatistics(n_features, memory=self.memory, size=self.window_size,
+        memory = "window" if self.memory == "adaptive" else self.memory
+        stats = WindowStatistics(n_features, memory=memory, size=self.window_size,
                                  factor=factor,
                                  tolerance=1.0 if self.memory == "forgetting" else 1e-12)
         # Column 0 is the bias, column 1 + i the i-th input in FeatureMap order.
@@ -251,12 +293,92 @@ class VBLSRegressor(base.Regressor):
         vector = self._features.transform(x, learning=True)
         if self._stats is None:
             self._target_reference = target
+        target -= self._target_reference
+        made = self._model_predictive(vector) if self._layer is not None else None
         stats = self._stats if self._stats is not None else self._new_statistics(len(vector))
-        self._push(stats, vector, target - self._target_reference)
+        self._push(stats, vector, target)
         self._stats = stats
         self._ensure_state()
         self._sweep()
         self._features.commit(vector, x)
+        self._n_learned += 1
+        if self._layer is not None:
+            self._observe(vector, target, made)
+
+    def _observe(self, vector: np.ndarray, target: float,
+                 made: tuple[float, float, float] | None) -> None:
+        """The stream layer's step on this target (:meth:`StreamLayer.learn`): the model's
+        error before learning, its noise and the relative variance of its estimate at the
+        input; then the kept concepts' evidence, and the memory's response to an alarm."""
+        stats, layer = self._stats, self._layer
+        count, total, variance = stats.count, stats.record[0]["sum_y"], target_variance(
+            stats.record)
+        if made is None:
+            layer.learn_without_model(target, count, total, variance)
+        else:
+            mean, var, noise = made
+            layer.learn(target - mean, noise, max(var - noise, 0.0) / noise, target, count,
+                        total, variance)
+            if self._concepts.kept:
+                spread = math.exp(2.0 * layer.log_scale) * noise
+                self._concepts.judge(vector, target, target - mean, spread, count - 2.0,
+                                     layer.change_underway, self._n_learned)
+        if layer.after_learning(self._adaptive, self._concepts, self, self._freeze,
+                                self._n_learned):
+            self.n_memory_cuts += 1
+
+    n_memory_cuts = 0
+
+    # -- the adaptive memory's protocol (stream.memory.Forgetful) ---------------------------
+    @property
+    def n_stored(self) -> int:
+        return 0 if self._stats is None else int(self._stats.n_stored)
+
+    @property
+    def n_parameters(self) -> int:
+        return 0 if self._stats is None else int(self._stats.n_model)
+
+    def forget_oldest(self, k: int) -> None:
+        """Forget the ``k`` oldest patterns (the statistics recomputed from the rest) and
+        refit from the neutral point: the posterior of the patterns before a change is no
+        start for the ones after it."""
+        self._stats.drop_oldest(k)
+        self._state = None
+        self._schedule = None
+        self._ensure_state()
+        self._sweep()
+
+    def _freeze(self) -> tuple[FrozenLinear, float] | None:
+        """The model as it stands (targets measured from the first one) and its noise."""
+        if self._state is None:
+            return None
+        return FrozenLinear(self.intercept - self._target_reference,
+                            np.array(list(self.weights.values()))), self._noise()
+
+    def _noise(self) -> float:
+        """The noise variance of a prediction (eq. 4.12 without the weights' variance)."""
+        state = self._state
+        if self._student:
+            return float(state.output_noise
+                         + np.sum(state.branch_noise / state.precisions))
+        return state.total_noise
+
+    def _model_predictive(self, vector: np.ndarray) -> tuple[float, float, float] | None:
+        """The model's mean and variance at ``vector`` (targets measured from the first
+        one), returned toward the targets' mean where its estimate is uncertain
+        (:meth:`StreamLayer.shrink`: a linear fit to a short memory extrapolates), and its
+        noise variance; None before a model exists."""
+        if self._state is None:
+            return None
+        if self._student:
+            mean, var, _ = self._student_moments(vector)
+        else:
+            mean, var = engine.predictive_regression(self._state,
+                                                     np.concatenate(([1.0], vector)))
+        stats, noise = self._stats, self._noise()
+        mean, var = self._layer.shrink(mean, var, noise, stats.count,
+                                       stats.record[0]["sum_y"], target_variance(stats.record))
+        return mean, var, noise
 
     @single_blas_thread
     def learn_many(self, X: Iterable[Mapping[Hashable, object]] | object,
@@ -353,6 +475,8 @@ class VBLSRegressor(base.Regressor):
         vector = self._features.transform(x)
         if self._state is None:
             return gaussian(0.0, 1.0) if with_dist else 0.0
+        if self._layer is not None:
+            return self._predict_through_layer(vector, with_dist)
         if self._student:
             return self._predict_student(vector, with_dist)
         row = np.concatenate(([1.0], vector))
@@ -364,18 +488,46 @@ class VBLSRegressor(base.Regressor):
             return gaussian(mean, var)
         return mean
 
-    def _predict_student(self, vector: np.ndarray, with_dist: bool
-                         ) -> float | student_t.StudentT:
-        """The section 4.3 predictive (:func:`~onlinesparse.vbls.student_t.predictive`) on the
-        centred inputs, plus the mean of the targets (the bias of the centred problem)."""
+    def _predict_through_layer(self, vector: np.ndarray, with_dist: bool
+                               ) -> float | proba.Gaussian | student_t.StudentT:
+        """The prediction as made by the stream layer (:meth:`StreamLayer.predict`:
+        calibration, the errors' level, the running mean) and the kept concepts; a
+        Student-t predictive keeps its degrees of freedom."""
+        mean, var, _ = self._model_predictive(vector)
+        if not (math.isfinite(mean) and (math.isfinite(var) or not with_dist)):
+            raise self._features.overflow(vector)
+        mean, var = self._layer.predict(mean, var)
+        if self._concepts.kept:
+            mean, var = self._concepts.blend(vector, mean, var)
+        mean += self._target_reference
+        if not with_dist:
+            return mean
+        if self._student:
+            return self._student_distribution(mean, var, self._student_moments(vector)[2])
+        return gaussian(mean, var)
+
+    def _student_moments(self, vector: np.ndarray) -> tuple[float, float, float]:
+        """The section 4.3 predictive's mean (targets measured from the first one),
+        variance and degrees of freedom (:func:`~onlinesparse.vbls.student_t.predictive` on
+        the centred inputs, plus the mean of the targets, the centred problem's bias)."""
         count = self._stats.count
         _, _, _, sums, target_sum = self._centred()
         mean, var, nu = student_t.predictive(self._state, vector - sums / count)
-        mean += target_sum / count + self._target_reference
-        if not with_dist:
-            return mean
+        return mean + target_sum / count, var, nu
+
+    @staticmethod
+    def _student_distribution(mean: float, var: float, nu: float) -> student_t.StudentT:
         scale2 = var * (nu - 2.0) / nu if math.isfinite(nu) and nu > 2.0 else var
         return student_t.StudentT(mean, math.sqrt(max(scale2, 0.0)), nu)
+
+    def _predict_student(self, vector: np.ndarray, with_dist: bool
+                         ) -> float | student_t.StudentT:
+        """The section 4.3 predictive on its own (:meth:`_student_moments`)."""
+        mean, var, nu = self._student_moments(vector)
+        mean += self._target_reference
+        if not with_dist:
+            return mean
+        return self._student_distribution(mean, var, nu)
 
     def predict_many(self, X: pd.DataFrame) -> pd.Series:
         """The posterior mean of every row of ``X``, as river's ``predict_many``: a ``Series``

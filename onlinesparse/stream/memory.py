@@ -1,12 +1,12 @@
-"""The adaptive memory of :class:`~onlinesparse.orr.rbf.SparseRBFRegressor`: how much of its
-window a change of the stream costs, and how long the window may grow again.
+"""Adaptive memory: how much of a model's memory a change of the stream costs, and how long
+the memory may grow again — for any model that implements :class:`Forgetful`.
 
-The change statistics (``core.sample.watch_for_change``: Page's CUSUM on the calibrated
-prequential errors, their mean going up or down and their scale doubling) raise an alarm
-with an estimate of how many samples ago the stream changed. :meth:`AdaptiveMemory.after_alarm`
-then has the window forget every pattern before that sample, keeping at least as many
-patterns as there are basis functions plus ten, and ``MIN_MEMORY``. This goes through
-``IncrementalRidge.forget_oldest``, O(W·n² + M³): that sample's heavy work.
+The change statistics (:mod:`~onlinesparse.stream.change`: Page's CUSUM on the calibrated
+prequential errors) raise an alarm with an estimate of how many samples ago the stream
+changed. :meth:`AdaptiveMemory.after_alarm` then has the model forget every pattern before
+that sample, keeping at least as many patterns as it has parameters plus ten, and
+``MIN_MEMORY``. For the Orr family this is ``IncrementalRidge.forget_oldest``,
+O(W·n² + M³): that sample's heavy work.
 
 A stream that keeps changing is best fitted on about the stretch between its changes.
 From the second alarm on, the window refills only up to the interval between the last two
@@ -17,17 +17,28 @@ window size.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from onlinesparse.orr.ridge import IncrementalRidge
-
-__all__ = ["MIN_MEMORY", "RELAX", "AdaptiveMemory"]
+__all__ = ["MIN_MEMORY", "RELAX", "Forgetful", "AdaptiveMemory"]
 
 # The fewest patterns a cut keeps; how many caps' worth of samples without a change relax
-# the cap on a stream that keeps changing (ChickWeights, which drifts throughout: 38.98
-# with 4, 43.98 with 2, 41.98 without a cap; Friedman #1, the FriedmanDrift streams and
-# the robot stream: the same with any).
+# the cap on a stream that keeps changing (a stream that drifts throughout is fitted best
+# on about the stretch between its changes).
 MIN_MEMORY = 30
 RELAX = 4
+
+
+class Forgetful(Protocol):
+    """What a model offers the adaptive memory: how many patterns it stores, how many
+    parameters it fits to them, and forgetting the oldest ``k`` exactly."""
+
+    @property
+    def n_stored(self) -> int: ...
+
+    @property
+    def n_parameters(self) -> int: ...
+
+    def forget_oldest(self, k: int) -> None: ...
 
 
 @dataclass
@@ -60,7 +71,7 @@ class AdaptiveMemory:
         """Whether :meth:`hold` has anything to do."""
         return bool(self.cap or self.stale)
 
-    def after_alarm(self, model: IncrementalRidge, since: int, learned: int) -> bool:
+    def after_alarm(self, model: Forgetful, since: int, learned: int) -> bool:
         """An alarm at sample ``learned`` dating the change ``since`` samples back: cut the
         window of ``model`` to the patterns after it (module docstring). Returns whether
         patterns were forgotten."""
@@ -73,7 +84,7 @@ class AdaptiveMemory:
                 self.cap = interval
                 self.cap_since = learned
             self.last_alarm = learned
-        stored = model.window.n_stored
+        stored = model.n_stored
         cut = keep < stored
         if cut:
             model.forget_oldest(stored - keep)
@@ -82,14 +93,14 @@ class AdaptiveMemory:
         self.stale = max(min(keep, stored) - since, 0)
         return cut
 
-    def hold(self, model: IncrementalRidge, learned: int) -> None:
+    def hold(self, model: Forgetful, learned: int) -> None:
         """Forget the stale patterns once the floor is reached without them, and keep the
         window of a stream that keeps changing at about ``cap``: once it holds half as much
         again, the oldest patterns beyond the cap are forgotten (``forget_oldest``, one
         heavy sample in every cap/2). When no change comes for ``RELAX`` caps' worth of
         samples the stream has settled: the cap doubles, and is dropped at
         ``window_size``."""
-        stored = model.window.n_stored
+        stored = model.n_stored
         if self.stale and stored - self.stale >= _floor(model):
             model.forget_oldest(self.stale)
             self.stale = 0
@@ -107,7 +118,7 @@ class AdaptiveMemory:
             model.forget_oldest(stored - cap)
 
 
-def _floor(model: IncrementalRidge) -> int:
+def _floor(model: Forgetful) -> int:
     """The fewest patterns the window keeps: the basis functions plus ten, and
     ``MIN_MEMORY``, so that the model stays well posed."""
-    return max(model.size + 10, MIN_MEMORY)
+    return max(model.n_parameters + 10, MIN_MEMORY)

@@ -1,0 +1,82 @@
+"""The predictive interval's calibration: adaptive conformal inference on a scale.
+
+A factor κ multiplies a model's predictive deviation. After each target it grows by
+``e^(η(1 − α))`` when the error fell outside the central ``coverage`` interval and shrinks
+by ``e^(−ηα)`` when inside (α = 1 − coverage), so that in the long run a fraction α falls
+outside whatever the stream: a noise estimate from few patterns, heavy tails, drift, inputs
+far from the data (Gibbs and Candès 2021, adaptive conformal inference, on the logarithm of
+a scale). Two factors are kept:
+
+* κ (``log_scale``), of the model's own deviation, on the model's own error; that error in
+  units of the calibrated deviation, clipped at ±3, is ``z``, which the change detector
+  (:mod:`~onlinesparse.stream.change`) accumulates;
+* κ_o (``outer_log_scale``), of the deviation of the prediction as made (the model plus the
+  errors' level, :mod:`~onlinesparse.stream.level`), on that prediction's error: where the
+  level explains part of the errors, κ alone would leave the interval too wide.
+
+``coverage`` is the one parameter: the interval's quantile and the miss rate both follow
+from it (:func:`new_calibration`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.stats import norm
+
+from onlinesparse._jit import jit
+
+__all__ = ["CALIBRATION", "CALIBRATION_STEP", "CALIBRATION_LIMIT", "new_calibration",
+           "calibration_step", "calibrate"]
+
+CALIBRATION = np.dtype([("log_scale", np.float64), ("outer_log_scale", np.float64),
+                        ("z", np.float64), ("quantile", np.float64),
+                        ("miss_rate", np.float64)])
+# The step η of log κ: a few dozen samples to follow a change of scale, a wobble of about
+# ±0.1 in log κ on a stationary stream.
+CALIBRATION_STEP = 0.1
+CALIBRATION_LIMIT = 5.0  # |log κ| at most: κ within [0.007, 148]
+
+
+def new_calibration(coverage: float = 0.95) -> np.ndarray:
+    """A calibration record aiming at ``coverage`` (the central interval's probability):
+    quantile ``Φ⁻¹(½ + coverage/2)`` and miss rate ``1 − coverage`` (rounded to 15 digits,
+    so that 0.95 gives the decimal 0.05)."""
+    if not 0.0 < coverage < 1.0:
+        raise ValueError(f"coverage must lie strictly between 0 and 1, got {coverage!r}")
+    record = np.zeros(1, dtype=CALIBRATION)
+    record[0]["quantile"] = norm.ppf(0.5 + coverage / 2.0)
+    record[0]["miss_rate"] = round(1.0 - coverage, 15)
+    return record
+
+
+@jit
+def calibration_step(log_scale: float, error: float, deviation: float, quantile: float,
+                     miss_rate: float) -> float:
+    """One step of a factor's logarithm: up by ``η(1 − α)`` when ``error`` fell outside
+    ``±quantile·deviation``, down by ``ηα`` when inside, bounded by ±``CALIBRATION_LIMIT``."""
+    miss = abs(error) > quantile * deviation
+    step = CALIBRATION_STEP * ((1.0 if miss else 0.0) - miss_rate)
+    return min(max(log_scale + step, -CALIBRATION_LIMIT), CALIBRATION_LIMIT)
+
+
+@jit
+def calibrate(calibration: np.ndarray, spread: float, error: float, made: float,
+              level_variance: float) -> bool:
+    """One target's step of both factors (module docstring). ``spread`` is the model's
+    calibrated predictive variance ``κ²σ²(1 + hᵀSh)`` before this step and ``error`` its
+    error; ``made`` is the error of the prediction as made, whose deviation is
+    ``κ_o√(spread + level_variance)``. Sets ``z``; returns False (z 0, nothing stepped)
+    when there is no spread."""
+    c = calibration[0]
+    if not spread > 0.0:
+        c.z = 0.0
+        return False
+    deviation = math.sqrt(spread)
+    c.z = min(max(error / deviation, -3.0), 3.0)
+    outer = math.exp(c.outer_log_scale) * math.sqrt(spread + level_variance)
+    c.log_scale = calibration_step(c.log_scale, error, deviation, c.quantile, c.miss_rate)
+    c.outer_log_scale = calibration_step(c.outer_log_scale, made, outer, c.quantile,
+                                         c.miss_rate)
+    return True

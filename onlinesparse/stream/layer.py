@@ -1,0 +1,217 @@
+"""The stream layer's per-sample step and prediction, for any family.
+
+A family hands the layer, per target, its prediction's error before learning, its noise
+variance σ² and the relative variance of its estimate at the input (``leverage``, hᵀSh
+for a ridge model), and the targets in its memory (count, sum, variance). :func:`observe`
+then calibrates the interval (:mod:`~onlinesparse.stream.calibration`), watches for a
+change (:mod:`~onlinesparse.stream.change`), weighs the model against the running mean
+(:mod:`~onlinesparse.stream.baseline`) and tracks the errors' level
+(:mod:`~onlinesparse.stream.level`); :func:`predictive` composes the prediction as made
+from the model's. The records travel together as one named bundle, :class:`Stream`;
+:class:`StreamLayer` owns one for a Python object.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from onlinesparse._jit import jit
+from onlinesparse.stream.baseline import new_baseline, weigh_against_mean
+from onlinesparse.stream.calibration import calibrate, new_calibration
+from onlinesparse.stream.change import change_underway, new_change, watch_for_change
+from onlinesparse.stream.concepts import ConceptMemory, Predictor
+from onlinesparse.stream.evidence import LOG_ODDS_LIMIT
+from onlinesparse.stream.level import level_mixture, new_level_state, new_levels, track_level
+from onlinesparse.stream.memory import AdaptiveMemory, Forgetful
+from onlinesparse.stream.mixture import mixture_of_two
+from onlinesparse.stream.prior import shrink_to_prior
+
+__all__ = ["Stream", "StreamLayer", "calibrated_spread", "observe", "observe_without_model",
+           "predictive"]
+
+
+class Stream(NamedTuple):
+    """The stream layer's records: ``calibration`` (κ, κ_o, z), ``change`` (the CUSUM
+    statistics and an alarm's ``keep``), ``baseline`` (the running mean's prediction and
+    the evidence against it), ``levels`` (the level filters) and ``level`` (their mixture
+    for the next sample)."""
+
+    calibration: np.ndarray
+    change: np.ndarray
+    baseline: np.ndarray
+    levels: np.ndarray
+    level: np.ndarray
+
+
+@jit
+def calibrated_spread(calibration: np.ndarray, noise: float, leverage: float) -> float:
+    """The model's calibrated predictive variance at an input of relative variance
+    ``leverage``: ``κ²σ²(1 + leverage)``."""
+    return math.exp(2.0 * calibration[0].log_scale) * noise * (1.0 + leverage)
+
+
+@jit
+def observe(stream: Stream, error: float, noise: float, leverage: float, y: float,
+            count: float, total: float, variance: float, noise_known: bool) -> None:
+    """What a target says of the prediction made for it (module docstring): the model's
+    ``error`` (y − f(x)) and the error of the prediction as made (the level added)
+    calibrate the two factors; the calibrated error moves the change statistics; the
+    prediction as made is weighed against the running mean of the ``count`` targets in
+    memory (y included; ``total`` their sum, ``variance`` their variance); the level's
+    filters move once ``noise_known`` (before the first noise estimate it has no unit)."""
+    spread = calibrated_spread(stream.calibration, noise, leverage)  # (κ before this step)
+    level = stream.level[0]
+    made = error - level.offset
+    if calibrate(stream.calibration, spread, error, made, level.variance):
+        watch_for_change(stream.change, stream.calibration[0].z)
+    weigh_against_mean(stream.baseline, y, made, count, total, variance)
+    if noise_known:
+        track_level(stream.levels, error, spread, noise)
+        level.offset, level.variance = level_mixture(stream.levels)
+
+
+@jit
+def observe_without_model(stream: Stream, y: float, count: float, total: float,
+                          variance: float) -> None:
+    """A target seen while there is no model (nothing to judge): the running mean's
+    prediction moves on, no statistic does."""
+    stream.calibration[0].z = 0.0
+    weigh_against_mean(stream.baseline, y, y - stream.baseline[0].mean, count, total,
+                       variance)
+
+
+@jit
+def predictive(stream: Stream, mean: float, variance: float, novelty: float
+               ) -> tuple[float, float]:
+    """The prediction as made from the model's ``mean`` and uncalibrated predictive
+    ``variance``: κ² on the model's variance, the level's offset and variance added, κ_o²
+    on the sum, ``novelty`` (what the model cannot know at x) added, then the mixture with
+    the running mean by the evidence."""
+    c = stream.calibration[0]
+    level = stream.level[0]
+    variance *= math.exp(2.0 * c.log_scale)
+    variance = (variance + level.variance) * math.exp(2.0 * c.outer_log_scale) + novelty
+    mean += level.offset
+    w = stream.baseline[0].weight
+    if w != 1.0:
+        mean, variance = mixture_of_two(w, mean, variance, stream.baseline[0].mean,
+                                        stream.baseline[0].variance)
+    return mean, variance
+
+
+class StreamLayer:
+    """A :class:`Stream` owned by a Python object, with what the object reads of it.
+
+    Parameters
+    ----------
+    coverage
+        The central probability the predictive intervals are calibrated to (0.95: the
+        95 % interval). A higher coverage widens every interval.
+    """
+
+    def __init__(self, coverage: float = 0.95) -> None:
+        self.bundle = Stream(new_calibration(coverage), new_change(), new_baseline(),
+                             new_levels(), new_level_state())
+
+    def learn(self, error: float, noise: float, leverage: float, y: float, count: float,
+              total: float, variance: float) -> None:
+        """:func:`observe` for a model that has predicted (its ``error``, noise σ² and
+        relative variance ``leverage`` at the input), the targets in its memory after ``y``
+        joined them: ``count``, their sum ``total`` and their ``variance``."""
+        observe(self.bundle, error, noise, leverage, y, count, total, variance, noise > 0.0)
+
+    def learn_without_model(self, y: float, count: float, total: float,
+                            variance: float) -> None:
+        """:func:`observe_without_model`: a target seen before there is a model."""
+        observe_without_model(self.bundle, y, count, total, variance)
+
+    def shrink(self, mean: float, variance: float, noise: float, count: float, total: float,
+               target_variance: float) -> tuple[float, float]:
+        """:func:`~onlinesparse.stream.prior.shrink_to_prior` for a model whose predictive
+        variance at the input is ``variance`` (noise ``noise`` included): its prediction
+        returned toward the mean of the ``count`` targets in memory (sum ``total``,
+        variance ``target_variance``) where its estimate is uncertain."""
+        if not (noise > 0.0 and count > 0.0):
+            return mean, variance
+        spread = max(variance - noise, 0.0) / noise
+        return shrink_to_prior(mean, spread, noise, count, total / count, target_variance,
+                               self.log_scale)
+
+    def predict(self, mean: float, variance: float, novelty: float = 0.0
+                ) -> tuple[float, float]:
+        """:func:`predictive`: the prediction as made from the model's mean and variance."""
+        return predictive(self.bundle, mean, variance, novelty)
+
+    @property
+    def change_underway(self) -> bool:
+        """Whether a change is building up (a change statistic past half its threshold)."""
+        return bool(change_underway(self.bundle.change))
+
+    def concept_memory(self, capacity: int, lasted: int) -> ConceptMemory:
+        """A :class:`~onlinesparse.stream.concepts.ConceptMemory` calibrated to this
+        layer's coverage."""
+        c = self.bundle.calibration[0]
+        return ConceptMemory(capacity, lasted, float(c["quantile"]), float(c["miss_rate"]))
+
+    def after_learning(self, memory: AdaptiveMemory | None, concepts: ConceptMemory | None,
+                       model: Forgetful,
+                       freeze: Callable[[], tuple[Predictor, float] | None],
+                       learned: int) -> bool:
+        """Act on the alarm the last step raised, if any: keep the outgoing model as a
+        concept (``freeze()``: the model frozen and its noise variance), cut ``model``'s
+        memory to the patterns after the change
+        (:class:`~onlinesparse.stream.memory.AdaptiveMemory`) and restart the level;
+        without an alarm, let the memory drop what it holds back. ``memory`` None: a
+        fixed memory (the alarm is cleared, nothing else). Returns whether it cut."""
+        since = self.take_alarm()
+        if memory is None:
+            return False
+        if not since:
+            if memory.holding:
+                memory.hold(model, learned)
+            return False
+        if concepts is not None:
+            concepts.after_alarm(freeze, learned)
+        if memory.after_alarm(model, since, learned):
+            self.restart_level()
+            return True
+        return False
+
+    def restart_level(self) -> None:
+        """A model refitted after a change makes errors of its own: the level its
+        predecessor's errors had starts again from 0."""
+        self.bundle.levels[:] = new_levels()
+        self.bundle.level[:] = new_level_state()
+
+    def trust_the_model(self) -> None:
+        """A model that did not earn its weight sample by sample (built from a batch fit)
+        predicts with its own fit alone."""
+        self.bundle.baseline[0]["log_odds"] = LOG_ODDS_LIMIT
+        self.bundle.baseline[0]["weight"] = 1.0
+
+    def take_alarm(self) -> int:
+        """The change-point estimate of an alarm the last step raised (0: none), cleared."""
+        change = self.bundle.change[0]
+        keep = int(change["keep"])
+        change["keep"] = 0
+        return keep
+
+    @property
+    def log_scale(self) -> float:
+        return float(self.bundle.calibration[0]["log_scale"])
+
+    @property
+    def model_weight(self) -> float:
+        return float(self.bundle.baseline[0]["weight"])
+
+    def summary(self) -> dict[str, float]:
+        """The calibration factors, the level and the model's weight against the mean."""
+        c, level = self.bundle.calibration[0], self.bundle.level[0]
+        return {"calibration": math.exp(float(c["log_scale"])),
+                "level": float(level["offset"]),
+                "level_calibration": math.exp(float(c["outer_log_scale"])),
+                "model_weight": self.model_weight}

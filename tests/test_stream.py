@@ -1,0 +1,278 @@
+"""The stream layer's mechanisms, each alone, against a from-scratch or external reference:
+the evidence against scipy's densities, the mixture against its definition, the calibration
+against its recursion written out, the level filters against statsmodels' local-level
+model, the running mean's weighing against scipy's Student-t, the adaptive memory against
+a list that forgets, and the composed step against the steps called one by one."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from onlinesparse.stream import baseline, calibration, change, evidence, layer, level, mixture
+from onlinesparse.stream.memory import MIN_MEMORY, AdaptiveMemory
+
+finite = st.floats(-1e3, 1e3)
+
+
+@settings(max_examples=80, deadline=None)
+@given(error=finite, other=finite, variance=st.floats(1e-4, 1e4), dof=st.floats(1.0, 1e3))
+def test_the_log_ratio_is_the_difference_of_scipys_log_densities(error, other, variance,
+                                                                 dof):
+    scale = math.sqrt(variance)
+    t = evidence.log_ratio(error, other, variance, dof)
+    assert t == pytest.approx(stats.t.logpdf(error / scale, dof)
+                              - stats.t.logpdf(other / scale, dof), rel=1e-9, abs=1e-9)
+    g = evidence.log_ratio(error, other, variance, evidence.GAUSSIAN)
+    assert g == pytest.approx(stats.norm.logpdf(error, scale=scale)
+                              - stats.norm.logpdf(other, scale=scale), rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ratios=st.lists(st.floats(-30.0, 30.0), min_size=1, max_size=60),
+       forget=st.sampled_from([1.0, 0.95, 0.5]))
+def test_the_accumulator_is_the_bounded_forgotten_sum_written_out(ratios, forget):
+    prior = evidence.PRIOR_LOG_ODDS
+    odds = expected = prior
+    for ratio in ratios:
+        odds = evidence.accumulate(odds, ratio, prior, forget)
+        expected = min(max(prior + forget * (expected - prior) + ratio, -40.0), 40.0)
+        assert odds == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    assert evidence.accumulate(odds, math.nan, prior, forget) == odds  # (NaN: nothing)
+    assert evidence.weight(odds) == pytest.approx(1.0 / (1.0 + math.exp(-odds)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.lists(st.tuples(st.floats(1e-6, 1e3), finite, st.floats(0.0, 1e3)),
+                     min_size=1, max_size=8))
+def test_the_mixture_is_its_definition(data):
+    w, m, v = (np.array(c) for c in zip(*data, strict=True))
+    mean, variance = mixture.mixture(w, m, v)
+    p = w / w.sum()
+    assert mean == pytest.approx(float(p @ m), rel=1e-9, abs=1e-9)
+    assert variance == pytest.approx(float(p @ (v + m * m) - (p @ m) ** 2), rel=1e-6,
+                                     abs=1e-6 * (1.0 + float(p @ (v + m * m))))
+    assert variance >= 0.0
+    two = mixture.mixture_of_two(0.3, 1.0, 2.0, -1.0, 0.5)
+    assert two == pytest.approx(mixture.mixture(np.array([0.3, 0.7]), np.array([1.0, -1.0]),
+                                                np.array([2.0, 0.5])))
+
+
+@pytest.mark.parametrize("coverage", [0.8, 0.9, 0.95, 0.99])
+def test_one_coverage_sets_the_quantile_and_the_miss_rate_and_is_reached(coverage):
+    """Errors four times wider than the model claims: after a few hundred samples the
+    calibrated interval misses 1 − coverage of them, for every coverage."""
+    record = calibration.new_calibration(coverage)
+    assert record[0]["quantile"] == pytest.approx(stats.norm.ppf(0.5 + coverage / 2))
+    assert record[0]["miss_rate"] == pytest.approx(1.0 - coverage, abs=1e-15)
+    rng = np.random.default_rng(1)
+    misses = []
+    for k in range(20_000):
+        error = 4.0 * rng.normal()
+        spread = math.exp(2.0 * record[0]["log_scale"])  # (κ² times a claimed variance 1)
+        if k >= 2_000:
+            misses.append(abs(error) > record[0]["quantile"] * math.sqrt(spread))
+        calibration.calibrate(record, spread, error, error, 0.0)
+    assert np.mean(misses) == pytest.approx(1.0 - coverage, abs=0.01)
+    with pytest.raises(ValueError, match="coverage"):
+        calibration.new_calibration(1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(errors=st.lists(st.tuples(st.floats(-50.0, 50.0), st.floats(-50.0, 50.0)),
+                       min_size=1, max_size=50),
+       level_variance=st.floats(0.0, 10.0))
+def test_the_calibration_is_its_recursion_written_out(errors, level_variance):
+    record = calibration.new_calibration(0.95)
+    inner = outer = 0.0
+
+    def step(s: float, e: float, d: float) -> float:
+        return min(max(s + 0.1 * (float(abs(e) > 1.959963984540054 * d) - 0.05), -5.0), 5.0)
+
+    for error, made in errors:
+        spread = 2.0 * math.exp(2.0 * inner)
+        outer_deviation = math.exp(outer) * math.sqrt(spread + level_variance)
+        inner, outer = (step(inner, error, math.sqrt(spread)),
+                        step(outer, made, outer_deviation))
+        assert calibration.calibrate(record, spread, error, made, level_variance)
+        assert record[0]["z"] == pytest.approx(min(max(error / math.sqrt(spread), -3), 3))
+        assert (record[0]["log_scale"], record[0]["outer_log_scale"]) == pytest.approx(
+            (inner, outer), abs=1e-12)
+    assert not calibration.calibrate(record, 0.0, 1.0, 1.0, 0.0)  # (no spread: no step)
+    assert record[0]["z"] == 0.0
+
+
+def _cusum(zs: list[float]) -> list[int]:
+    """Page's CUSUM written out: three statistics, restarted after each alarm; per step
+    the samples the alarm says to keep (0: none)."""
+    increments = (lambda z: z - 0.5, lambda z: -z - 0.5,
+                  lambda z: 0.375 * z * z - math.log(2.0))
+    sums, runs, keeps = [0.0] * 3, [0] * 3, []
+    for z in zs:
+        for i, increment in enumerate(increments):
+            sums[i] = max(sums[i] + increment(z), 0.0)
+            runs[i] = runs[i] + 1 if sums[i] > 0 else 0
+        alarmed = [runs[i] for i in range(3) if sums[i] > 10.0]
+        keeps.append(max(max(alarmed), 1) if alarmed else 0)
+        if alarmed:
+            sums, runs = [0.0] * 3, [0] * 3
+    return keeps
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-3.0, 3.0), min_size=1, max_size=300), st.floats(-3.0, 3.0))
+def test_the_change_statistics_are_pages_cusum_and_the_hold_waits_for_half(zs, shift):
+    zs = zs + [min(max(z + shift, -3.0), 3.0) for z in zs]
+    record = change.new_change()
+    keeps = []
+    for z in zs:
+        record[0]["keep"] = 0
+        change.watch_for_change(record, z)
+        keeps.append(int(record[0]["keep"]))
+        top = max(record[0]["up"], record[0]["down"], record[0]["scale"])
+        assert change.change_underway(record) == (top > 5.0)
+        assert change.hold_noise_estimate(record, 59.0, 1.0) is False  # (young memory)
+        assert change.hold_noise_estimate(record, 60.0, 1.0) == (top > 5.0)
+    assert keeps == _cusum(zs)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_each_level_filter_is_statsmodels_local_level_model(seed):
+    """With a constant observation variance r, each filter's predicted level and variance
+    for the next sample are statsmodels' local-level Kalman filter's (level known to be 0
+    at the first sample, state variance qσ²); its evidence is the sum of Gaussian
+    log-likelihood ratios of that filter's one-step predictions against 0's. (To 1e-7:
+    statsmodels switches to the steady-state gain once the Riccati recursion has
+    converged to its tolerance.)"""
+    from statsmodels.tsa.statespace.mlemodel import MLEModel
+
+    rng = np.random.default_rng(seed)
+    noise, r, n = 0.7, 1.3, 60
+    errors = np.cumsum(rng.normal(0.0, 0.3, n)) + rng.normal(0.0, math.sqrt(r), n)
+    levels = level.new_levels()
+    for e in errors:
+        level.track_level(levels, float(e), r, noise)
+    for k, drift in enumerate(level.LEVEL_DRIFTS):
+        model = MLEModel(errors, k_states=1, initialization="known",
+                         initial_state=[0.0], initial_state_cov=[[0.0]])
+        model["design", 0, 0] = model["transition", 0, 0] = model["selection", 0, 0] = 1.0
+        model["obs_cov", 0, 0] = r
+        model["state_cov", 0, 0] = drift * noise
+        result = model.filter([])
+        assert levels[k]["mean"] == pytest.approx(result.predicted_state[0, -1], rel=1e-7,
+                                                  abs=1e-9)
+        assert levels[k]["variance"] == pytest.approx(result.predicted_state_cov[0, 0, -1],
+                                                      rel=1e-7)
+        means = result.predicted_state[0, :-1]
+        totals = result.predicted_state_cov[0, 0, :-1] + r
+        expected = 0.0
+        for e, m, v in zip(errors, means, totals, strict=True):
+            expected = min(max(expected + stats.norm.logpdf(e, m, math.sqrt(v))
+                               - stats.norm.logpdf(e, 0.0, math.sqrt(v)), -40.0), 40.0)
+        assert levels[k]["log_odds"] == pytest.approx(expected, rel=1e-7, abs=1e-7)
+
+
+def test_the_running_mean_is_weighed_by_scipys_student_t():
+    rng = np.random.default_rng(3)
+    record = baseline.new_baseline()
+    targets: list[float] = []
+    expected = evidence.PRIOR_LOG_ODDS
+    for _ in range(40):
+        y = float(rng.normal(5.0, 2.0))
+        error = float(rng.normal(0.0, 1.0))
+        before = (record[0]["mean"], record[0]["variance"])
+        targets.append(y)
+        p = len(targets)
+        variance = float(np.var(targets))
+        baseline.weigh_against_mean(record, y, error, float(p), float(sum(targets)), variance)
+        if before[1] > 0.0:
+            s = math.sqrt(before[1])
+            expected += (stats.t.logpdf(error / s, p - 2.0)
+                         - stats.t.logpdf((y - before[0]) / s, p - 2.0))
+        assert record[0]["log_odds"] == pytest.approx(expected, rel=1e-9, abs=1e-9)
+        assert record[0]["mean"] == pytest.approx(np.mean(targets))
+        assert record[0]["variance"] == pytest.approx(
+            variance * (1.0 + 1.0 / p) if p >= baseline.MIN_WEIGHED else 0.0)
+
+
+class _Forgetful:
+    """A memory of patterns numbered in order: what the adaptive memory's protocol asks."""
+
+    def __init__(self, parameters: int) -> None:
+        self.patterns: list[int] = []
+        self.n_parameters = parameters
+
+    @property
+    def n_stored(self) -> int:
+        return len(self.patterns)
+
+    def forget_oldest(self, k: int) -> None:
+        del self.patterns[:k]
+
+
+def test_the_adaptive_memory_cuts_to_the_change_and_drops_what_it_held_back():
+    model, memory = _Forgetful(25), AdaptiveMemory(window_size=1000)
+    model.patterns = list(range(500))
+    assert memory.after_alarm(model, since=12, learned=500)
+    assert model.patterns == list(range(465, 500))  # (the floor: 25 parameters + 10)
+    assert memory.stale == 35 - 12 and memory.holding
+    for t in range(500, 530):
+        model.patterns.append(t)
+        memory.hold(model, t + 1)
+    assert model.patterns[0] == 488  # (the stale ones left once the floor was reached)
+    assert not memory.stale
+    small = _Forgetful(1)
+    small.patterns = list(range(100))
+    memory = AdaptiveMemory(window_size=1000)
+    memory.after_alarm(small, since=5, learned=100)
+    assert small.n_stored == MIN_MEMORY
+
+
+def test_a_stream_that_keeps_changing_keeps_its_memory_near_the_interval_between_changes():
+    model, memory = _Forgetful(5), AdaptiveMemory(window_size=1000)
+    model.patterns = list(range(400))
+    memory.after_alarm(model, since=100, learned=400)
+    model.patterns += list(range(400, 600))
+    memory.after_alarm(model, since=100, learned=600)
+    assert memory.cap == 200
+    for t in range(600, 1000):
+        model.patterns.append(t)
+        memory.hold(model, t + 1)
+        assert model.n_stored < 1.5 * 200 + 1
+
+
+def test_observe_and_predictive_are_the_steps_called_one_by_one():
+    rng = np.random.default_rng(5)
+    composed = layer.StreamLayer(0.9).bundle
+    parts = layer.StreamLayer(0.9).bundle
+    targets: list[float] = []
+    for k in range(200):
+        y, error, noise, leverage = (float(rng.normal(3.0, 1.0)), float(rng.normal()),
+                                     0.8, float(rng.uniform(0.0, 0.5)))
+        targets.append(y)
+        count, total, variance = float(len(targets)), float(sum(targets)), float(
+            np.var(targets))
+        layer.observe(composed, error, noise, leverage, y, count, total, variance, k > 5)
+        spread = math.exp(2.0 * parts.calibration[0]["log_scale"]) * noise * (1 + leverage)
+        made = error - parts.level[0]["offset"]
+        if calibration.calibrate(parts.calibration, spread, error, made,
+                                 parts.level[0]["variance"]):
+            change.watch_for_change(parts.change, parts.calibration[0]["z"])
+        baseline.weigh_against_mean(parts.baseline, y, made, count, total, variance)
+        if k > 5:
+            level.track_level(parts.levels, error, spread, noise)
+            parts.level[0] = level.level_mixture(parts.levels)
+        for a, b in zip(composed, parts, strict=True):
+            np.testing.assert_array_equal(a, b)
+    mean, var = layer.predictive(composed, 1.5, 0.4, 0.1)
+    c, lv, b = parts.calibration[0], parts.level[0], parts.baseline[0]
+    own = ((0.4 * math.exp(2 * c["log_scale"]) + lv["variance"])
+           * math.exp(2 * c["outer_log_scale"]) + 0.1)
+    expected = mixture.mixture_of_two(b["weight"], 1.5 + lv["offset"], own, b["mean"],
+                                      b["variance"])
+    assert (mean, var) == pytest.approx(expected, rel=1e-12)
