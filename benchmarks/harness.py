@@ -383,8 +383,8 @@ class Report:
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "git_commit": _git("rev-parse", "--short=12", "HEAD"),
             # (only the code behind the numbers: an edited README does not change them)
-            "git_dirty": bool(_git("status", "--porcelain", "--", "onlinesparse",
-                                   "benchmarks/*.py")),
+            "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "--",
+                                   "onlinesparse", "benchmarks/*.py")),
             "machine": machine(), "parameters": parameters, "wall_time_s": None,
             "streams": {}, "tables": [], "notes": []}
         print(f"{benchmark}: {description}")
