@@ -24,7 +24,6 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
 import argparse  # noqa: E402
-import math  # noqa: E402
 from collections.abc import Callable, Iterable  # noqa: E402
 
 import harness  # noqa: E402
@@ -59,7 +58,7 @@ def one_stream(report: harness.Report, name: str, data: list, repeats: int) -> N
         model = rounds[-1].model
         rows.append([label, f"{rounds[-1].rmse():.3f}", f"{medians[label]:.1f}",
                      f"{np.percentile(cpu, 99):.1f}", str(int(model.n_basis)),
-                     f"{getattr(model, 'n_admitted', math.nan):.0f}"])
+                     harness.fmt(getattr(model, "n_admitted", None), 6)])
     report.table(f"{name} ({len(data)} samples, {repeats} rounds)",
                  ["model", "RMSE", "CPU µs median", "CPU µs p99", "M", "admitted"], rows)
     ratio = medians["VBLSKernelRegressor"] / medians["SparseRBFRegressor"]
