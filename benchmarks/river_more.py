@@ -12,10 +12,11 @@ The last two have a date for their only input. A user would turn it into numbers
 does this script: the time in years (or hours) and the month (or the hour of the day and
 the day of the week). Progressive validation through ``benchmarks/harness.py`` (the first
 prediction is not scored, a ``None`` is missing, not 0) behind
-``preprocessing.StandardScaler()`` (river's AMF on the raw inputs), defaults everywhere
-but ``LinearRegression``'s rate, tuned on the stream; the running mean and the last target
-run beside them. Printed: RMSE per model, our 95 % coverage after the first 100 samples,
-and the largest distance of our predictions from the range of the targets.
+``preprocessing.StandardScaler()`` (river's AMF on the raw inputs and behind the scaler),
+defaults everywhere but ``LinearRegression``'s rate, tuned on the stream; the running mean
+and the last target run beside them. Printed: RMSE per model, our 95 % coverage after the
+first 100 samples, and the largest distance of our predictions from the range of the
+targets.
 
 Run: ``.venv/bin/python benchmarks/river_more.py`` (about a minute). Writes
 ``benchmarks/results/river_more.json``.
@@ -59,7 +60,8 @@ OURS = "ours SparseRBF()"
 def models(data: list[tuple[dict, float]]) -> list[harness.Model]:
     return [harness.Model(OURS, SparseRBFRegressor, with_dist=True),
             harness.river_peer("linear", data), harness.Model("Lin1Regressor", Lin1Regressor),
-            *(harness.river_peer(k, data) for k in ("knn", "hat", "arf", "amf"))]
+            *(harness.river_peer(k, data)
+              for k in ("knn", "hat", "arf", "amf", "amf-scaled"))]
 
 
 def main() -> None:

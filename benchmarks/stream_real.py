@@ -2,7 +2,7 @@
 
 Progressive validation through ``benchmarks/harness.py`` (predict, then learn; the first
 prediction, made before any target, is not scored for any model, and a ``None`` prediction
-is missing, not 0); every model but AMF behind its own
+is missing, not 0); every model but one AMF behind its own
 ``preprocessing.StandardScaler()``, every parameter at its default except river's
 ``LinearRegression``, whose SGD rate is the best of three on the stream itself. Streams:
 
@@ -17,8 +17,8 @@ is missing, not 0); every model but AMF behind its own
 
 Models: ours (``SparseRBFRegressor()``), river's ``LinearRegression``,
 ``BayesianLinearRegression``, ``KNNRegressor``, ``HoeffdingAdaptiveTreeRegressor`` (seeded),
-``ARFRegressor`` (seeded) and ``AMFRegressor`` (seeded, on the raw inputs:
-``harness.river_peer``), and the harness's baselines: the
+``ARFRegressor`` (seeded) and ``AMFRegressor`` (seeded, on the raw inputs and, as a second
+row, behind the scaler: ``harness.river_peer``), and the harness's baselines: the
 running mean of the targets and the last target.
 
 Printed per stream: progressive RMSE and MAE of every model, µs per sample (median and 99th
@@ -77,7 +77,7 @@ BLOCK = 100
 MODELS: dict[str, str] = {OURS: "ours SparseRBF()", LINEAR: "LinearRegression",
                           "bayes": "BayesianLinearRegression", "knn": "KNNRegressor",
                           "hat": "HoeffdingAdaptiveTree", "arf": "ARFRegressor",
-                          "amf": "AMFRegressor"}
+                          "amf": "AMFRegressor", "amf-scaled": "AMFRegressor (scaled)"}
 
 
 def models(keys: list[str], data: list[tuple[dict, float]]) -> list[harness.Model]:
