@@ -212,7 +212,16 @@ def report_table(report: harness.Report, name: str, scores: dict) -> None:
         rows.append([method, f"{np.mean(table[:, 0]):.4f} ({np.std(table[:, 0]):.4f})",
                      vectors, f"{np.mean(table[:, 2]):.2f}"])
     report.table(f"{name}: test nMSE, mean over {N_TRIALS} trials (std)",
-                 ["method", "nMSE", "vectors", "fit s"], rows)
+                 ["method", "nMSE", "vectors", "fit s"], rows, doc=False)
+
+
+def report_both(report: harness.Report) -> None:
+    """sinc and Boston side by side, from the two tables above: the page's table."""
+    sinc, boston = (t for t in report.data["tables"][-2:])
+    rows = [[a[0], *a[1:], *b[1:]] for a, b in zip(sinc["rows"], boston["rows"], strict=True)]
+    report.table(f"test nMSE (std), relevance vectors and fit seconds, mean over {N_TRIALS} "
+                 "trials", ["method", "sinc nMSE", "vectors", "fit s", "Boston nMSE",
+                            "vectors", "fit s"], rows)
 
 
 def boston_protocol(report: harness.Report, extras: list, all_targets: np.ndarray) -> None:
@@ -265,6 +274,7 @@ def main() -> None:
         online_only)
     report_table(report, "sinc", sinc_scores)
     report_table(report, "Boston", boston_scores)
+    report_both(report)
     if extras:
         boston_protocol(report, extras, target)
     report.write()
