@@ -95,8 +95,20 @@ def run_stream(report: harness.Report, name: str, data: list) -> dict[str, harne
                  ["model", "RMSE", "first 20", "CPU µs median", "CPU µs p99"],
                  [[label, f"{r.rmse():.3f}", f"{r.rmse(0, 20):.3f}",
                    f"{r.latency(50, cpu=True):.1f}", f"{r.latency(99, cpu=True):.1f}"]
-                  for label, r in runs.items()])
+                  for label, r in runs.items()], doc=False)
     return runs
+
+
+def report_all(report: harness.Report, results: dict[str, dict[str, harness.Run]]) -> None:
+    """Every stream side by side (the page's table; the per-stream ones have more)."""
+    cells: dict[str, dict[str, str]] = {}
+    for name, runs in results.items():
+        for label, run in runs.items():
+            cells.setdefault(label.split(" (lr")[0], {})[name] = (
+                f"{run.rmse():.3f} ({run.latency(50, cpu=True):.0f})")
+    report.table("RMSE (median CPU µs of predict + learn) per stream",
+                 ["model", *results], [[label, *(row.get(n, "—") for n in results)]
+                                       for label, row in cells.items()])
 
 
 def main() -> None:
@@ -108,6 +120,7 @@ def main() -> None:
     onlinesparse.warm_up()
     results = {name: run_stream(report, name, list(make()))
                for name, (make, _) in STREAMS.items()}
+    report_all(report, results)
     for name, (_, drifting) in STREAMS.items():
         runs = results[name]
         ours = runs["VBLS (defaults)"].rmse()
