@@ -148,3 +148,43 @@ def test_the_results_file_has_the_documented_keys(tmp_path):
     assert data["tables"][1] == {"title": "extra", "columns": ["a", "b"],
                                  "rows": [["1", "2.5"]], "notes": [], "doc": False}
     assert data["notes"] == ["a note"]
+
+
+# -- the generated pages (benchmarks/performance.py) ------------------------------------
+import performance  # noqa: E402
+
+
+def _results_file(tmp_path, name="toy"):
+    runs = _run(lambda: Constant(0.0, 4.0))
+    report = harness.Report(name, "what the toy measures", {}, path=tmp_path / f"{name}.json")
+    report.stream("toy stream", runs, ours="m")
+    report.table("scratch", ["a"], [["1"]], doc=False)
+    report.write()
+    return performance.load_results(tmp_path)
+
+
+def test_the_page_shows_each_benchmarks_doc_tables_with_their_provenance(tmp_path):
+    results = _results_file(tmp_path)
+    page = performance.render_page(results)
+    assert "## toy" in page and "what the toy measures" in page
+    assert f"commit `{results['toy']['git_commit']}`" in page
+    assert "### toy stream (6 samples)\n| model |" in page and "| last target |" in page
+    assert "scratch" not in page  # doc=False: in the JSON only
+    assert "python benchmarks/toy.py" in page
+
+
+def test_generated_blocks_are_rewritten_between_their_markers_only():
+    text = "keep\n<!-- generated: x -->\nold\nlines\n<!-- /generated: x -->\nkeep too\n"
+    new = performance.replace_blocks(text, {"x": "new"})
+    assert new == "keep\n<!-- generated: x -->\nnew\n<!-- /generated: x -->\nkeep too\n"
+    assert performance.replace_blocks(new, {"x": "new"}) == new
+    with pytest.raises(SystemExit):
+        performance.replace_blocks("no markers", {"x": "new"})
+
+
+def test_the_committed_pages_are_what_the_results_files_give():
+    """A hand edit of a generated page, or results committed without `make performance`,
+    fails here."""
+    for path, text in performance.pages(performance.load_results()).items():
+        assert path.read_text(encoding="utf-8") == text, f"{path.name}: run make performance"
+    assert len(performance.PAGE.read_text(encoding="utf-8").splitlines()) < 400
