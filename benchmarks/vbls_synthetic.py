@@ -168,8 +168,12 @@ def section_61(report: harness.Report, n_trials: int) -> None:
                          float(np.mean(relevant_found))))
             print(f"r = {n_redundant:2d}, r² = {r2}: " + "  ".join(
                 f"{m} {np.mean(v):.4f}" for m, v in errors.items()), flush=True)
-    title = (f"Section 6.1: test nMSE, mean of {n_trials} trials "
-             f"({time.perf_counter() - start:.0f} s)")
+    report_61(report, rows, methods, f"Section 6.1: test nMSE, mean of {n_trials} trials "
+              f"({time.perf_counter() - start:.0f} s)")
+
+
+def report_61(report: harness.Report, rows: list, methods: list[str], title: str) -> None:
+    """Section 6.1's table: per design, every method's nMSE, the flags and coverage."""
     table = [[str(n_redundant), str(90 - n_redundant), f"{r2:.1f}",
               *(f"{err[m]:.4f}" for m in methods), "/".join(f"{fl[m]:.2f}" for m in fl),
               f"{cov['VBLS']:.3f}/{cov['t batch']:.3f}", f"{found:.2f}"]
