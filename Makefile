@@ -1,11 +1,15 @@
 # Two commands do all set-up on a machine with only python3 and make:
 #   make demo   creates .venv, installs the package, runs the main job
 #   make test   creates .venv, installs the package with test (and dask) extras, runs the suite
+# Benchmark figures in docs/performance.md, the README and examples/trump_approval/README.md are
+# generated from results files:
+#   make performance  regenerates those pages from the committed results (seconds, python3 only)
+#   make bench-all    reruns every stream benchmark (tens of minutes), then regenerates them
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench bench-all performance clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +39,18 @@ lint: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-bench
 	@echo "benchmarks live in benchmarks/; run one with $(BIN)/python benchmarks/<name>.py"
+
+# The benchmarks whose results files docs/performance.md is generated from, each run in full.
+RESULT_BENCHMARKS := stream_real river_more robot_panda stream_friedman friedman_seeds \
+	rbf_metric vbls_stream vbls_kernel_cost target_offset target_units stream_memory \
+	vbls_synthetic vbls_kernel
+
+bench-all: $(VENV)/.installed-bench
+	for b in $(RESULT_BENCHMARKS); do $(BIN)/python benchmarks/$$b.py || exit 1; done
+	$(PYTHON) benchmarks/performance.py
+
+performance:
+	$(PYTHON) benchmarks/performance.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -5,10 +5,13 @@ rounding alone can change it. One seed's RMSE can move by ±15 % for reasons tha
 nothing to do with the change under test. This script runs ``synth.Friedman`` at each
 seed (defaults: seeds 10–25, 3000 samples) and prints the mean, median and worst RMSE
 over the stream and over its last 1000 samples. It runs our model with default parameters
-and river's ``LinearRegression``, each behind ``preprocessing.StandardScaler()``, in the
-same run. Compare two versions of the code by running it on each.
+and river's ``LinearRegression`` (its rate tuned on each stream), each behind
+``preprocessing.StandardScaler()``, and the running mean of the targets and the last target,
+in the same run (``benchmarks/harness.py``'s loop: the first prediction is not scored).
+Compare two versions of the code by running it on each.
 
-Run: ``.venv/bin/python benchmarks/friedman_seeds.py`` (about a minute).
+Run: ``.venv/bin/python benchmarks/friedman_seeds.py`` (about a minute), ``--quick`` (4
+seeds, 1500 samples). Writes ``benchmarks/results/friedman_seeds.json``.
 """
 
 from __future__ import annotations
@@ -19,40 +22,29 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
 import argparse  # noqa: E402
-import math  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
 
+import harness  # noqa: E402
 import numpy as np  # noqa: E402
-from river import linear_model, preprocessing  # noqa: E402
 from river.datasets import synth  # noqa: E402
 
 import onlinesparse  # noqa: E402
 from onlinesparse import SparseRBFRegressor  # noqa: E402
 
-MODELS: dict[str, Callable[[], object]] = {
-    "SparseRBFRegressor": SparseRBFRegressor,
-    "river LinearRegression": linear_model.LinearRegression,
-}
+OURS = "SparseRBFRegressor"
 
 
-def run(factory: Callable[[], object], data: list[tuple[dict, float]]
-        ) -> tuple[np.ndarray, float]:
-    """Prequential errors (predict, then learn) and the median µs per sample."""
-    model = preprocessing.StandardScaler() | factory()
-    errors = np.empty(len(data))
-    seconds = np.empty(len(data))
-    clock = time.perf_counter
-    for k, (x, y) in enumerate(data):
-        start = clock()
-        errors[k] = y - model.predict_one(x)
-        model.learn_one(x, y)
-        seconds[k] = clock() - start
-    return errors, float(np.median(seconds)) * 1e6
-
-
-def rmse(errors: np.ndarray) -> float:
-    return math.sqrt(float(np.mean(errors**2)))
+def aggregate(per_seed: list[dict[str, harness.Run]], tail: int) -> list[list[str]]:
+    """Per model: mean, median and worst RMSE over the seeds, overall and over the tail."""
+    rows = []
+    for label in per_seed[0]:
+        runs = [runs[label] for runs in per_seed]
+        overall = np.array([r.rmse() for r in runs])
+        last = np.array([r.rmse(len(r.targets) - tail) for r in runs])
+        micros = np.median([r.latency(50) for r in runs])
+        rows.append([label, f"{overall.mean():.4f}", f"{np.median(overall):.4f}",
+                     f"{overall.max():.4f}", f"{last.mean():.4f}", f"{last.max():.4f}",
+                     f"{micros:.1f}"])
+    return rows
 
 
 def main() -> None:
@@ -60,28 +52,36 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=10)
     parser.add_argument("--seeds", type=int, default=16, help="how many seeds")
     parser.add_argument("--samples", type=int, default=3000)
+    parser.add_argument("--quick", action="store_true", help="4 seeds, 1500 samples")
+    harness.add_common_args(parser)
     args = parser.parse_args()
+    if args.quick:
+        args.seeds, args.samples = 4, 1500
+    partial = args.quick or (args.first_seed, args.seeds, args.samples) != (10, 16, 3000)
+    report = harness.Report("friedman_seeds", __doc__.splitlines()[0],
+                            {k: getattr(args, k) for k in ("first_seed", "seeds", "samples")},
+                            quick=partial, path=args.results)
     onlinesparse.warm_up()
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     tail = min(1000, args.samples // 3)
-    results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in MODELS}
+    per_seed = []
     for seed in seeds:
         data = list(synth.Friedman(seed=seed).take(args.samples))
-        for name, factory in MODELS.items():
-            errors, micros = run(factory, data)
-            results[name].append((rmse(errors), rmse(errors[-tail:]), micros))
-    print(f"Friedman #1, seeds {seeds.start}–{seeds.stop - 1}, {args.samples} samples each, "
-          f"progressive RMSE behind StandardScaler (last {tail}: the last {tail} samples)")
-    print("| model | mean | median | worst | mean, last | worst, last | median µs/sample |")
-    print("|---|---|---|---|---|---|---|")
-    for name, rows in results.items():
-        table = np.array(rows)
-        print(f"| {name} | {table[:, 0].mean():.4f} | {np.median(table[:, 0]):.4f} | "
-              f"{table[:, 0].max():.4f} | {table[:, 1].mean():.4f} | {table[:, 1].max():.4f} | "
-              f"{np.median(table[:, 2]):.1f} |")
-    ours = np.array(results["SparseRBFRegressor"])[:, 0]
-    print("SparseRBFRegressor per seed: " + ", ".join(
-        f"{seed}: {value:.3f}" for seed, value in zip(seeds, ours, strict=True)))
+        runs = harness.progressive(data, [harness.Model(OURS, SparseRBFRegressor),
+                                          harness.river_peer("linear", data)])
+        # (one label for the peer across seeds: its tuned rate is in the results file)
+        runs = {k.split(" (lr")[0]: r for k, r in runs.items()}
+        report.add_stream(f"Friedman #1 seed {seed}", runs, ours=OURS,
+                          peers=["LinearRegression"])
+        per_seed.append(runs)
+    report.table(f"Friedman #1, seeds {seeds.start}–{seeds.stop - 1}, {args.samples} samples "
+                 f"each, progressive RMSE behind StandardScaler (last: the last {tail} "
+                 "samples)", ["model", "mean", "median", "worst", "mean, last", "worst, last",
+                              "median µs/sample"], aggregate(per_seed, tail))
+    report.note(f"{OURS} per seed: " + ", ".join(
+        f"{seed}: {runs[OURS].rmse():.3f}" for seed, runs in zip(seeds, per_seed, strict=True)),
+        table=True)
+    report.write()
 
 
 if __name__ == "__main__":

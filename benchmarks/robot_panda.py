@@ -21,7 +21,9 @@ The learners. One model per joint (all 7 joints by default; ``--joints 3`` for t
 three), each behind its own ``preprocessing.StandardScaler()``, default parameters: ours
 (``SparseRBFRegressor()``) and river's ``LinearRegression``, ``BayesianLinearRegression``,
 ``KNNRegressor``, ``HoeffdingAdaptiveTreeRegressor``, ``ARFRegressor``, ``AMFRegressor``
-(seeded), with the same progressive validation as ``benchmarks/stream_real.py``.
+(seeded; AMF on the raw inputs), with the same progressive validation as
+``benchmarks/stream_real.py`` (``benchmarks/harness.py``: the first prediction is not
+scored, the running mean and the last target run beside them as baselines).
 
 Printed: nMSE per joint (progressive MSE / variance of that joint's torque over the stream)
 for every model, over the whole stream and over its last quarter; for the models with a
@@ -34,6 +36,7 @@ sample (median over samples, mean over joints).
 Run: ``.venv/bin/python benchmarks/robot_panda.py`` (a few minutes; ARF and AMF take most of
 it), ``--quick`` (1500 samples, 3 joints), ``--samples N``, ``--joints 3``,
 ``--models ours,linear,bayes``, ``--noise 0.02``. Needs the ``bench`` extra (pybullet).
+Writes ``benchmarks/results/robot_panda.json``.
 """
 
 from __future__ import annotations
@@ -46,12 +49,15 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import time  # noqa: E402
 
+import harness  # noqa: E402
 import numpy as np  # noqa: E402
-from stream_real import MODELS, WARM, coverage, run_progressive  # noqa: E402
+from stream_real import MODELS, models  # noqa: E402
 
 from onlinesparse import warm_up  # noqa: E402
 
-SEED = 42
+SEED = harness.SEED
+WARM = harness.WARM
+coverage = harness.coverage
 RATE = 50.0  # Hz
 SEGMENT = 10.0  # s between waypoints of the wandering offset
 ARM = 7
@@ -134,68 +140,67 @@ def feature_dicts(X: np.ndarray) -> list[dict]:
 
 def tail_fraction(errors: np.ndarray, sigma: np.ndarray, start: int = WARM) -> float:
     """Share of samples after ``start`` with |error| > 5 predictive standard deviations."""
-    return float(np.mean(np.abs(errors[start:]) > TAIL * sigma[start:]))
+    e, s = errors[start:], sigma[start:]
+    keep = ~np.isnan(e) & ~np.isnan(s)
+    return float(np.mean(np.abs(e[keep]) > TAIL * s[keep]))
 
 
-def print_tables(results: dict[str, list[dict]], tau: np.ndarray) -> None:
+def report_tables(report: harness.Report, results: dict[str, list[harness.Run]],
+                  tau: np.ndarray) -> None:
     """nMSE per joint per model, the distribution numbers, µs per sample."""
-    names = list(results)
     joints = len(next(iter(results.values())))
     var = tau[:, :joints].var(axis=0)
     quarter = len(tau) - len(tau) // 4
     for label, start in (("whole stream", 0), (f"last quarter (samples {quarter + 1}–)",
                                                quarter)):
-        print(f"\nnMSE per joint, {label}:")
-        print("| model | " + " | ".join(f"joint {j + 1}" for j in range(joints))
-              + " | mean | median µs/sample |")
-        print("|---" * (joints + 3) + "|")
-        for name in names:
-            nmse = [np.mean(r["errors"][start:] ** 2) / var[j]
-                    for j, r in enumerate(results[name])]
-            us = np.mean([np.median(r["seconds"]) for r in results[name]]) * 1e6
-            print(f"| {MODELS[name][0]} | " + " | ".join(f"{v:.4f}" for v in nmse)
-                  + f" | {np.mean(nmse):.4f} | {us:.1f} |")
-    dist = [k for k in names if MODELS[k][3]]
+        rows = []
+        for name, runs in results.items():
+            nmse = [r.rmse(start) ** 2 / var[j] for j, r in enumerate(runs)]
+            us = np.mean([r.latency(50) for r in runs])
+            rows.append([name, *(f"{v:.4f}" for v in nmse), f"{np.mean(nmse):.4f}",
+                         f"{us:.1f}"])
+        report.table(f"nMSE per joint, {label}",
+                     ["model", *(f"joint {j + 1}" for j in range(joints)), "mean",
+                      "median µs/sample"], rows)
+    dist = [k for k, runs in results.items() if runs[0].with_dist]
     if dist:
-        print(f"\npredictive distribution, after the first {WARM} samples "
-              f"(95 % coverage / share with |error| > {TAIL:g} σ / max |error|/σ):")
-        print("| model | " + " | ".join(f"joint {j + 1}" for j in range(joints)) + " |")
-        print("|---" * (joints + 1) + "|")
-        for name in dist:
-            cells = [f"{100 * coverage(r['errors'], r['sigma']):.1f} % / "
-                     f"{100 * tail_fraction(r['errors'], r['sigma']):.2f} % / "
-                     f"{np.max(np.abs(r['errors'][WARM:]) / r['sigma'][WARM:]):.1f}"
-                     for r in results[name]]
-            print(f"| {MODELS[name][0]} | " + " | ".join(cells) + " |")
+        rows = [[name, *(f"{100 * r.coverage():.1f} % / "
+                         f"{100 * tail_fraction(r.errors, r.sigma):.2f} % / "
+                         f"{np.nanmax(np.abs(r.errors[WARM:]) / r.sigma[WARM:]):.1f}"
+                         for r in results[name])] for name in dist]
+        report.table(f"predictive distribution after the first {WARM} samples: 95 % coverage "
+                     f"/ share with |error| > {TAIL:g} σ / max |error|/σ",
+                     ["model", *(f"joint {j + 1}" for j in range(joints))], rows, doc=False)
 
 
-def print_segments(ours: list[dict], tau: np.ndarray) -> None:
+def report_segments(report: harness.Report, ours: list[harness.Run], tau: np.ndarray) -> None:
     """Our nMSE and 5σ tail per 10 s segment, averaged over joints."""
     seg = int(SEGMENT * RATE)
     var = tau[:, :len(ours)].var(axis=0)
-    print(f"\nours per {SEGMENT:g} s segment (a new waypoint region each), mean over joints:")
-    print(f"| samples | nMSE | share |error| > {TAIL:g} σ | 95 % coverage |")
-    print("|---|---|---|---|")
+    rows = []
     for start in range(0, len(tau), seg):
         stop = min(start + seg, len(tau))
-        nmse = np.mean([np.mean(r["errors"][start:stop] ** 2) / var[j]
-                        for j, r in enumerate(ours)])
+        nmse = np.mean([r.rmse(start, stop) ** 2 / var[j] for j, r in enumerate(ours)])
         lo = max(start, WARM)
-        tail = np.mean([np.mean(np.abs(r["errors"][lo:stop]) > TAIL * r["sigma"][lo:stop])
+        tail = np.mean([tail_fraction(r.errors[lo:stop], r.sigma[lo:stop], 0)
                         for r in ours]) if stop > lo else float("nan")
-        cover = np.mean([coverage(r["errors"][:stop], r["sigma"][:stop], lo)
+        cover = np.mean([coverage(r.errors[:stop], r.sigma[:stop], lo)
                          for r in ours]) if stop > lo else float("nan")
-        print(f"| {start + 1}–{stop} | {nmse:.4f} | {100 * tail:.2f} % | {100 * cover:.1f} % |")
+        rows.append([f"{start + 1}–{stop}", f"{nmse:.4f}", f"{100 * tail:.2f} %",
+                     f"{100 * cover:.1f} %"])
+    report.table(f"ours per {SEGMENT:g} s segment (a new waypoint region each), mean over "
+                 "joints", ["samples", "nMSE", f"share |error| > {TAIL:g} σ", "95 % coverage"],
+                 rows, doc=False)
 
 
-def print_targets(ours: list[dict]) -> None:
-    tails = [tail_fraction(r["errors"], r["sigma"]) for r in ours]
-    covers = [coverage(r["errors"], r["sigma"]) for r in ours]
+def report_targets(report: harness.Report, ours: list[harness.Run]) -> None:
+    tails = [tail_fraction(r.errors, r.sigma) for r in ours]
+    covers = [r.coverage() for r in ours]
     worst = max(tails)
-    print(f"\nours: share with |error| > {TAIL:g} σ, worst joint {100 * worst:.2f} % "
-          f"(mean {100 * np.mean(tails):.2f} %), target < {100 * TAIL_TARGET:.1f} %: "
-          f"{'met' if worst < TAIL_TARGET else 'NOT met'}; 95 % coverage per joint "
-          f"{min(covers) * 100:.1f}–{max(covers) * 100:.1f} % (target 93–97 %)")
+    report.note(f"ours: share with |error| > {TAIL:g} σ, worst joint {100 * worst:.2f} % "
+                f"(mean {100 * np.mean(tails):.2f} %), target < {100 * TAIL_TARGET:.1f} %: "
+                f"{'met' if worst < TAIL_TARGET else 'NOT met'}; 95 % coverage per joint "
+                f"{min(covers) * 100:.1f}–{max(covers) * 100:.1f} % (target 93–97 %)")
 
 
 def parse_args() -> argparse.Namespace:
@@ -208,6 +213,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--noise", type=float, default=0.02,
                         help="torque noise, in units of each joint's torque std")
     parser.add_argument("--quick", action="store_true", help="1500 samples, 3 joints")
+    harness.add_common_args(parser)
     args = parser.parse_args()
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in args.models if m not in MODELS]
@@ -215,6 +221,8 @@ def parse_args() -> argparse.Namespace:
         parser.error(f"unknown models {unknown}; choose from {list(MODELS)}")
     if args.samples < 2 * WARM or args.noise < 0:
         parser.error(f"need --samples ≥ {2 * WARM} and --noise ≥ 0")
+    args.partial = (len(args.models) < len(MODELS) or args.samples != 4000
+                    or args.joints != ARM or args.noise != 0.02)
     if args.quick:
         args.samples, args.joints = 1500, 3
     return args
@@ -222,28 +230,35 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    print(f"machine: {os.cpu_count()} CPUs, load average "
-          f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    report = harness.Report("robot_panda", __doc__.splitlines()[0],
+                            {k: getattr(args, k) for k in ("samples", "joints", "models",
+                                                           "noise", "quick")},
+                            quick=args.quick or args.partial, path=args.results)
     started = time.perf_counter()
     X, tau = panda_stream(args.samples, args.noise)
-    print(f"Franka Panda stream: {args.samples} samples at {RATE:g} Hz "
-          f"({args.samples / RATE:g} s), 21 features, torques of joints 1–{args.joints}, "
-          f"noise {args.noise:g} × torque std; built in {time.perf_counter() - started:.1f} s")
-    print("torque std per joint (N·m): " + ", ".join(f"{v:.3g}" for v in tau.std(axis=0)))
+    report.note(f"Franka Panda stream: {args.samples} samples at {RATE:g} Hz "
+                f"({args.samples / RATE:g} s), 21 features, torques of joints "
+                f"1–{args.joints}, noise {args.noise:g} × torque std; built in "
+                f"{time.perf_counter() - started:.1f} s")
+    report.note("torque std per joint (N·m): "
+                + ", ".join(f"{v:.3g}" for v in tau.std(axis=0)))
     warm_up()
     data_x = feature_dicts(X)
-    results: dict[str, list[dict]] = {}
-    for name in args.models:
-        started = time.perf_counter()
-        results[name] = [
-            run_progressive(MODELS[name][1], list(zip(data_x, tau[:, j], strict=True)),
-                            MODELS[name][3])
-            for j in range(args.joints)]
-        print(f"  {MODELS[name][0]}: {time.perf_counter() - started:.1f} s", flush=True)
-    print_tables(results, tau)
-    if "ours" in results:
-        print_segments(results["ours"], tau)
-        print_targets(results["ours"])
+    results: dict[str, list[harness.Run]] = {}
+    for j in range(args.joints):
+        data = list(zip(data_x, tau[:, j], strict=True))
+        runs = harness.progressive(data, models(args.models, data))
+        report.add_stream(f"joint {j + 1}", runs, ours=MODELS["ours"],
+                          peers=[k for k in runs if k.startswith("LinearRegression")])
+        for label, run in runs.items():
+            # (LinearRegression's label carries the rate tuned per joint)
+            results.setdefault(label.split(" (lr")[0], []).append(run)
+        print(f"  joint {j + 1} done", flush=True)
+    report_tables(report, results, tau)
+    if MODELS["ours"] in results:
+        report_segments(report, results[MODELS["ours"]], tau)
+        report_targets(report, results[MODELS["ours"]])
+    report.write()
 
 
 if __name__ == "__main__":

@@ -13,9 +13,10 @@ processes.
 Models: ours (``SparseRBFRegressor(max_basis=100)``, window 1000, other parameters at their
 defaults), river's ``LinearRegression``, ``BayesianLinearRegression``, ``KNNRegressor``,
 ``HoeffdingAdaptiveTreeRegressor``, ``ARFRegressor``, ``AMFRegressor`` (river defaults,
-``seed=42`` where there is one) and our ``VBLSRegressor`` (defaults). A model that predicts
-``None`` (AMF before its first sample) is scored as predicting 0, as ours does before any
-data.
+``seed=42`` where there is one, AMF on the raw inputs; ``LinearRegression``'s rate
+tuned on the stream) and our ``VBLSRegressor`` (defaults), beside the running mean of the
+targets and the last target. The loop is ``benchmarks/harness.py``'s: the first prediction,
+made before any target, is not scored for any model, and a ``None`` is missing, not 0.
 
 Then our numbers against the targets: last-1000 RMSE ≤ 1.8; overall RMSE ≤ 0.75 × the best
 river model's; median latency ≤ 4 × river ``LinearRegression``'s median; p99 latency
@@ -38,7 +39,8 @@ Before timing, ``onlinesparse.warm_up()`` loads the compiled loops, as a real-ti
 would before starting a loop.
 
 Run: ``.venv/bin/python benchmarks/stream_friedman.py`` (about a minute; ``--quick`` for a
-1500-sample smoke run, ``--samples N``, ``--models ours,linear,arf``).
+1500-sample smoke run, ``--samples N``, ``--models ours,linear,arf``). Writes
+``benchmarks/results/stream_friedman.json``.
 """
 
 from __future__ import annotations
@@ -49,192 +51,146 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
 import argparse  # noqa: E402
-import math  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
 
+import harness  # noqa: E402
 import numpy as np  # noqa: E402
-from river import (  # noqa: E402
-    datasets,
-    forest,
-    linear_model,
-    neighbors,
-    preprocessing,
-    tree,
-)
+from river import datasets  # noqa: E402
 
-from onlinesparse import SparseRBFRegressor, warm_up  # noqa: E402
-from onlinesparse.vbls import VBLSRegressor  # noqa: E402
+from onlinesparse import SparseRBFRegressor, VBLSRegressor, warm_up  # noqa: E402
 
-SEED = 42
+SEED = harness.SEED
 OURS = "ours"
 LINEAR = "linear"
-
-# name → (label, factory of the final estimator, is a river model)
-MODELS: dict[str, tuple[str, Callable[[], object], bool]] = {
-    OURS: ("SparseRBF(max_basis=100)", lambda: SparseRBFRegressor(max_basis=100), False),
-    LINEAR: ("river LinearRegression", linear_model.LinearRegression, True),
-    "bayes": ("river BayesianLinearRegression", linear_model.BayesianLinearRegression, True),
-    "knn": ("river KNNRegressor", neighbors.KNNRegressor, True),
-    "hat": ("river HoeffdingAdaptiveTree",
-            lambda: tree.HoeffdingAdaptiveTreeRegressor(seed=SEED), True),
-    "arf": ("river ARFRegressor", lambda: forest.ARFRegressor(seed=SEED), True),
-    "amf": ("river AMFRegressor", lambda: forest.AMFRegressor(seed=SEED), True),
-    "vbls": ("VBLSRegressor (ours, linear)", VBLSRegressor, False),
-}
+MODEL_KEYS = (OURS, *harness.RIVER_PEERS, "vbls")
 DRIFT_MODELS = (OURS, LINEAR, "arf")
+
+
+def models(keys: list[str], data: list[tuple[dict, float]]) -> list[harness.Model]:
+    """Ours, river's peers (harness.river_peer) and VBLSRegressor, in the order of ``keys``."""
+    ours = harness.Model("SparseRBF(max_basis=100)", lambda: SparseRBFRegressor(max_basis=100))
+    vbls = harness.Model("VBLSRegressor (ours, linear)", VBLSRegressor)
+    return [ours if k == OURS else vbls if k == "vbls" else harness.river_peer(k, data)
+            for k in keys]
+
 
 TARGET_LAST = 1.8
 NOISE_FLOOR = 1.0
 TARGET_RATIO = 0.75
 TARGET_MEDIAN = 4.0
 TARGET_P99 = 10.0
-REFERENCE_BEST = (2.68, 2.46)  # best river model, overall / last 1000, measured before
 
 
-def run(name: str, data: list[tuple[dict, float]]) -> dict:
-    """Progressive validation of one model: errors, wall-clock and CPU seconds per sample."""
-    _, factory, _ = MODELS[name]
-    pipeline = preprocessing.StandardScaler() | factory()
-    errors = np.empty(len(data))
-    seconds = np.empty(len(data))
-    cpu = np.empty(len(data))
-    clock, cpu_clock = time.perf_counter, time.thread_time
-    for i, (x, y) in enumerate(data):
-        cpu_start = cpu_clock()
-        start = clock()
-        y_pred = pipeline.predict_one(x)
-        pipeline.learn_one(x, y)
-        seconds[i] = clock() - start
-        cpu[i] = cpu_clock() - cpu_start
-        errors[i] = y - (0.0 if y_pred is None else y_pred)
-    return {"errors": errors, "seconds": seconds, "cpu": cpu, "model": pipeline[-1]}
+rmse = harness.rmse
 
 
-def rmse(errors: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(np.square(errors)))) if len(errors) else math.nan
-
-
-def section_friedman(names: list[str], n: int) -> None:
+def section_friedman(report: harness.Report, keys: list[str], n: int) -> None:
     data = list(datasets.synth.Friedman(seed=SEED).take(n))
     last = min(1000, n)
-    print(f"== Friedman #1 (seed {SEED}), {n} samples, progressive validation, "
-          "StandardScaler | model ==")
-    header = (f"{'model':34s} {'RMSE all':>9s} {f'last {last}':>9s} {'median µs':>10s} "
-              f"{'p99 µs':>9s} {'max µs':>9s} {'total s':>8s} {'cpu med':>8s} "
-              f"{'cpu p99':>8s}")
-    print(header)
-    print("-" * len(header))
-    results = {}
-    for name in names:
-        result = run(name, data)
-        results[name] = result
-        us = result["seconds"] * 1e6
-        print(f"{MODELS[name][0]:34s} {rmse(result['errors']):9.3f} "
-              f"{rmse(result['errors'][-last:]):9.3f} {np.median(us):10.1f} "
-              f"{np.percentile(us, 99):9.1f} {us.max():9.1f} {us.sum() / 1e6:8.2f} "
-              f"{np.median(result['cpu']) * 1e6:8.1f} "
-              f"{np.percentile(result['cpu'], 99) * 1e6:8.1f}", flush=True)
-    print("(µs: wall clock, perf_counter; cpu: this thread's CPU time, thread_time — the "
-          "difference is time the OS gave to other processes)")
-    print(f"(reference measured before on this machine class: best river model "
-          f"{REFERENCE_BEST[0]} overall / {REFERENCE_BEST[1]} last 1000 on 5000 samples)")
+    runs = harness.progressive(data, models(keys, data), verbose=True)
+    rows = [[label, f"{r.rmse():.3f}", f"{r.rmse(n - last):.3f}", f"{r.latency(50):.1f}",
+             f"{r.latency(99):.1f}", f"{r.latency(100):.1f}", f"{r.seconds.sum():.2f}",
+             f"{r.latency(50, cpu=True):.1f}", f"{r.latency(99, cpu=True):.1f}"]
+            for label, r in runs.items()]
+    title = f"Friedman #1 (seed {SEED}), {n} samples"
+    report.add_stream(title, runs, ours=models([OURS], [])[0].label,
+                      peers=[k for k in runs if k.startswith("LinearRegression")])
+    report.table(title, ["model", "RMSE all", f"last {last}", "µs median", "µs p99",
+                         "µs max", "total s", "CPU µs median", "CPU µs p99"], rows)
+    report.note("(µs: wall clock, perf_counter; CPU: this thread's CPU time, thread_time — the "
+                "difference is time the OS gave to other processes)", table=True)
+    ours = runs.get(models([OURS], [])[0].label)
+    if ours is not None:
+        report_targets(report, runs, ours, n, last)
 
-    if OURS not in results:
-        return
-    ours = results[OURS]
-    diag = ours["model"].diagnostics()
-    print("\nours at the end: " + ", ".join(
-        f"{k}={v:.4g}" for k, v in diag.items()))
-    print("\nour numbers against the targets")
-    last_rmse = rmse(ours["errors"][-last:])
-    print(f"  last-{last} RMSE            {last_rmse:7.3f}   target ≤ {TARGET_LAST} "
-          f"(noise floor {NOISE_FLOOR})   {'met' if last_rmse <= TARGET_LAST else 'NOT met'}")
-    river_names = [k for k in results if MODELS[k][2]]
-    if river_names:
-        best = min(river_names, key=lambda k: rmse(results[k]["errors"]))
-        ratio = rmse(ours["errors"]) / rmse(results[best]["errors"])
-        print(f"  overall RMSE / best river  {ratio:7.3f}   target ≤ {TARGET_RATIO} "
-              f"(best river: {MODELS[best][0]}, {rmse(results[best]['errors']):.3f})   "
-              f"{'met' if ratio <= TARGET_RATIO else 'NOT met'}")
-    ours_us = ours["seconds"] * 1e6
-    if LINEAR in results:
-        lin_median = float(np.median(results[LINEAR]["seconds"] * 1e6))
-        r_med = float(np.median(ours_us)) / lin_median
-        r_p99 = float(np.percentile(ours_us, 99)) / lin_median
-        print(f"  median(ours)/median(lin)   {r_med:7.2f}   target ≤ {TARGET_MEDIAN}   "
-              f"{'met' if r_med <= TARGET_MEDIAN else 'NOT met'}   "
-              f"(lin median {lin_median:.1f} µs)")
-        print(f"  p99(ours)/median(lin)      {r_p99:7.2f}   target ≤ {TARGET_P99}   "
-              f"{'met' if r_p99 <= TARGET_P99 else 'NOT met'}")
-        lin_cpu = float(np.median(results[LINEAR]["cpu"]))
-        print(f"  same on CPU time:          {np.median(ours['cpu']) / lin_cpu:7.2f} (median), "
-              f"{np.percentile(ours['cpu'], 99) / lin_cpu:.2f} (p99)")
-    print("  our latency per block of 1000 samples (flatness):")
-    print(f"    {'samples':>13s} {'median µs':>10s} {'p99 µs':>9s} {'cpu med':>8s} "
-          f"{'cpu p99':>8s} {'RMSE':>7s}")
+
+def report_targets(report: harness.Report, runs: dict[str, harness.Run], ours: harness.Run,
+                   n: int, last: int) -> None:
+    """Our numbers against the targets, and our latency per block of 1000 samples."""
+    report.note("ours at the end: " + ", ".join(
+        f"{k}={v:.4g}" for k, v in ours.model.diagnostics().items()))
+    last_rmse = ours.rmse(n - last)
+    lines = [f"last-{last} RMSE {last_rmse:.3f}, target ≤ {TARGET_LAST} (noise floor "
+             f"{NOISE_FLOOR}): {'met' if last_rmse <= TARGET_LAST else 'NOT met'}"]
+    best = harness.best_peer(runs)
+    if best is not None:
+        ratio = ours.rmse() / runs[best].rmse()
+        lines.append(f"overall RMSE / best river {ratio:.3f}, target ≤ {TARGET_RATIO} (best "
+                     f"river: {best}, {runs[best].rmse():.3f}): "
+                     f"{'met' if ratio <= TARGET_RATIO else 'NOT met'}")
+    linear = next((r for k, r in runs.items() if k.startswith("LinearRegression")), None)
+    if linear is not None:
+        lin = linear.latency(50)
+        r_med, r_p99 = ours.latency(50) / lin, ours.latency(99) / lin
+        lines.append(f"median(ours)/median(lin) {r_med:.2f}, target ≤ {TARGET_MEDIAN}: "
+                     f"{'met' if r_med <= TARGET_MEDIAN else 'NOT met'} (lin median "
+                     f"{lin:.1f} µs)")
+        lines.append(f"p99(ours)/median(lin) {r_p99:.2f}, target ≤ {TARGET_P99}: "
+                     f"{'met' if r_p99 <= TARGET_P99 else 'NOT met'}")
+        lin_cpu = linear.latency(50, cpu=True)
+        lines.append(f"same on CPU time: {ours.latency(50, cpu=True) / lin_cpu:.2f} (median), "
+                     f"{ours.latency(99, cpu=True) / lin_cpu:.2f} (p99)")
+    for line in lines:
+        report.note(line, table=True)
+    rows = []
     for start in range(0, n, 1000):
-        block = ours_us[start:start + 1000]
-        cpu = ours["cpu"][start:start + 1000] * 1e6
-        print(f"    {start + 1:>6d}–{start + len(block):<6d} {np.median(block):10.1f} "
-              f"{np.percentile(block, 99):9.1f} {np.median(cpu):8.1f} "
-              f"{np.percentile(cpu, 99):8.1f} {rmse(ours['errors'][start:start + 1000]):7.3f}")
+        us, cpu = ours.seconds[start:start + 1000] * 1e6, ours.cpu[start:start + 1000] * 1e6
+        rows.append([f"{start + 1}–{start + len(us)}", f"{np.median(us):.1f}",
+                     f"{np.percentile(us, 99):.1f}", f"{np.median(cpu):.1f}",
+                     f"{np.percentile(cpu, 99):.1f}", f"{ours.rmse(start, start + 1000):.3f}"])
+    report.table("our latency per block of 1000 samples (flat: the cost does not grow)",
+                 ["samples", "µs median", "µs p99", "CPU µs median", "CPU µs p99", "RMSE"],
+                 rows, doc=False)
 
 
-def section_drift(names: list[str], n: int, block: int = 500) -> None:
+def section_drift(report: harness.Report, keys: list[str], n: int, block: int = 500) -> None:
     scale = n / 5000
     position = (round(1500 * scale), round(3500 * scale))
     transition = round(500 * scale)
     data = list(datasets.synth.FriedmanDrift(drift_type="gsg", position=position,
                                              transition_window=transition,
                                              seed=SEED).take(n))
-    print(f"\n== FriedmanDrift gsg, position={position}, transition_window={transition}, "
-          f"seed {SEED}, {n} samples: progressive RMSE per {block} samples ==")
-    results = {name: run(name, data) for name in names}
-    labels = [MODELS[name][0] for name in names]
-    width = max(12, *(len(label) for label in labels))
-    print(f"{'samples':>13s} " + " ".join(f"{label:>{width}s}" for label in labels)
-          + "  note")
+    runs = harness.progressive(data, models(keys, data))
+    title = (f"FriedmanDrift gsg, position={position}, transition_window={transition}, "
+             f"seed {SEED}, {n} samples")
+    report.add_stream(title, runs)
+    rows = []
     for start in range(0, n, block):
         stop = min(start + block, n)
-        cells = " ".join(f"{rmse(results[name]['errors'][start:stop]):>{width}.3f}"
-                         for name in names)
         notes = [f"drift {p}–{p + transition}" for p in position
                  if start < p + transition and p < stop]
-        print(f"{start + 1:>6d}–{stop:<6d} {cells}  {'; '.join(notes)}")
-    cells = " ".join(f"{rmse(results[name]['errors']):>{width}.3f}" for name in names)
-    print(f"{'all':>13s} {cells}")
+        rows.append([f"{start + 1}–{stop}", *(f"{r.rmse(start, stop):.3f}"
+                                               for r in runs.values()), "; ".join(notes)])
+    rows.append(["all", *(f"{r.rmse():.3f}" for r in runs.values()), ""])
+    report.table(f"{title}: progressive RMSE per {block} samples", ["samples", *runs, "note"],
+                 rows)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=5000,
                         help="samples of each stream (the drift positions scale with it)")
-    parser.add_argument("--models", default=",".join(MODELS),
-                        help=f"comma-separated subset of {','.join(MODELS)}")
+    parser.add_argument("--models", default=",".join(MODEL_KEYS),
+                        help=f"comma-separated subset of {','.join(MODEL_KEYS)}")
     parser.add_argument("--quick", action="store_true", help="1500 samples")
+    harness.add_common_args(parser)
     args = parser.parse_args()
-    names = [m.strip() for m in args.models.split(",") if m.strip()]
-    unknown = [m for m in names if m not in MODELS]
+    keys = [m.strip() for m in args.models.split(",") if m.strip()]
+    unknown = [m for m in keys if m not in MODEL_KEYS]
     if unknown:
-        parser.error(f"unknown models {unknown}; choose from {list(MODELS)}")
+        parser.error(f"unknown models {unknown}; choose from {list(MODEL_KEYS)}")
     n = 1500 if args.quick else args.samples
-    threads = {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
-                                               "MKL_NUM_THREADS")}
-    print("BLAS threads: " + ", ".join(f"{k}={v}" for k, v in threads.items())
-          + " (set before numpy is imported, as a real-time user would)")
-    print(f"machine: {os.cpu_count()} CPUs, load average "
-          f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    partial = args.quick or n != 5000 or len(keys) < len(MODEL_KEYS)
+    report = harness.Report("stream_friedman", __doc__.splitlines()[0],
+                            {"samples": n, "models": keys}, quick=partial, path=args.results)
     # As a real-time user would before a loop: load the compiled loops now, so that the
     # first sample does not pay hundreds of milliseconds of loading (river's models have no
     # such cost, so this keeps the max column a measure of the per-sample work).
-    started = time.perf_counter()
     warm_up()
-    print(f"onlinesparse.warm_up(): {time.perf_counter() - started:.2f} s\n")
-    section_friedman(names, n)
-    drift_names = [m for m in DRIFT_MODELS if m in names]
-    if drift_names:
-        section_drift(drift_names, n)
+    section_friedman(report, keys, n)
+    drift_keys = [m for m in DRIFT_MODELS if m in keys]
+    if drift_keys:
+        section_drift(report, drift_keys, n)
+    report.write()
 
 
 if __name__ == "__main__":

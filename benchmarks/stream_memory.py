@@ -2,7 +2,9 @@
 
 100 000 samples of ``datasets.synth.Friedman(seed=7)`` go through
 ``preprocessing.StandardScaler() | SparseRBFRegressor(max_basis=50, window_size=500,
-evaluations_per_sample=2)`` with progressive validation (predict, then learn). Every 5000
+evaluations_per_sample=2)`` with progressive validation (predict, then learn;
+``benchmarks/harness.py``'s loop, without its baselines: this measures the model's memory,
+not its accuracy). Every 5000
 samples the script runs the garbage collector and records the resident set size of the
 process (``psutil`` if installed, else ``VmRSS`` of ``/proc/self/status``, else
 ``resource.getrusage``'s peak), the size of the pickled model (the state the model holds,
@@ -10,7 +12,8 @@ independent of the allocator), the number of basis functions and candidates, and
 per sample of the block. It prints the table and the growth of both sizes between the
 20 000-sample mark (well after the window and the pool have filled) and the end.
 
-Run: ``.venv/bin/python benchmarks/stream_memory.py [--samples N] [--every K]``.
+Run: ``.venv/bin/python benchmarks/stream_memory.py [--samples N] [--every K]`` (``--quick``:
+20 000 samples). Writes ``benchmarks/results/stream_memory.json``.
 """
 
 from __future__ import annotations
@@ -22,11 +25,10 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
-import math  # noqa: E402
 import pickle  # noqa: E402
-import time  # noqa: E402
 
-from river import datasets, preprocessing  # noqa: E402
+import harness  # noqa: E402
+from river import datasets  # noqa: E402
 
 from onlinesparse import SparseRBFRegressor  # noqa: E402
 
@@ -55,57 +57,68 @@ def rss_mib() -> tuple[float, str]:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "getrusage peak"
 
 
+PARAMS = {"max_basis": 50, "window_size": 500, "evaluations_per_sample": 2}
+
+
+def reader(readings: dict[int, tuple[float, float, dict]]):
+    """A harness checkpoint that records RSS, the pickle's size and the diagnostics."""
+    def read(samples: int, pipeline) -> None:
+        gc.collect()
+        readings[samples] = (rss_mib()[0], len(pickle.dumps(pipeline)) / 1024,
+                             pipeline[-1].diagnostics())
+    return read
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=100_000)
     parser.add_argument("--every", type=int, default=5000)
+    parser.add_argument("--quick", action="store_true", help="20 000 samples")
+    harness.add_common_args(parser)
     args = parser.parse_args()
-
-    model = preprocessing.StandardScaler() | SparseRBFRegressor(
-        max_basis=50, window_size=500, evaluations_per_sample=2)
+    if args.quick:
+        args.samples = 20_000
+    report = harness.Report("stream_memory", __doc__.splitlines()[0],
+                            {"samples": args.samples, "every": args.every, **PARAMS},
+                            quick=args.quick or args.samples != 100_000, path=args.results)
     gc.collect()
     start_rss, how = rss_mib()
-    print(f"SparseRBFRegressor(max_basis=50, window_size=500, evaluations_per_sample=2) behind "
-          f"StandardScaler, Friedman #1 (seed 7), {args.samples} samples")
-    print(f"resident memory from {how}; garbage collected before each reading; "
-          f"BLAS threads {os.environ['OPENBLAS_NUM_THREADS']}")
-    print(f"RSS before the stream: {start_rss:.1f} MiB\n")
-    header = (f"{'samples':>8s} {'RSS MiB':>8s} {'pickle KiB':>10s} {'n_basis':>7s} "
-              f"{'n_cand':>6s} {'refreshes':>9s} {'µs/sample':>9s} {'RMSE blk':>8s}")
-    print(header)
-    print("-" * len(header))
-    readings: dict[int, tuple[float, float]] = {}
-    squared, block_start = 0.0, time.perf_counter()
-    for i, (x, y) in enumerate(datasets.synth.Friedman(seed=7).take(args.samples), 1):
-        error = y - model.predict_one(x)
-        model.learn_one(x, y)
-        squared += error * error
-        if i % args.every == 0 or i == args.samples:
-            elapsed = time.perf_counter() - block_start
-            n_block = i % args.every or args.every
-            gc.collect()
-            rss, _ = rss_mib()
-            pickled = len(pickle.dumps(model)) / 1024
-            readings[i] = (rss, pickled)
-            diag = model[-1].diagnostics()
-            print(f"{i:>8d} {rss:8.1f} {pickled:10.1f} {diag['n_basis']:7.0f} "
-                  f"{diag['n_candidates']:6.0f} {diag['n_refreshes']:9.0f} "
-                  f"{elapsed / n_block * 1e6:9.0f} {math.sqrt(squared / n_block):8.3f}",
-                  flush=True)
-            squared, block_start = 0.0, time.perf_counter()
+    report.note(f"resident memory from {how}; garbage collected before each reading; "
+                f"RSS before the stream: {start_rss:.1f} MiB")
+    readings: dict[int, tuple[float, float, dict]] = {}
+    data = datasets.synth.Friedman(seed=7).take(args.samples)
+    label = "SparseRBFRegressor(max_basis=50, window_size=500, evaluations_per_sample=2)"
+    run = harness.progressive(data, [harness.Model(label, lambda: SparseRBFRegressor(**PARAMS))],
+                              baselines=False, checkpoint=(args.every, reader(readings)))[label]
+    report.add_stream(f"Friedman #1 (seed 7), {args.samples} samples", {label: run})
+    rows, previous = [], 0
+    for mark, (rss, pickled, diag) in readings.items():
+        rows.append([str(mark), f"{rss:.1f}", f"{pickled:.1f}", f"{diag['n_basis']:.0f}",
+                     f"{diag['n_candidates']:.0f}", f"{diag['n_refreshes']:.0f}",
+                     f"{run.seconds[previous:mark].mean() * 1e6:.0f}",
+                     f"{run.rmse(previous, mark):.3f}"])
+        previous = mark
+    report.table(f"{label} behind StandardScaler, Friedman #1 (seed 7)",
+                 ["samples", "RSS MiB", "pickle KiB", "n_basis", "n_cand", "refreshes",
+                  "µs/sample", "RMSE block"], rows, doc=False)
+    report_growth(report, {k: v[:2] for k, v in readings.items()})
+    report.write()
 
-    # From the 20 000 mark (the window and the pool are long full); a shorter run measures
-    # from its first reading.
+
+def report_growth(report: harness.Report, readings: dict[int, tuple[float, float]]) -> None:
+    """Growth of both sizes from the 20 000 mark (the window and the pool are long full; a
+    shorter run measures from its first reading) to the end."""
     marks = [m for m in readings if m >= REFERENCE_MARK]
     end = max(readings)
     ref = min(marks) if len(marks) > 1 else min(readings)
     d_rss = readings[end][0] - readings[ref][0]
     d_pickle = readings[end][1] - readings[ref][1]
-    print(f"\ngrowth from {ref} to {end} samples: RSS {d_rss:+.1f} MiB "
-          f"({readings[ref][0]:.1f} → {readings[end][0]:.1f}), pickled model "
-          f"{d_pickle:+.1f} KiB ({readings[ref][1]:.1f} → {readings[end][1]:.1f})")
-    if end > ref:
-        print(f"  = {d_rss * 1024 / (end - ref) * 1000:+.2f} KiB RSS per 1000 samples")
+    per_1000 = f"{d_rss * 1024 / (end - ref) * 1000:+.2f}" if end > ref else "—"
+    report.table("growth of the resident memory and of the pickled model",
+                 ["from", "to", "RSS MiB", "pickled model KiB", "RSS KiB per 1000 samples"],
+                 [[str(ref), str(end), f"{readings[ref][0]:.1f} → {readings[end][0]:.1f} "
+                   f"({d_rss:+.1f})", f"{readings[ref][1]:.1f} → {readings[end][1]:.1f} "
+                   f"({d_pickle:+.1f})", per_1000]])
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """SparseRBFRegressor with default parameters on the streams users have, against river.
 
-Progressive validation with river's ``evaluate.progressive_val_score`` semantics: for every
-sample, predict, score, then learn; every model behind its own
-``preprocessing.StandardScaler()``, every parameter at its default. Streams:
+Progressive validation through ``benchmarks/harness.py`` (predict, then learn; the first
+prediction, made before any target, is not scored for any model, and a ``None`` prediction
+is missing, not 0); every model but one AMF behind its own
+``preprocessing.StandardScaler()``, every parameter at its default except river's
+``LinearRegression``, whose SGD rate is the best of three on the stream itself. Streams:
 
 * ``datasets.TrumpApproval()`` (1001 samples) and ``datasets.ChickWeights()`` (578), bundled
   with river, real data;
@@ -15,13 +17,15 @@ sample, predict, score, then learn; every model behind its own
 
 Models: ours (``SparseRBFRegressor()``), river's ``LinearRegression``,
 ``BayesianLinearRegression``, ``KNNRegressor``, ``HoeffdingAdaptiveTreeRegressor`` (seeded),
-``ARFRegressor`` (seeded) and ``AMFRegressor`` (seeded). A model that predicts ``None`` is
-scored as predicting 0.
+``ARFRegressor`` (seeded) and ``AMFRegressor`` (seeded, on the raw inputs and, as a second
+row, behind the scaler: ``harness.river_peer``), and the harness's baselines: the
+running mean of the targets and the last target.
 
-Printed per stream: progressive RMSE of every model, µs per sample (median of
-``predict_one`` + ``learn_one``, scaler included; the extra ``with_dist=True`` call made for
-the coverage numbers is not timed), RMSE per fifth of the stream, the best river model, our
-ratios to it and to ``LinearRegression``, and, for the models with a predictive distribution
+Printed per stream: progressive RMSE and MAE of every model, µs per sample (median and 99th
+percentile of ``predict_one`` + ``learn_one``, scaler included; the extra ``with_dist=True``
+call made for the coverage numbers is not timed), RMSE per fifth of the stream, the best
+river model, our ratios to it, to ``LinearRegression`` and to the baselines, and, for the
+models with a predictive distribution
 (ours and ``BayesianLinearRegression``: ``predict_one(x, with_dist=True)`` returns a river
 ``proba.Gaussian``), the coverage of the central 95 % interval (mean ± 1.96 σ) after the
 first 100 samples. On ``FriedmanDrift(gra)`` also the RMSE per 100 samples around each
@@ -41,7 +45,7 @@ against the targets of issue 18 closes the run:
 Run: ``.venv/bin/python benchmarks/stream_real.py`` (a few minutes; ARF and AMF take most of
 it), ``--quick`` (Friedman streams cut to 1500 samples, drift points scaled with them),
 ``--models ours,linear,bayes``, ``--streams trump,chick``. Timing depends on the machine's
-load; nothing asserts on it.
+load; nothing asserts on it. Writes ``benchmarks/results/stream_real.json``.
 """
 
 from __future__ import annotations
@@ -53,42 +57,33 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import math  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
 
+import harness  # noqa: E402
 import numpy as np  # noqa: E402
-from river import (  # noqa: E402
-    datasets,
-    forest,
-    linear_model,
-    neighbors,
-    preprocessing,
-    tree,
-)
+from river import datasets, preprocessing  # noqa: E402
 
 from onlinesparse import SparseRBFRegressor, warm_up  # noqa: E402
 
-SEED = 42
+SEED = harness.SEED
 OURS = "ours"
 LINEAR = "linear"
-Z95 = 1.959963984540054  # two-sided 95 % quantile of the standard normal
-WARM = 100  # coverage is counted after this many samples
+WARM = harness.WARM
 COVERAGE_TARGET = (0.93, 0.97)
 RECOVERY_FACTOR = 1.2
 RECOVERY_WITHIN = 300
 BLOCK = 100
 
-# name → (label, factory of the final estimator, is a river model, has predictive dist)
-MODELS: dict[str, tuple[str, Callable[[], object], bool, bool]] = {
-    OURS: ("ours SparseRBF()", SparseRBFRegressor, False, True),
-    LINEAR: ("LinearRegression", linear_model.LinearRegression, True, False),
-    "bayes": ("BayesianLinearRegression", linear_model.BayesianLinearRegression, True, True),
-    "knn": ("KNNRegressor", neighbors.KNNRegressor, True, False),
-    "hat": ("HoeffdingAdaptiveTree", lambda: tree.HoeffdingAdaptiveTreeRegressor(seed=SEED),
-            True, False),
-    "arf": ("ARFRegressor", lambda: forest.ARFRegressor(seed=SEED), True, False),
-    "amf": ("AMFRegressor", lambda: forest.AMFRegressor(seed=SEED), True, False),
-}
+# key → label of our model or of a river peer (harness.river_peer: sensible settings).
+MODELS: dict[str, str] = {OURS: "ours SparseRBF()", LINEAR: "LinearRegression",
+                          "bayes": "BayesianLinearRegression", "knn": "KNNRegressor",
+                          "hat": "HoeffdingAdaptiveTree", "arf": "ARFRegressor",
+                          "amf": "AMFRegressor", "amf-scaled": "AMFRegressor (scaled)"}
+
+
+def models(keys: list[str], data: list[tuple[dict, float]]) -> list[harness.Model]:
+    """The harness's models for ``keys``, LinearRegression's rate tuned on ``data``."""
+    return [harness.Model(MODELS[OURS], SparseRBFRegressor, with_dist=True) if key == OURS
+            else harness.river_peer(key, data) for key in keys]
 
 
 def drift_geometry(n: int) -> tuple[tuple[int, int], int]:
@@ -118,70 +113,31 @@ def load_stream(key: str, n_synth: int) -> tuple[str, list[tuple[dict, float]], 
 STREAMS = ("trump", "chick", "friedman", "gra", "gsg")
 
 
-def run_progressive(factory: Callable[[], object], data: list[tuple[dict, float]],
-                    with_dist: bool) -> dict[str, np.ndarray]:
-    """Predict, score, learn over ``data``; per-sample errors, seconds, predictive σ."""
-    pipeline = preprocessing.StandardScaler() | factory()
-    n = len(data)
-    errors, seconds = np.empty(n), np.empty(n)
-    sigma = np.full(n, np.nan)
-    clock = time.perf_counter
-    for i, (x, y) in enumerate(data):
-        start = clock()
-        y_pred = pipeline.predict_one(x)
-        elapsed = clock() - start
-        if with_dist:  # untimed: the point prediction above is what a user pays for
-            dist = pipeline.predict_one(x, with_dist=True)
-            sigma[i] = dist.sigma
-        start = clock()
-        pipeline.learn_one(x, y)
-        seconds[i] = elapsed + clock() - start
-        errors[i] = y - (0.0 if y_pred is None else y_pred)
-    return {"errors": errors, "seconds": seconds, "sigma": sigma}
-
-
-def rmse(errors: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(np.square(errors)))) if len(errors) else math.nan
-
-
-def coverage(errors: np.ndarray, sigma: np.ndarray, start: int = WARM) -> float:
-    """Share of samples after ``start`` whose error lies within ± 1.96 predictive σ."""
-    e, s = errors[start:], sigma[start:]
-    return float(np.mean(np.abs(e) <= Z95 * s)) if len(e) else math.nan
+rmse = harness.rmse
+coverage = harness.coverage
 
 
 def fifths(errors: np.ndarray) -> list[float]:
     return [rmse(part) for part in np.array_split(errors, 5)]
 
 
-def best_river(results: dict[str, dict]) -> str | None:
-    river_names = [k for k in results if MODELS[k][2]]
-    return min(river_names, key=lambda k: rmse(results[k]["errors"])) if river_names else None
-
-
-def print_stream(title: str, n: int, results: dict[str, dict]) -> dict:
-    """The per-stream table; returns this stream's summary row."""
-    print(f"\n== {title}: {n} samples ==")
-    print("| model | RMSE | RMSE per fifth | 95 % coverage | median µs/sample |")
-    print("|---|---|---|---|---|")
-    for name, res in results.items():
-        cover = (f"{100 * coverage(res['errors'], res['sigma']):.1f} %" if MODELS[name][3]
-                 else "—")
-        per_fifth = " / ".join(f"{v:.3g}" for v in fifths(res["errors"]))
-        print(f"| {MODELS[name][0]} | {rmse(res['errors']):.4g} | {per_fifth} | {cover} | "
-              f"{np.median(res['seconds']) * 1e6:.1f} |")
-    row: dict = {"title": title, "rmse": {k: rmse(r["errors"]) for k, r in results.items()}}
-    best = best_river(results)
-    row["best"] = best
-    if OURS in results:
-        row["coverage"] = coverage(results[OURS]["errors"], results[OURS]["sigma"])
-    if OURS in results and best is not None:
-        ours = row["rmse"][OURS]
-        print(f"best river: {MODELS[best][0]} {row['rmse'][best]:.4g}; "
-              f"ours / best river = {ours / row['rmse'][best]:.3f}", end="")
-        if LINEAR in results:
-            print(f"; ours / LinearRegression = {ours / row['rmse'][LINEAR]:.3f}", end="")
-        print()
+def report_stream(report: harness.Report, title: str, runs: dict[str, harness.Run],
+                  doc: bool = True) -> dict:
+    """The per-stream tables (``doc=False``: left out of docs/performance.md, whose summary
+    table still has the stream); returns this stream's summary row."""
+    ours = MODELS[OURS]
+    linear = next((k for k in runs if k.startswith(MODELS[LINEAR])), None)
+    entry = report.stream(title, runs, ours=ours if ours in runs else None,
+                          peers=[linear] if linear else [], doc=doc)
+    report.table(f"{title}: RMSE per fifth of the stream", ["model", "1st", "2nd", "3rd",
+                                                            "4th", "5th"],
+                 [[label, *(f"{v:.3g}" for v in fifths(run.errors))]
+                  for label, run in runs.items()], doc=False)
+    best = harness.best_peer(runs)
+    row: dict = {"title": title, "rmse": {k: r.rmse() for k, r in runs.items()},
+                 "best": best, "linear": linear, "ratios": entry.get("ratios", {})}
+    if ours in runs:
+        row["coverage"] = runs[ours].coverage()
     return row
 
 
@@ -195,28 +151,30 @@ def recovery(errors: np.ndarray, change: int) -> tuple[float, int | None]:
     return pre, None
 
 
-def print_drift_blocks(results: dict[str, dict], position: tuple) -> list[bool]:
+def report_drift_blocks(report: harness.Report, runs: dict[str, harness.Run],
+                        position: tuple) -> list[bool]:
     """RMSE per 100 samples from 300 before to 600 after each change; our recovery."""
-    names = list(results)
+    ours = MODELS[OURS]
+    n = len(next(iter(runs.values())).targets)
     recovered = []
     for change in position:
-        print(f"\nRMSE per {BLOCK} samples around the change at {change}:")
-        print("| samples | " + " | ".join(MODELS[k][0] for k in names) + " |")
-        print("|---" * (len(names) + 1) + "|")
+        rows = []
         for start in range(change - 3 * BLOCK, change + 6 * BLOCK, BLOCK):
-            stop = min(start + BLOCK, len(results[names[0]]["errors"]))
-            if start < 0 or start >= stop:
-                continue
-            cells = " | ".join(f"{rmse(results[k]['errors'][start:stop]):.3f}" for k in names)
-            print(f"| {start + 1}–{stop} | {cells} |")
-        if OURS in results:
-            pre, after = recovery(results[OURS]["errors"], change)
+            stop = min(start + BLOCK, n)
+            if 0 <= start < stop:
+                rows.append([f"{start + 1}–{stop}",
+                             *(f"{run.rmse(start, stop):.3f}" for run in runs.values())])
+        report.table(f"RMSE per {BLOCK} samples around the change at {change}",
+                     ["samples", *runs], rows, doc=False)
+        if ours in runs:
+            pre, after = recovery(runs[ours].errors, change)
             ok = after is not None and after <= RECOVERY_WITHIN
             recovered.append(ok)
             when = f"after {after} samples" if after is not None else "not within 600 samples"
-            print(f"ours: pre-drift RMSE {pre:.3f} (300 samples before); first 100-sample block "
-                  f"within {RECOVERY_FACTOR}× of it ends {when} → recovery within "
-                  f"{RECOVERY_WITHIN}: {'met' if ok else 'NOT met'}")
+            report.note(f"ours: pre-drift RMSE {pre:.3f} (300 samples before); first "
+                        f"100-sample block within {RECOVERY_FACTOR}× of it ends {when} → "
+                        f"recovery within {RECOVERY_WITHIN}: {'met' if ok else 'NOT met'}",
+                        table=True)
     return recovered
 
 
@@ -225,7 +183,8 @@ def print_drift_blocks(results: dict[str, dict], position: tuple) -> list[bool]:
 GRA_RELEVANT = {"original": (0, 1, 2, 3, 4), "drifted": (0, 1, 2, 3, 5)}
 
 
-def fresh_batch_bound(data: list[tuple[dict, float]], position: tuple) -> None:
+def fresh_batch_bound(report: harness.Report, data: list[tuple[dict, float]],
+                      position: tuple) -> None:
     """What the samples after each change allow at all. Recovery within 300 samples asks
     the streaming model's block 201–300 after the change to be within 1.2× of its
     pre-drift level; before that block it has learned at most the first 200 samples of
@@ -247,9 +206,9 @@ def fresh_batch_bound(data: list[tuple[dict, float]], position: tuple) -> None:
             train = data[change:change + learned]
             test = data[change + learned:change + learned + BLOCK]
             results = _batch_fits(train, test, GRA_RELEVANT[concept])
-            print(f"fitted at once to the {learned} samples after {change}, RMSE on samples "
-                  f"{learned + 1}–{learned + BLOCK} after it: "
-                  + "; ".join(f"{k} {v:.3f}" for k, v in results.items()))
+            report.note(f"fitted at once to the {learned} samples after {change}, RMSE on "
+                        f"samples {learned + 1}–{learned + BLOCK} after it: "
+                        + "; ".join(f"{k} {v:.3f}" for k, v in results.items()))
 
 
 # The wider ladders the oracle fits try, as multiples of the default (0.5, 1, 2)·√d.
@@ -299,41 +258,43 @@ def _batch_fits(train: list[tuple[dict, float]], test: list[tuple[dict, float]],
     return results
 
 
-def print_summary(rows: list[dict], recovered: list[bool]) -> None:
+def report_summary(report: harness.Report, rows: list[dict], recovered: list[bool]) -> None:
     """Our numbers against the targets of issue 18, one line per stream."""
-    print("\n== Summary against the targets ==")
-    print("| stream | ours | best river | ours / best | LinearRegression | ours / linear | "
-          "ours 95 % coverage |")
-    print("|---|---|---|---|---|---|---|")
-    met_best = met_linear = met_cover = True
-    judged_best = judged_linear = False  # (a target without its peer in the run is not met)
+    table, met = [], {"best": True, "linear": True, "cover": True}
+    judged = {"best": False, "linear": False}  # (a target without its peer is not judged)
+    ours = MODELS[OURS]
     for row in rows:
         r = row["rmse"]
-        if OURS not in r:
+        if ours not in r:
             continue
-        best, lin = row["best"], r.get(LINEAR)
-        best_txt = f"{r[best]:.4g} ({MODELS[best][0]})" if best else "—"
-        ratio_best = r[OURS] / r[best] if best else math.nan
-        ratio_lin = r[OURS] / lin if lin else math.nan
-        met_best &= not ratio_best > 1.0
-        met_linear &= not ratio_lin > 1.0
-        judged_best |= bool(best)
-        judged_linear |= bool(lin)
-        cover = row["coverage"]
-        met_cover &= COVERAGE_TARGET[0] <= cover <= COVERAGE_TARGET[1]
-        lin_txt = f"{lin:.4g}" if lin else "—"
-        print(f"| {row['title']} | {r[OURS]:.4g} | {best_txt} | {ratio_best:.3f} | {lin_txt} | "
-              f"{ratio_lin:.3f} | {100 * cover:.1f} % |")
+        best, lin = row["best"], row["linear"]
+        ratio_best = r[ours] / r[best] if best else math.nan
+        ratio_lin = r[ours] / r[lin] if lin else math.nan
+        met["best"] &= not ratio_best > 1.0
+        met["linear"] &= not ratio_lin > 1.0
+        judged["best"] |= bool(best)
+        judged["linear"] |= bool(lin)
+        met["cover"] &= COVERAGE_TARGET[0] <= row["coverage"] <= COVERAGE_TARGET[1]
+        baselines = min(r[harness.RUNNING_MEAN], r[harness.LAST_TARGET])
+        table.append([row["title"], f"{r[ours]:.4g}",
+                      f"{r[best]:.4g} ({best})" if best else "—", f"{ratio_best:.3f}",
+                      f"{r[lin]:.4g}" if lin else "—", f"{ratio_lin:.3f}",
+                      f"{r[ours] / baselines:.3f}", harness.percent(row["coverage"])])
+    report.table("Summary against the targets",
+                 ["stream", "ours", "best river", "ours / best", "LinearRegression",
+                  "ours / linear", "ours / best baseline", "ours 95 % coverage"], table)
     status = {True: "met", False: "NOT met"}
     unjudged = "not judged (no river model in this run)"
-    print(f"ours ≤ best river on every stream: "
-          f"{status[met_best] if judged_best else unjudged}")
-    print(f"never worse than LinearRegression: "
-          f"{status[met_linear] if judged_linear else unjudged}")
-    print(f"95 % coverage in 93–97 % on every stream: {status[met_cover]}")
+    report.note("ours ≤ best river on every stream: "
+                + (status[met["best"]] if judged["best"] else unjudged), table=True)
+    report.note("never worse than LinearRegression: "
+                + (status[met["linear"]] if judged["linear"] else unjudged), table=True)
+    report.note(f"95 % coverage in 93–97 % on every stream: {status[met['cover']]}",
+                table=True)
     if recovered:
-        print(f"FriedmanDrift(gra) recovery within {RECOVERY_FACTOR}× in {RECOVERY_WITHIN} "
-              f"samples of each change: {status[all(recovered)]}")
+        report.note(f"FriedmanDrift(gra) recovery within {RECOVERY_FACTOR}× in "
+                    f"{RECOVERY_WITHIN} samples of each change: {status[all(recovered)]}",
+                    table=True)
 
 
 def parse_args() -> argparse.Namespace:
@@ -346,6 +307,7 @@ def parse_args() -> argparse.Namespace:
                         help="samples of each synthetic stream (drift points scale with it)")
     parser.add_argument("--quick", action="store_true",
                         help="synthetic streams cut to 1500 samples")
+    harness.add_common_args(parser)
     args = parser.parse_args()
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     args.streams = [s.strip() for s in args.streams.split(",") if s.strip()]
@@ -354,6 +316,8 @@ def parse_args() -> argparse.Namespace:
         unknown = [k for k in given if k not in known]
         if unknown:
             parser.error(f"unknown {what} {unknown}; choose from {list(known)}")
+    args.partial = (len(args.models) < len(MODELS) or len(args.streams) < len(STREAMS)
+                    or args.samples != 5000)
     if args.quick:
         args.samples = 1500
     return args
@@ -361,26 +325,23 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    print(f"machine: {os.cpu_count()} CPUs, load average "
-          f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}; BLAS threads "
-          f"{os.environ.get('OPENBLAS_NUM_THREADS')}")
-    started = time.perf_counter()
+    report = harness.Report("stream_real", __doc__.splitlines()[0],
+                            {"models": args.models, "streams": args.streams,
+                             "samples": args.samples, "quick": args.quick},
+                            quick=args.quick or args.partial, path=args.results)
     warm_up()  # loads the compiled loops now, not inside the first timed sample
-    print(f"onlinesparse.warm_up(): {time.perf_counter() - started:.2f} s")
     rows, recovered = [], []
     for key in args.streams:
         title, data, position = load_stream(key, args.samples)
-        results = {}
-        for name in args.models:
-            started = time.perf_counter()
-            results[name] = run_progressive(MODELS[name][1], data, MODELS[name][3])
-            print(f"  {MODELS[name][0]} on {key}: {time.perf_counter() - started:.1f} s",
-                  flush=True)
-        rows.append(print_stream(title, len(data), results))
+        print(f"\n{title}:", flush=True)
+        runs = harness.progressive(data, models(args.models, data), verbose=True)
+        # (the drifting streams' own tables stay in the results file: the page's length)
+        rows.append(report_stream(report, title, runs, doc=key not in ("gra", "gsg")))
         if key == "gra":
-            recovered = print_drift_blocks(results, position)
-            fresh_batch_bound(data, position)
-    print_summary(rows, recovered)
+            recovered = report_drift_blocks(report, runs, position)
+            fresh_batch_bound(report, data, position)
+    report_summary(report, rows, recovered)
+    report.write()
 
 
 if __name__ == "__main__":

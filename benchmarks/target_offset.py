@@ -4,14 +4,18 @@ Friedman #1 (``synth.Friedman(seed=6)``, 2000 samples; the target's spread is ab
 with a constant added to every target: 0, −14 (about minus the mean), 10⁴, 10⁶ and 10⁸.
 A regressor equivariant to the target's origin scores the same at every offset; window
 statistics that hold the raw targets lose digits to cancellation once the offset is many
-orders above the spread. Progressive validation behind ``preprocessing.StandardScaler()``,
-defaults everywhere; printed: RMSE after the first 200 samples, and our 95 % coverage.
+orders above the spread. Progressive validation behind ``preprocessing.StandardScaler()``
+(``benchmarks/harness.py``'s loop), defaults everywhere but river ``LinearRegression``'s
+rate, tuned on each stream; printed: RMSE after the first 200 samples (for every model
+alike), and our 95 % coverage. The running mean of the targets runs beside them: it is
+equivariant to the origin by construction, so its row shows what rounding alone does.
 
 Models: ``SparseRBFRegressor``, ``VBLSRegressor``, ``VBLSKernelRegressor`` (as is, and
 behind river's ``preprocessing.TargetStandardScaler``), ``Lin1Regressor`` and river's
 ``LinearRegression``.
 
-Run: ``.venv/bin/python benchmarks/target_offset.py`` (about a minute).
+Run: ``.venv/bin/python benchmarks/target_offset.py`` (about a minute). Writes
+``benchmarks/results/target_offset.json``.
 """
 
 from __future__ import annotations
@@ -21,69 +25,63 @@ import os
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
-import math  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+import argparse  # noqa: E402
 
-import numpy as np  # noqa: E402
-from river import linear_model, preprocessing  # noqa: E402
+import harness  # noqa: E402
+from river import preprocessing  # noqa: E402
 from river.datasets import synth  # noqa: E402
 
-from onlinesparse import Lin1Regressor, SparseRBFRegressor  # noqa: E402
-from onlinesparse.vbls import VBLSKernelRegressor, VBLSRegressor  # noqa: E402
+from onlinesparse import (  # noqa: E402
+    Lin1Regressor,
+    SparseRBFRegressor,
+    VBLSKernelRegressor,
+    VBLSRegressor,
+)
 
 OFFSETS = (0.0, -14.0, 1e4, 1e6, 1e8)
 SKIP = 200  # (samples left out of the RMSE: the first predictions of a young model)
-MODELS: dict[str, Callable[[], object]] = {
-    "SparseRBFRegressor": SparseRBFRegressor,
-    "VBLSRegressor": VBLSRegressor,
-    "VBLSKernelRegressor": VBLSKernelRegressor,
-    "VBLSKernelRegressor behind TargetStandardScaler": None,  # (built below: it wraps the rest)
-    "Lin1Regressor": Lin1Regressor,
-    "river LinearRegression": linear_model.LinearRegression,
-}
+OURS = "SparseRBFRegressor"
 
 
-def make(name: str) -> object:
-    if name.endswith("TargetStandardScaler"):
+def models(data: list[tuple[dict, float]]) -> list[harness.Model]:
+    def wrapped() -> object:  # it wraps the scaler too, so it gets none from the harness
         return preprocessing.TargetStandardScaler(
             regressor=preprocessing.StandardScaler() | VBLSKernelRegressor())
-    return preprocessing.StandardScaler() | MODELS[name]()
 
-
-def score(name: str, data: list[tuple[dict, float]], offset: float) -> tuple[float, float]:
-    """RMSE after the first SKIP samples, and the 95 % coverage (NaN without a
-    distribution)."""
-    model = make(name)
-    squared, covered = [], []
-    with_dist = name == "SparseRBFRegressor"
-    for k, (x, y) in enumerate(data):
-        target = y + offset
-        if with_dist:
-            dist = model.predict_one(x, with_dist=True)
-            prediction = dist.mu
-        else:
-            prediction = model.predict_one(x)
-        if k >= SKIP:
-            squared.append((target - prediction) ** 2)
-            if with_dist:
-                covered.append(abs(target - prediction) <= 1.96 * dist.sigma)
-        model.learn_one(x, target)
-    return math.sqrt(float(np.mean(squared))), (float(np.mean(covered)) if covered
-                                                 else math.nan)
+    return [harness.Model(OURS, SparseRBFRegressor, with_dist=True),
+            harness.Model("VBLSRegressor", VBLSRegressor),
+            harness.Model("VBLSKernelRegressor", VBLSKernelRegressor),
+            harness.Model("VBLSKernelRegressor behind TargetStandardScaler", wrapped,
+                          scale=False),
+            harness.Model("Lin1Regressor", Lin1Regressor),
+            harness.river_peer("linear", data)]
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    harness.add_common_args(parser)
+    args = parser.parse_args()
+    report = harness.Report("target_offset", __doc__.splitlines()[0],
+                            {"offsets": list(OFFSETS), "skip": SKIP, "samples": 2000,
+                             "seed": 6}, path=args.results)
     data = list(synth.Friedman(seed=6).take(2000))
-    print(f"Friedman #1 (seed 6, 2000 samples), target + offset; RMSE after {SKIP} samples "
-          "(SparseRBFRegressor: and its 95 % coverage)")
-    print("| model | " + " | ".join(f"{o:g}" for o in OFFSETS) + " |")
-    print("|---" * (len(OFFSETS) + 1) + "|")
-    for name in MODELS:
-        cells = []
-        for offset in OFFSETS:
-            rmse, cover = score(name, data, offset)
-            cells.append(f"{rmse:.4g}" + (f" ({100 * cover:.1f} %)" if cover == cover else ""))
-        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+    cells: dict[str, list[str]] = {}
+    for offset in OFFSETS:
+        shifted = [(x, y + offset) for x, y in data]
+        runs = harness.progressive(shifted, models(shifted), score_from=SKIP)
+        runs = {k.split(" (lr")[0]: r for k, r in runs.items()}
+        report.add_stream(f"offset {offset:g}", runs)
+        for label, run in runs.items():
+            if label == harness.LAST_TARGET:
+                continue  # (no different from the running mean's row here)
+            cover = f" ({harness.percent(run.coverage())})" if run.with_dist else ""
+            cells.setdefault(label, []).append(f"{run.rmse():.4g}{cover}")
+        print(f"  offset {offset:g} done", flush=True)
+    report.table(f"Friedman #1 (seed 6, 2000 samples), target + offset; RMSE after {SKIP} "
+                 f"samples ({OURS}: and its 95 % coverage)",
+                 ["model", *(f"{o:g}" for o in OFFSETS)],
+                 [[label, *row] for label, row in cells.items()])
+    report.write()
 
 
 if __name__ == "__main__":

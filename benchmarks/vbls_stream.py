@@ -1,8 +1,10 @@
 """The Bayesian family on streams: progressive RMSE and the cost of a sample, with peers.
 
 Every model sits behind ``preprocessing.StandardScaler()``; for every sample ``predict_one``
-then ``learn_one`` (progressive validation). Printed per stream: the RMSE over the whole
-stream and over its first 20 samples, and the median and 99th percentile of the thread's
+then ``learn_one`` (progressive validation through ``benchmarks/harness.py``: the first
+prediction, made before any target, is not scored, and the running mean and the last target
+run beside the models). Printed per stream: the RMSE over the whole stream and over its
+first 20 samples (19 scored), and the median and 99th percentile of the thread's
 CPU time of ``predict_one`` + ``learn_one`` (``time.thread_time``: on a shared machine the
 wall clock mostly measures the other processes), for
 
@@ -10,7 +12,7 @@ wall clock mostly measures the other processes), for
   fixed-point schedule with restarts), and the same with ``memory="unbounded"``;
 * ``VBLSRegressor(factorisation="student_t")``;
 * ``Lin1Regressor`` (DELVE lin-1, least squares on every pattern) and river's
-  ``LinearRegression`` (SGD, which forgets by construction);
+  ``LinearRegression`` (SGD, which forgets by construction; its rate tuned on the stream);
 * on TrumpApproval also ``VBLSKernelRegressor()`` and ``SparseRBFRegressor`` at the same
   ``max_basis`` (100, both defaults), for the kernel model's cost.
 
@@ -25,7 +27,8 @@ Then the issue's targets: VBLS within 1.05× Lin1Regressor on the stationary str
 than river's LinearRegression on the drifting ones, and the kernel model's median cost
 against 3× SparseRBFRegressor's.
 
-Run: ``.venv/bin/python benchmarks/vbls_stream.py`` (about two minutes).
+Run: ``.venv/bin/python benchmarks/vbls_stream.py`` (about two minutes). Writes
+``benchmarks/results/vbls_stream.json``.
 """
 
 from __future__ import annotations
@@ -35,17 +38,21 @@ import os
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
-import math  # noqa: E402
-import time  # noqa: E402
+import argparse  # noqa: E402
 from collections.abc import Callable, Iterable  # noqa: E402
 
+import harness  # noqa: E402
 import numpy as np  # noqa: E402
-from river import datasets, linear_model, preprocessing  # noqa: E402
+from river import datasets  # noqa: E402
 from river.datasets import synth  # noqa: E402
 
 import onlinesparse  # noqa: E402
-from onlinesparse import Lin1Regressor, SparseRBFRegressor  # noqa: E402
-from onlinesparse.vbls import VBLSKernelRegressor, VBLSRegressor  # noqa: E402
+from onlinesparse import (  # noqa: E402
+    Lin1Regressor,
+    SparseRBFRegressor,
+    VBLSKernelRegressor,
+    VBLSRegressor,
+)
 
 
 def robot(n: int = 4000, seed: int = 0) -> Iterable[tuple[dict, float]]:
@@ -67,70 +74,69 @@ STREAMS: dict[str, tuple[Callable[[], Iterable], bool]] = {
     "robot (wandering)": (lambda: robot(), True),
 }
 
-MODELS: dict[str, Callable[[], object]] = {
-    "VBLS (defaults)": lambda: VBLSRegressor(),
-    "VBLS unbounded": lambda: VBLSRegressor(memory="unbounded"),
-    "VBLS student_t": lambda: VBLSRegressor(factorisation="student_t"),
-    "Lin1Regressor": lambda: Lin1Regressor(),
-    "river LinearRegression": lambda: linear_model.LinearRegression(),
-}
-KERNEL_MODELS: dict[str, Callable[[], object]] = {
-    "VBLSKernelRegressor": lambda: VBLSKernelRegressor(max_basis=100),
-    "SparseRBFRegressor": lambda: SparseRBFRegressor(max_basis=100),
-}
+MODELS = (harness.Model("VBLS (defaults)", VBLSRegressor),
+          harness.Model("VBLS unbounded", lambda: VBLSRegressor(memory="unbounded")),
+          harness.Model("VBLS student_t", lambda: VBLSRegressor(factorisation="student_t")),
+          harness.Model("Lin1Regressor", Lin1Regressor))
+KERNEL_MODELS = (harness.Model("VBLSKernelRegressor", lambda: VBLSKernelRegressor(max_basis=100)),
+                 harness.Model("SparseRBFRegressor", lambda: SparseRBFRegressor(max_basis=100)))
+LINEAR = "LinearRegression"
 
 
-def squared_errors_and_times(stream: Iterable, model) -> tuple[np.ndarray, np.ndarray]:
-    """Progressive validation behind a StandardScaler: every sample's squared error
-    (a prediction of None scored as 0) and the µs of its predict_one + learn_one (this
-    thread's CPU time)."""
-    pipeline = preprocessing.StandardScaler() | model
-    errors, times = [], []
-    for x, y in stream:
-        start = time.thread_time()
-        prediction = pipeline.predict_one(x)
-        pipeline.learn_one(x, y)
-        times.append(time.thread_time() - start)
-        errors.append((y - (prediction or 0.0)) ** 2)
-    return np.array(errors), 1e6 * np.array(times)
+def run_stream(report: harness.Report, name: str, data: list) -> dict[str, harness.Run]:
+    """Every model on one stream; prints and stores its table."""
+    models = [*MODELS, harness.river_peer("linear", data)]
+    if name == "TrumpApproval":
+        models += KERNEL_MODELS
+    runs = harness.progressive(data, models)
+    report.add_stream(name, runs, ours="VBLS (defaults)",
+                      peers=["Lin1Regressor", *(k for k in runs if k.startswith(LINEAR))])
+    report.table(f"{name} ({len(data)} samples)",
+                 ["model", "RMSE", "first 20", "CPU µs median", "CPU µs p99"],
+                 [[label, f"{r.rmse():.3f}", f"{r.rmse(0, 20):.3f}",
+                   f"{r.latency(50, cpu=True):.1f}", f"{r.latency(99, cpu=True):.1f}"]
+                  for label, r in runs.items()], doc=False)
+    return runs
 
 
-def progressive(stream: Iterable, model) -> tuple[float, float, float, float]:
-    """RMSE over all samples and the first 20, median and p99 µs of predict + learn."""
-    errors, times = squared_errors_and_times(stream, model)
-    return (math.sqrt(errors.mean()), math.sqrt(errors[:20].mean()),
-            float(np.median(times)), float(np.percentile(times, 99)))
+def report_all(report: harness.Report, results: dict[str, dict[str, harness.Run]]) -> None:
+    """Every stream side by side (the page's table; the per-stream ones have more)."""
+    cells: dict[str, dict[str, str]] = {}
+    for name, runs in results.items():
+        for label, run in runs.items():
+            cells.setdefault(label.split(" (lr")[0], {})[name] = (
+                f"{run.rmse():.3f} ({run.latency(50, cpu=True):.0f})")
+    report.table("RMSE (median CPU µs of predict + learn) per stream",
+                 ["model", *results], [[label, *(row.get(n, "—") for n in results)]
+                                       for label, row in cells.items()])
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    harness.add_common_args(parser)
+    args = parser.parse_args()
+    report = harness.Report("vbls_stream", __doc__.splitlines()[0],
+                            {"streams": list(STREAMS)}, path=args.results)
     onlinesparse.warm_up()
-    results: dict[tuple[str, str], tuple[float, float, float, float]] = {}
-    print(f"{'stream':20s} {'model':24s} {'RMSE':>8s} {'first 20':>9s} {'µs med':>8s} "
-          f"{'µs p99':>8s}")
-    for stream_name, (make, _) in STREAMS.items():
-        models = dict(MODELS)
-        if stream_name == "TrumpApproval":
-            models.update(KERNEL_MODELS)
-        for model_name, build in models.items():
-            row = progressive(make(), build())
-            results[stream_name, model_name] = row
-            print(f"{stream_name:20s} {model_name:24s} {row[0]:8.3f} {row[1]:9.3f} "
-                  f"{row[2]:8.1f} {row[3]:8.1f}", flush=True)
-    print("\ntargets")
-    for stream_name, (_, drifting) in STREAMS.items():
-        ours = results[stream_name, "VBLS (defaults)"][0]
+    results = {name: run_stream(report, name, list(make()))
+               for name, (make, _) in STREAMS.items()}
+    report_all(report, results)
+    for name, (_, drifting) in STREAMS.items():
+        runs = results[name]
+        ours = runs["VBLS (defaults)"].rmse()
         if drifting:
-            peer = results[stream_name, "river LinearRegression"][0]
-            print(f"  {stream_name:20s} VBLS / river LinearRegression = {ours / peer:.3f} "
-                  f"(target < 1)")
+            linear = next(k for k in runs if k.startswith(LINEAR))
+            report.note(f"{name}: VBLS / river {linear} = {ours / runs[linear].rmse():.3f} "
+                        "(target < 1)")
         else:
-            peer = results[stream_name, "Lin1Regressor"][0]
-            print(f"  {stream_name:20s} VBLS / Lin1Regressor = {ours / peer:.3f} "
-                  f"(target ≤ 1.05)")
-    kernel = results["TrumpApproval", "VBLSKernelRegressor"]
-    rbf = results["TrumpApproval", "SparseRBFRegressor"]
-    print(f"  VBLSKernelRegressor median µs / SparseRBFRegressor's = {kernel[2] / rbf[2]:.2f} "
-          f"(target ≤ 3); RMSE {kernel[0]:.3f} against {rbf[0]:.3f}")
+            report.note(f"{name}: VBLS / Lin1Regressor = "
+                        f"{ours / runs['Lin1Regressor'].rmse():.3f} (target ≤ 1.05)")
+    kernel = results["TrumpApproval"]["VBLSKernelRegressor"]
+    rbf = results["TrumpApproval"]["SparseRBFRegressor"]
+    ratio = kernel.latency(50, cpu=True) / rbf.latency(50, cpu=True)
+    report.note(f"VBLSKernelRegressor median CPU µs / SparseRBFRegressor's = {ratio:.2f} "
+                f"(target ≤ 3); RMSE {kernel.rmse():.3f} against {rbf.rmse():.3f}")
+    report.write()
 
 
 if __name__ == "__main__":
