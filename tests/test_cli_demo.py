@@ -10,8 +10,8 @@ from onlinesparse.replay import demo, models
 def test_demo_simulates_replays_compares_and_points_to_its_report(tmp_path):
     out = tmp_path / "demo"
     proc = subprocess.run(
-        [sys.executable, "-m", "onlinesparse.cli", "demo", "--out", str(out), "--trials", "8",
-         "--models", "linear", "--workers", "1"],
+        [sys.executable, "-m", "onlinesparse.replay.cli", "demo", "--out", str(out),
+         "--trials", "8", "--models", "linear", "--workers", "1"],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr

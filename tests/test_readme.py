@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from onlinesparse.cli import build_parser
+from onlinesparse.replay.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -13,8 +13,8 @@ from river import base
 
 from onlinesparse.replay import models
 from onlinesparse.replay.metrics import LatencyHistogram, Trace
+from onlinesparse.replay.report import TargetReport, relevance_recovery, write_report
 from onlinesparse.replay.runner import ReplayConfig, run_replay
-from onlinesparse.report import TargetReport, relevance_recovery, write_report
 
 
 class FullProtocol(base.Regressor):

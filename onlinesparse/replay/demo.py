@@ -21,7 +21,8 @@ import numpy as np
 
 from onlinesparse.replay import models as registry
 from onlinesparse.replay.errors import UsageError
-from onlinesparse.report_plots import plot_model_comparison, relevance_recovery
+from onlinesparse.replay.extra import require_replay_extra
+from onlinesparse.replay.plots import plot_model_comparison, relevance_recovery
 
 __all__ = ["run_demo", "choose_models"]
 
@@ -122,6 +123,7 @@ def run_demo(
     from onlinesparse.datasets import make_motor_cortex_session
     from onlinesparse.replay.runner import EXIT_INTERRUPTED
 
+    require_replay_extra("onlinesparse demo")
     stream = stream or sys.stdout
     started = time.perf_counter()
     out = Path(out)
@@ -254,7 +256,7 @@ def _print_table(table: list[list[str]], stream: TextIO) -> None:
 def _write_page(out: Path, session: Any, trials: int, table: list[list[str]],
                 per_muscle: dict[str, dict[str, list[float]]], names: list[str],
                 summary: dict[str, Any]) -> Path:
-    from onlinesparse.report import write_comparison_report
+    from onlinesparse.replay.report import write_comparison_report
 
     figure = plot_model_comparison(session.muscles, per_muscle, session.nonlinear)
     intro = (

@@ -1,7 +1,7 @@
 """The replay report: one self-contained HTML page, its plots embedded as PNG.
 
 The page uses no script, stylesheet, font or image from elsewhere: the plots (drawn by
-:mod:`onlinesparse.report_plots`) are ``data:`` URIs inside it, so ``report.html`` can be
+:mod:`onlinesparse.replay.plots`) are ``data:`` URIs inside it, so ``report.html`` can be
 sent on its own. It records what produced it: the command line, the onlinesparse version,
 the date, the run time, every model parameter (defaults included) and the features.
 
@@ -33,11 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from onlinesparse import report_plots as plots
-from onlinesparse.replay.metrics import LatencyHistogram, Trace, interval_z
-from onlinesparse.report_plots import relevance_recovery
+from onlinesparse.replay import plots
+from onlinesparse.replay.metrics import interval_z
+from onlinesparse.replay.plots import TargetReport, relevance_recovery
 
 __all__ = [
     "TargetReport",
@@ -48,50 +46,6 @@ __all__ = [
     "relevance_recovery",
     "plot_model_comparison",
 ]
-
-
-@dataclass
-class TargetReport:
-    """What the report shows for one target.
-
-    Parameters
-    ----------
-    name
-        The target column.
-    predictions
-        Array (possibly memory-mapped) of shape ``(n, 5)``: row, time, truth, mean, std.
-    metrics
-        The target's metrics (as in ``metrics.json``). Optional keys the page uses:
-        ``basis_budget`` (line on the basis-count panel), ``budget_us`` and
-        ``deadline_misses`` (the deadline), ``relevant_inputs`` and ``relevance_cutoff``
-        (the model's own relevance decisions).
-    trace
-        Diagnostics recorded over time, or ``None``.
-    latency
-        Histogram of wall-clock µs per sample, or ``None``.
-    relevance
-        ``{feature: score}`` (larger = more relevant), or ``None``.
-    relevance_source
-        Where the scores come from, or why there are none.
-    relevant
-        The truly relevant features when known (a simulation), else ``None``.
-    has_dist
-        Whether the model gave a predictive distribution.
-    cpu_latency
-        Histogram of CPU µs per sample (the thread's own time), or ``None``.
-
-    """
-
-    name: str
-    predictions: np.ndarray
-    metrics: Mapping[str, Any]
-    trace: Trace | None = None
-    latency: LatencyHistogram | None = None
-    relevance: Mapping[str, float] | None = None
-    relevance_source: str = ""
-    relevant: Sequence[str] | None = None
-    has_dist: bool = False
-    cpu_latency: LatencyHistogram | None = None
 
 
 # ---------------------------------------------------------------------------------------

@@ -11,12 +11,58 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from onlinesparse.report import TargetReport
+from onlinesparse.replay.metrics import LatencyHistogram, Trace
+
+
+@dataclass
+class TargetReport:
+    """What the report shows for one target.
+
+    Parameters
+    ----------
+    name
+        The target column.
+    predictions
+        Array (possibly memory-mapped) of shape ``(n, 5)``: row, time, truth, mean, std.
+    metrics
+        The target's metrics (as in ``metrics.json``). Optional keys the page uses:
+        ``basis_budget`` (line on the basis-count panel), ``budget_us`` and
+        ``deadline_misses`` (the deadline), ``relevant_inputs`` and ``relevance_cutoff``
+        (the model's own relevance decisions).
+    trace
+        Diagnostics recorded over time, or ``None``.
+    latency
+        Histogram of wall-clock µs per sample, or ``None``.
+    relevance
+        ``{feature: score}`` (larger = more relevant), or ``None``.
+    relevance_source
+        Where the scores come from, or why there are none.
+    relevant
+        The truly relevant features when known (a simulation), else ``None``.
+    has_dist
+        Whether the model gave a predictive distribution.
+    cpu_latency
+        Histogram of CPU µs per sample (the thread's own time), or ``None``.
+
+    """
+
+    name: str
+    predictions: np.ndarray
+    metrics: Mapping[str, Any]
+    trace: Trace | None = None
+    latency: LatencyHistogram | None = None
+    relevance: Mapping[str, float] | None = None
+    relevance_source: str = ""
+    relevant: Sequence[str] | None = None
+    has_dist: bool = False
+    cpu_latency: LatencyHistogram | None = None
+
+
 
 TRUTH_COLOR = "#222222"
 MEAN_COLOR = "#1f6fb4"
