@@ -138,10 +138,11 @@ def run_demo(
         return EXIT_INTERRUPTED
     table, per_muscle = _comparison(session, outcomes)
     _print_table(table, stream)
-    page = _write_page(out, session, trials or 16, table, per_muscle, list(outcomes),
+    page = _write_page(out, session, trials or 16, table, per_muscle, outcomes,
                        {"command": command or "onlinesparse demo",
                         "elapsed_s": time.perf_counter() - started})
-    print(f"\nReport: {page.resolve()}\n(per-model reports: "
+    print(f"\nReport (every model's results on one page): {page.resolve()}\n(each model also "
+          "has a page of its own: "
           + ", ".join(str(out / n / "report.html") for n in outcomes)
           + f"; demo took {time.perf_counter() - started:.1f} s)", file=stream)
     return max((o.exit_code for o in outcomes.values()), default=0)
@@ -254,7 +255,7 @@ def _print_table(table: list[list[str]], stream: TextIO) -> None:
 
 
 def _write_page(out: Path, session: Any, trials: int, table: list[list[str]],
-                per_muscle: dict[str, dict[str, list[float]]], names: list[str],
+                per_muscle: dict[str, dict[str, list[float]]], outcomes: dict[str, Any],
                 summary: dict[str, Any]) -> Path:
     from onlinesparse.replay.report import write_comparison_report
 
@@ -275,7 +276,8 @@ def _write_page(out: Path, session: Any, trials: int, table: list[list[str]],
     )
     return write_comparison_report(
         out, title="onlinesparse demo: simulated motor cortex → EMG", intro=intro,
-        table=table, links={f"{name}: full report": f"{name}/report.html" for name in names},
+        table=table, models={name: [r.section for r in outcomes[name].results]
+                             for name in outcomes},
         figures=[(figure, "nMSE, relevance AUC and false positives of the model's own "
                           "relevance decision, per muscle; * marks the nonlinear muscles")],
         summary=summary,

@@ -136,7 +136,8 @@ def render_target(
     figure, shown = plots.plot_diagnostics(t, time_label)
     if figure is not None:
         parts.append(_img(figure, f"{t.name}: error and model state over time"))
-    missing = [k for k in ("n_basis", "gcv", "noise_std") if k not in shown]
+    missing = [k for k in plots.diagnostic_keys(t) if k not in shown
+               and k != "effective_parameters"]
     if missing:
         notes.append(f"the model does not report {', '.join(missing)} "
                      "(no diagnostics() or no such keys), so those curves are omitted.")
@@ -319,8 +320,9 @@ def _us(value: Any) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def _metrics_table(sections: Sequence[TargetSection], level: float) -> str:
-    """Accuracy per target, then latency per target (wall-clock and CPU, after warm-up)."""
+def _metrics_table(sections: Sequence[TargetSection], level: float, prefix: str = "") -> str:
+    """Accuracy per target, then latency per target (wall-clock and CPU, after warm-up); each
+    target's name links to its section, whose anchor starts with ``prefix``."""
     head = ("<tr><th>target</th><th>MAE</th><th>RMSE</th><th>nMSE</th><th>R²</th>"
             f"<th>coverage of {level:.0%} interval</th><th>scored</th><th>skipped rows</th>"
             "<th>status</th></tr>")
@@ -331,7 +333,8 @@ def _metrics_table(sections: Sequence[TargetSection], level: float) -> str:
     rows, times = [], []
     for sec in sections:
         m = sec.metrics
-        name = f"<td><a href='#{html.escape(sec.anchor)}'>{html.escape(sec.name)}</a></td>"
+        name = (f"<td><a href='#{html.escape(prefix + sec.anchor)}'>{html.escape(sec.name)}"
+                "</a></td>")
         cov = _fmt(m.get("coverage"), 3) if sec.has_dist else "n/a"
         rows.append(
             f"<tr>{name}<td>{_fmt(m.get('mae'))}</td><td>{_fmt(m.get('rmse'))}</td>"
@@ -360,11 +363,16 @@ def write_comparison_report(
     title: str,
     intro: str,
     table: Sequence[Sequence[str]],
-    links: Mapping[str, str],
+    models: Mapping[str, Sequence[TargetSection | None]],
     figures: Sequence[tuple[bytes, str]] = (),
     summary: Mapping[str, Any] | None = None,
+    interval: float = 0.95,
 ) -> Path:
-    """Write ``out_dir/report.html``: a table comparing runs and links to their reports.
+    """Write ``out_dir/report.html``: a table comparing runs, then every run's own results.
+
+    The page stands alone, as each run's page does: every run's accuracy and latency tables
+    and every target's section (its plots embedded) are on it, under the run's name, so it
+    can be sent as one file.
 
     Parameters
     ----------
@@ -376,12 +384,15 @@ def write_comparison_report(
         A paragraph of plain text.
     table
         Rows of cells, the first row being the header.
-    links
-        ``{label: relative path}`` of the per-run reports.
+    models
+        ``{run name: its targets' sections}`` (see :func:`render_target`); ``None`` for a
+        target whose section could not be drawn.
     figures
         ``(PNG bytes, caption)`` pairs to show, embedded in the page.
     summary
         Optional ``command`` and ``elapsed_s`` recorded on the page with the version and date.
+    interval
+        Level of the predictive interval whose coverage the runs measured.
 
     """
     out = Path(out_dir)
@@ -401,13 +412,34 @@ def write_comparison_report(
             f"<p>{html.escape(intro)}</p>", f"<table>{cells}</table>"]
     body.extend(_img(data, caption) + f"<p><small>{html.escape(caption)}</small></p>"
                 for data, caption in figures)
-    body.append("<h2>Full reports (one self-contained page per model, beside this one)</h2>"
-                "<ul>" + "".join(
-                    f"<li><a href='{html.escape(href)}'>{html.escape(label)}</a></li>"
-                    for label, href in links.items()) + "</ul>")
+    body.extend(_run_part(name, sections, interval) for name, sections in models.items())
     page = out / "report.html"
     page.write_text(_page(title, "\n".join(body)), encoding="utf-8")
     return page
+
+
+def _run_part(name: str, sections: Sequence[TargetSection | None], interval: float) -> str:
+    """One run of a comparison page: its tables, then each target's section folded away,
+    with anchors of its own so that two runs' targets of one name stay apart."""
+    prefix = f"{_safe_id(name)}-"
+    drawn = [sec for sec in sections if sec is not None]
+    parts = [f"<h2 id='{html.escape(prefix[:-1])}'>{html.escape(name)}</h2>",
+             _demote(_metrics_table(drawn, interval, prefix))]
+    if len(drawn) < len(sections):
+        parts.append(f"<p class='note'>{len(sections) - len(drawn)} target(s) of "
+                     f"{html.escape(name)} could not be drawn (see the run's messages).</p>")
+    for sec in drawn:
+        # The anchor moves to the fold, which a link must reach while it is still closed.
+        own = sec.html.replace(f" id='{html.escape(sec.anchor)}'", "", 1)
+        parts.append(f"<details id='{html.escape(prefix + sec.anchor)}'><summary>"
+                     f"{html.escape(name)}: {html.escape(sec.name)} (plots)</summary>"
+                     f"{_demote(own)}</details>")
+    return "\n".join(parts)
+
+
+def _demote(fragment: str) -> str:
+    """Second-level headings of a run's own page as third-level ones under the run's name."""
+    return fragment.replace("<h2", "<h3").replace("</h2>", "</h3>")
 
 
 plot_model_comparison = plots.plot_model_comparison
