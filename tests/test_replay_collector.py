@@ -78,6 +78,8 @@ def test_no_collection_starts_inside_a_timed_call(watched, tmp_path):
     assert pauses["n"] >= 100
     assert sum(model is replayed for model in watched) == 0
     assert watched.count(None) >= pauses["n"]
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert f"<td>{pauses['n']} (" in page  # the report counts the pauses apart from latency
     # The collector is left as it was found: on, and nothing frozen.
     assert gc.isenabled() and gc.get_freeze_count() == 0
 

@@ -328,7 +328,8 @@ def _metrics_table(sections: Sequence[TargetSection], level: float, prefix: str 
             "<th>status</th></tr>")
     timing = ("<tr><th rowspan='2'>target</th><th colspan='3'>wall-clock µs per sample</th>"
               "<th colspan='3'>CPU µs per sample</th><th rowspan='2'>deadline misses</th>"
-              "<th rowspan='2'>rows/s</th><th rowspan='2'>warm-up before timing</th></tr>"
+              "<th rowspan='2'>rows/s</th><th rowspan='2'>warm-up before timing</th>"
+              "<th rowspan='2'>garbage collections between samples (longest)</th></tr>"
               "<tr>" + "<th>median</th><th>p99</th><th>max</th>" * 2 + "</tr>")
     rows, times = [], []
     for sec in sections:
@@ -347,14 +348,19 @@ def _metrics_table(sections: Sequence[TargetSection], level: float, prefix: str 
                         for k in ("median", "p99", "max"))
         rate = m.get("rows_per_second")
         warm = m.get("warm_up_s")
+        gc = m.get("gc_pauses_us") or {}
+        pauses = f"{gc['n']} ({_us(gc.get('max'))} µs)" if gc.get("n") else "—"
         times.append(f"<tr>{name}{cells}<td>{_fmt(m.get('deadline_misses'))}</td>"
                      f"<td>{f'{rate:,.0f}' if rate else '—'}</td>"
-                     f"<td>{f'{warm:.2f} s' if warm is not None else '—'}</td></tr>")
+                     f"<td>{f'{warm:.2f} s' if warm is not None else '—'}</td>"
+                     f"<td>{pauses}</td></tr>")
     return (f"<h2>Accuracy</h2><table>{head}{''.join(rows)}</table>"
             "<h2>Latency</h2><p>Time of <code>predict_one</code> + <code>learn_one</code> per "
             "scored sample, measured after the model's warm-up (its compiled code loaded and "
             "its first-call costs paid on a throwaway copy). CPU time is this thread's own: "
-            "when the wall-clock time is far above it, the machine was busy with other work.</p>"
+            "when the wall-clock time is far above it, the machine was busy with other work. "
+            "Python's garbage collector runs between samples, outside these times: its "
+            "pauses are counted apart.</p>"
             f"<table>{timing}{''.join(times)}</table>")
 
 
