@@ -1,6 +1,9 @@
 # Two commands do all set-up on a machine with only python3 and make:
-#   make demo   creates .venv, installs the package, runs the main job
-#   make test   creates .venv, installs the package with test (and dask) extras, runs the suite
+#   make demo   creates .venv, installs the package with the replay application, runs the demo
+#   make test   creates .venv, installs the package with test, dask and replay extras, runs
+#               the suite
+# The onlinesparse command is installed in .venv/bin: run it as .venv/bin/onlinesparse, or
+# after `. .venv/bin/activate`.
 # Benchmark figures in docs/performance.md, the README and examples/trump_approval/README.md are
 # generated from results files:
 #   make performance  regenerates those pages from the committed results (seconds, python3 only)
@@ -17,19 +20,23 @@ $(BIN)/python:
 
 # Stamps re-install whenever pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e ".[replay]"
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test,dask]"
+	$(BIN)/python -m pip install --quiet -e ".[test,dask,replay]"
 	touch $@ $(VENV)/.installed
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test,dask,bench]"
+	$(BIN)/python -m pip install --quiet -e ".[test,dask,replay,bench]"
 	touch $@ $(VENV)/.installed $(VENV)/.installed-test
 
 demo: $(VENV)/.installed
 	$(BIN)/onlinesparse demo
+	@echo
+	@echo "The onlinesparse command is in $(BIN): run it as $(BIN)/onlinesparse, or type"
+	@echo "  . $(BIN)/activate"
+	@echo "to put it on your PATH; onlinesparse-demo/recording.parquet is a recording to replay."
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest

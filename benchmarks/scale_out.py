@@ -5,7 +5,7 @@ The recording is the demo's simulated motor-cortex session
 neurons and 6 muscles' EMG), written once to a temporary Parquet file that every worker
 reads itself. The 16 jobs replay the muscles in turn (job i: muscle i mod 6) from the 48
 neurons through one model (default ``vbls``, about 2 s a replay here) with the demo's
-200-sample warm-up, as :func:`onlinesparse.parallel.replay_many` tasks on a ``LocalCluster``
+200-sample warm-up, as :func:`onlinesparse.replay.parallel.replay_many` tasks on a ``LocalCluster``
 of worker processes (one thread each, 127.0.0.1 only).
 
 Both clusters are started, and their workers have imported the models, before any clock
@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from onlinesparse.datasets import make_motor_cortex_session
-from onlinesparse.parallel import ReplayJob, import_distributed, replay_many
+from onlinesparse.replay.cluster import import_distributed
+from onlinesparse.replay.jobs import ReplayJob
+from onlinesparse.replay.parallel import replay_many
 
 TARGET_SPEEDUP = 1.6
 TIMING_KEYS = ("latency_us", "rows_per_second")
@@ -41,8 +43,10 @@ def _warm(model: str) -> int:
     """Import what a replay needs (numpy, pandas, pyarrow, river, the model) on a worker."""
     import pyarrow.parquet  # noqa: F401
 
-    from onlinesparse import parallel  # noqa: F401
-    from onlinesparse.replay import models
+    from onlinesparse.replay import (
+        models,
+        parallel,  # noqa: F401
+    )
 
     models.build_model(model)
     return os.getpid()

@@ -6,6 +6,7 @@ The replay must still be running when the signal arrives, so it uses a model tha
 at start, including the worker processes that a multi-target replay spawns.
 """
 
+import re
 import signal
 import subprocess
 import sys
@@ -35,8 +36,8 @@ def uninterrupted(setup):
 
 
 def _command(*args):
-    return [sys.executable, "-m", "onlinesparse.cli", "replay", "rec.parquet", "--model", "slow",
-            "--features", "a,b,c", "--no-report", *map(str, args)]
+    return [sys.executable, "-m", "onlinesparse.replay.cli", "replay", "rec.parquet",
+            "--model", "slow", "--features", "a,b,c", "--no-report", *map(str, args)]
 
 
 @pytest.mark.parametrize("targets", [["y1"], ["y1", "y2"]], ids=["in-process", "workers"])
@@ -78,3 +79,43 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_matches_an_uninterrupted_run(
     assert resumed.returncode == 0, resumed.stderr
     expected = uninterrupted[uninterrupted["target"].isin(targets)].reset_index(drop=True)
     pd.testing.assert_frame_equal(pd.read_parquet(out / "predictions.parquet"), expected)
+
+
+def test_ctrl_c_with_more_targets_than_workers_names_each_targets_row(tmp_path):
+    """Three targets on two workers: Ctrl-C stops the two running ones part-way and the third
+    before its first row. The message gives each one's row (not the smallest, 0, as if
+    nothing had run), and every target resumes."""
+    d, env = slow_replay_setup(tmp_path, 3000)
+    frame = pd.read_parquet(d / "rec.parquet")
+    frame["y3"] = frame["y1"] + frame["y2"]
+    frame.to_parquet(d / "rec.parquet", index=False)
+    targets = ["--target", "y1", "--target", "y2", "--target", "y3"]
+    ck = d / "ck" / "state.pkl"
+    proc = subprocess.Popen(
+        _command(*targets, "--workers", "2", "--out", d / "out", "--checkpoint", ck,
+                 "--every", "25"),
+        cwd=d, env={**env, "SLOW_TEST_MODEL": "1"}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )
+    running = [ck.with_name(f"state.{t}.pkl") for t in ("y1", "y2")]
+    deadline = time.monotonic() + 120
+    while not all(p.exists() for p in running):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no checkpoint appeared"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    line = next(line for line in stderr.splitlines() if line.startswith("interrupted at "))
+    assert "interrupted at row 0" not in line
+    rows = dict((t, int(n)) for n, t in re.findall(r"row (\d+) \((y\d)\)", line))
+    assert set(rows) == {"y1", "y2"} and min(rows.values()) >= 25
+    assert "not started: y3" in line
+
+    resumed = subprocess.run(
+        _command(*targets, "--workers", "1", "--out", d / "out", "--checkpoint", ck,
+                 "--resume"),
+        cwd=d, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(pd.read_parquet(d / "out" / "predictions.parquet")) == 3 * 3000

@@ -8,15 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from onlinesparse.cli import main
+from onlinesparse.replay.cli import main
 
 N = 400
 
 
 def run(cwd, *args, input_env=None):
-    """Run ``python -m onlinesparse.cli`` like a user would, in ``cwd``."""
+    """Run ``python -m onlinesparse.replay.cli`` like a user would, in ``cwd``."""
     return subprocess.run(
-        [sys.executable, "-m", "onlinesparse.cli", *map(str, args)],
+        [sys.executable, "-m", "onlinesparse.replay.cli", *map(str, args)],
         cwd=cwd, capture_output=True, text=True, timeout=300, env=input_env,
     )
 
@@ -199,7 +199,7 @@ def test_a_model_missing_from_the_installation_is_reported_as_such(data):
     script = (
         "import sys; from onlinesparse.replay import models as m; "
         "m.MODELS['ghost'] = m.ModelSpec('ghost', 'no_such_package:Ghost', 'test'); "
-        "from onlinesparse.cli import main; sys.exit(main(sys.argv[1:]))"
+        "from onlinesparse.replay.cli import main; sys.exit(main(sys.argv[1:]))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", script, "replay", "rec.csv", "--target", "y1", "--model",

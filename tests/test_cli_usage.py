@@ -6,8 +6,8 @@ import inspect
 import pytest
 
 import onlinesparse
-from onlinesparse.cli import main
 from onlinesparse.replay import models as registry
+from onlinesparse.replay.cli import main
 
 
 def test_version_prints_the_package_version(capsys):
@@ -27,7 +27,7 @@ def test_an_unknown_option_shows_the_subcommand_usage_and_the_closest_option(cap
 
 
 def test_warm_up_is_accepted_as_spelled_in_prose(tmp_path):
-    from onlinesparse.cli import build_parser
+    from onlinesparse.replay.cli import build_parser
 
     args = build_parser().parse_args(["replay", "r.csv", "--target", "y", "--warm-up", "7"])
     assert args.warmup == 7
@@ -62,7 +62,7 @@ def test_models_with_an_unknown_name_is_a_usage_error(capsys):
 
 
 def test_the_command_line_leaves_the_first_samples_unscored_by_default():
-    from onlinesparse.cli import DEFAULT_WARMUP, build_parser
+    from onlinesparse.replay.cli import DEFAULT_WARMUP, build_parser
 
     for command in (["replay", "r.csv", "--target", "y"],
                     ["grid", "r.csv", "--target", "y", "--grid", "lr=0.1"]):

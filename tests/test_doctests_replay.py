@@ -6,8 +6,9 @@ import importlib
 
 import pytest
 
-MODULES = ["onlinesparse.cli", "onlinesparse.replay.models", "onlinesparse.replay.checks",
-           "onlinesparse.report", "onlinesparse.report_plots", "onlinesparse.parallel_grid",
+MODULES = ["onlinesparse.replay.cli", "onlinesparse.replay.collector", "onlinesparse.replay.jobs",
+           "onlinesparse.replay.models", "onlinesparse.replay.checks",
+           "onlinesparse.replay.report", "onlinesparse.replay.plots", "onlinesparse.replay.grid",
            "onlinesparse.lin1"]
 
 

@@ -12,18 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import onlinesparse.parallel
-from onlinesparse.cli import main
-from onlinesparse.parallel import (
-    JobResult,
-    ReplayJob,
-    evaluate_grid,
-    grid_settings,
-    import_distributed,
-    parse_grid,
-    replay_many,
-)
+import onlinesparse.replay.parallel
+from onlinesparse.replay.cli import main
+from onlinesparse.replay.cluster import import_distributed
 from onlinesparse.replay.errors import UsageError
+from onlinesparse.replay.grid import evaluate_grid, grid_settings, parse_grid
+from onlinesparse.replay.jobs import JobResult, ReplayJob
+from onlinesparse.replay.parallel import replay_many
 from onlinesparse.replay.runner import ReplayConfig, run_replay
 
 N = 400
@@ -36,7 +31,7 @@ SETTINGS = [
     ("lin1", {}),
 ]
 #: What depends on the clock, not on the data and the model.
-TIMING = ("latency_us", "cpu_us", "warm_up_s", "elapsed_s", "rows_per_second")
+TIMING = ("latency_us", "cpu_us", "gc_pauses_us", "warm_up_s", "elapsed_s", "rows_per_second")
 
 
 def make_recording(directory):
@@ -168,8 +163,9 @@ def test_without_dask_options_nothing_imports_dask(recording, tmp_path):
     """The local pool, ``replay`` and ``grid`` in a fresh interpreter: no dask module loaded."""
     script = f"""
 import sys
-from onlinesparse.cli import main
-from onlinesparse.parallel import ReplayJob, replay_many
+from onlinesparse.replay.cli import main
+from onlinesparse.replay.jobs import ReplayJob
+from onlinesparse.replay.parallel import replay_many
 jobs = [ReplayJob({str(recording)!r}, t, "linear") for t in ("y1", "y2")]
 assert all(r.ok for r in replay_many(jobs, workers=2))
 assert main(["replay", {str(recording)!r}, "--target", "y1", "--target", "y2", "--model",
@@ -332,7 +328,7 @@ def test_job_results_describe_themselves():
 
 
 def test_the_modules_examples_run():
-    result = doctest.testmod(onlinesparse.parallel, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(onlinesparse.replay.parallel, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 5 and result.failed == 0
 
 
@@ -345,7 +341,7 @@ def test_a_grid_compares_models_and_their_defaults(recording, capsys):
                     ("linear", "default", ()), ("lin1", "grid", ())}
     assert all(row.ok for row in result.rows)
     # A shared keyword goes to the models that take it; one that none takes is an error.
-    from onlinesparse.parallel_grid import grid_candidates
+    from onlinesparse.replay.grid import grid_candidates
 
     assert grid_candidates({"model": ["linear", "rbf"]}, "rbf", {"max_basis": 10}) == [
         ("linear", {}, "grid"), ("rbf", {"max_basis": 10}, "grid"), ("lin1", {}, "baseline")]

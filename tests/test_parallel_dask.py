@@ -15,9 +15,11 @@ import pandas as pd
 import pytest
 from distributed import Client, LocalCluster
 
-from onlinesparse.cli import main
-from onlinesparse.parallel import dask_client, evaluate_grid, replay_many
+from onlinesparse.replay.cli import main
+from onlinesparse.replay.cluster import dask_client
 from onlinesparse.replay.errors import UsageError
+from onlinesparse.replay.grid import evaluate_grid
+from onlinesparse.replay.parallel import replay_many
 from tests.slow_model import SITECUSTOMIZE, SLOW_MODEL
 from tests.test_parallel import (
     check_results_against_sequential_run,
@@ -162,7 +164,7 @@ def test_ctrl_c_on_a_local_cluster_saves_checkpoints_and_resume_finishes_the_sam
     (tmp_path / "sitecustomize.py").write_text(SITECUSTOMIZE)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path),
                                                          os.environ.get("PYTHONPATH", "")])}
-    command = [sys.executable, "-m", "onlinesparse.cli", "replay", "rec.parquet", "--model",
+    command = [sys.executable, "-m", "onlinesparse.replay.cli", "replay", "rec.parquet", "--model",
                "slow", "--features", "a,b,c", "--no-report", "--target", "y1", "--target", "y2"]
     ck = tmp_path / "ck" / "state.pkl"
     proc = subprocess.Popen(

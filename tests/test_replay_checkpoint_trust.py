@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from onlinesparse.cli import main
 from onlinesparse.replay.checkpoint import CHECKPOINT_FORMAT, key_path
+from onlinesparse.replay.cli import main
 from onlinesparse.replay.errors import UsageError
 from onlinesparse.replay.runner import ReplayConfig, run_replay
 

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from onlinesparse.cli import main
 from onlinesparse.replay import checkpoint, outputs
+from onlinesparse.replay.cli import main
 
 
 @pytest.fixture
@@ -139,7 +139,7 @@ def test_dollar_signs_in_column_names_are_text_and_every_output_is_written(tmp_p
 
 def test_a_report_that_fails_is_reported_and_loses_nothing_else(rec, tmp_path, capsys,
                                                                 monkeypatch):
-    import onlinesparse.report as report
+    import onlinesparse.replay.report as report
 
     def broken(*args, **kwargs):
         raise ValueError("mathtext says no")

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from onlinesparse.cli import main
+from onlinesparse.replay.cli import main
 
 
 @pytest.fixture
@@ -168,13 +168,13 @@ def test_the_summary_prints_cpu_time_worst_case_and_misses(emg_csv, tmp_path, ca
 def test_a_checkpoint_state_without_the_cpu_fields_resumes(emg_csv, tmp_path, monkeypatch):
     """A state pickled before the CPU timing existed (no cpu_latency, deadline_misses,
     window_* attributes) is completed on resume instead of failing mid-replay."""
-    from onlinesparse.replay import runner
+    from onlinesparse.replay import target
     from onlinesparse.replay.runner import ReplayConfig, run_replay
 
     cfg = dict(targets=["emg_biceps"], features=["n1"], time="t", model="lin1", warmup=10,
                workers=1, checkpoint=tmp_path / "ck.pkl")
     assert run_replay(ReplayConfig(emg_csv, max_rows=200, **cfg)).exit_code == 0
-    real_load = runner.load_checkpoint
+    real_load = target.load_checkpoint
 
     def old_style(*args, **kwargs):
         state = real_load(*args, **kwargs)
@@ -182,7 +182,7 @@ def test_a_checkpoint_state_without_the_cpu_fields_resumes(emg_csv, tmp_path, mo
             delattr(state, name)
         return state
 
-    monkeypatch.setattr(runner, "load_checkpoint", old_style)
+    monkeypatch.setattr(target, "load_checkpoint", old_style)
     outcome = run_replay(ReplayConfig(emg_csv, resume=True, **cfg))
     assert outcome.exit_code == 0
     metrics = outcome.results[0].metrics

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onlinesparse.cli import main
+from onlinesparse.replay.cli import main
 from onlinesparse.replay.runner import ReplayConfig, run_replay
 
 N_ROWS = 3000

@@ -28,7 +28,7 @@ def setup(tmp_path_factory):
 
 
 def _start(d, env, out, *extra):
-    command = [sys.executable, "-m", "onlinesparse.cli", "replay", str(d / "rec.parquet"),
+    command = [sys.executable, "-m", "onlinesparse.replay.cli", "replay", str(d / "rec.parquet"),
                "--target", "y1", "--target", "y2", "--features", "a,b,c", "--model", "slow",
                "--out", str(out), "--no-report", "--chunksize", "100", *extra]
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

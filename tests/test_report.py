@@ -13,8 +13,8 @@ from river import base
 
 from onlinesparse.replay import models
 from onlinesparse.replay.metrics import LatencyHistogram, Trace
+from onlinesparse.replay.report import TargetReport, relevance_recovery, write_report
 from onlinesparse.replay.runner import ReplayConfig, run_replay
-from onlinesparse.report import TargetReport, relevance_recovery, write_report
 
 
 class FullProtocol(base.Regressor):
@@ -107,7 +107,8 @@ def test_the_page_embeds_its_pngs_and_needs_nothing_from_elsewhere(recording, tm
         assert "FullProtocol.input_relevance()" in text
     else:  # river's LinearRegression has no distribution, diagnostics or relevance method
         assert "gives no predictive distribution" in notes
-        assert "does not report n_basis, gcv, noise_std" in notes
+        assert "does not report gcv, noise_std" in notes
+        assert "n_basis" not in notes  # a linear model has no basis functions to report
         assert "|weight| of each standardised input" in text
         assert json.loads(outcome.metrics_path.read_text())["targets"]["y"]["coverage"] is None
 
@@ -187,3 +188,111 @@ def test_relevance_recovery_counts_hits_in_the_top_k_and_the_auc():
     scores = {"a": 0.9, "b": 0.8, "c": 0.1, "d": 0.7}
     assert relevance_recovery(scores, ["a", "c"]) == {"hits": 1, "k": 2, "auc": 0.5}
     assert relevance_recovery(scores, ["a", "b"])["auc"] == 1.0
+
+
+def _rows(n):
+    t = np.arange(n) * 0.001
+    truth = np.sin(t * 3) + 0.3 * np.sin(t * 40)
+    return np.column_stack([np.arange(n), t, truth, truth + 0.05 * np.cos(t), np.full(n, 0.1)])
+
+
+def _points(ax):
+    """Every point the axes draw: lines' vertices and filled areas' outlines."""
+    lines = sum(len(line.get_xdata()) for line in ax.get_lines())
+    areas = sum(len(path.vertices) for c in ax.collections for path in c.get_paths())
+    return lines + areas
+
+
+def test_a_long_replay_is_drawn_as_an_envelope_of_a_bounded_number_of_points():
+    from onlinesparse.replay.plots import OVERVIEW_BINS, prediction_figures
+
+    n = 150_000
+    pred = _rows(n)
+    main, _ = prediction_figures(TargetReport("emg", pred, {"warmup": 100}), 1.96, 100, "s")
+    overview = main.axes[0]
+    assert _points(overview) <= 5 * OVERVIEW_BINS + 100  # two envelopes, not 150 000 points
+    assert _points(overview) < n // 20
+    # The envelope keeps the extremes a decimation would drop.
+    tops = [c.get_paths()[0].vertices[:, 1].max() for c in overview.collections
+            if len(c.get_paths()) and len(c.get_paths()[0].vertices) > 2 * OVERVIEW_BINS]
+    assert max(tops) == pytest.approx(max(pred[:, 2].max(), pred[:, 3].max()))
+    short, _ = prediction_figures(TargetReport("emg", _rows(1500), {}), 1.96, 0, "s")
+    assert max(len(line.get_xdata()) for line in short.axes[0].get_lines()) == 1500
+
+
+def test_a_model_without_basis_functions_gets_no_basis_panel(recording, tmp_path):
+    from onlinesparse.replay.plots import plot_diagnostics
+
+    trace = Trace(every=1)
+    for i in range(50):
+        trace.offer(i * 0.01, {"n_basis": 3.0, "noise_std": 0.5, "gcv": 1.0})
+    made = {}
+    for has_basis in (True, False):
+        report = TargetReport("y", _pred(), {"warmup": 10, "has_basis": has_basis}, trace)
+        _, made[has_basis] = plot_diagnostics(report, "s")
+    assert "n_basis" in made[True] and "n_basis" not in made[False]
+    assert "gcv" in made[False]  # the other panels stay
+    # What a replay records: VBLS, linear in its inputs, has none; the RBF network has.
+    has = {}
+    for model, params in (("vbls", {}), ("rbf", {"max_basis": 5, "window_size": 50})):
+        cfg = ReplayConfig(recording, ["y"], time="time", model=model, model_params=params,
+                           warmup=20, workers=1, max_rows=150, out=tmp_path / model)
+        outcome = run_replay(cfg)
+        has[model] = outcome.results[0].metrics["has_basis"]
+        page = outcome.report_path.read_text()
+        assert ("basis functions" in page) is False or model == "rbf"
+    assert has == {"vbls": False, "rbf": True}
+
+
+def test_the_latency_title_promises_markers_only_when_it_draws_them():
+    from onlinesparse.replay.plots import latency_figure
+
+    latency = LatencyHistogram()
+    for v in (10.0, 12.0, 50.0):
+        latency.add(v)
+    titles = {}
+    for name, counters in (("none", {}), ("flat", {"n_refreshes": 0.0}),
+                           ("rising", None)):
+        trace = Trace(every=1)
+        for i in range(20):
+            values = {"latency_max_us": 10.0 + i, "cpu_max_us": 9.0}
+            values.update(counters if counters is not None else {"n_refreshes": float(i // 5)})
+            trace.offer(float(i), values)
+        fig = latency_figure(TargetReport("y", _pred(), {}, trace, latency), "s")
+        ax = fig.axes[1]
+        marks = [line for line in ax.get_lines() if line.get_marker() not in ("None", None, "")]
+        titles[name] = (ax.get_title(loc="left"), len(marks))
+    assert "markers" not in titles["none"][0] and titles["none"][1] == 0
+    assert "markers" not in titles["flat"][0] and titles["flat"][1] == 0
+    assert "markers at the bottom" in titles["rising"][0] and titles["rising"][1] == 1
+
+
+def test_the_comparison_page_stands_alone_with_every_runs_results(tmp_path):
+    from onlinesparse.replay.report import render_target, write_comparison_report
+
+    sections = {
+        name: [render_target(TargetReport(t, _pred(), {"warmup": 10, "nmse": nmse}), None, k)
+               for k, t in enumerate(("emg_a", "emg_b"))]
+        for name, nmse in (("vbls", 0.0123), ("rbf", 0.0456))
+    }
+    page = write_comparison_report(tmp_path, "demo", "two models", [["model"], ["vbls"]],
+                                   sections)
+    text = page.read_text()
+    parser = Links()
+    parser.feed(text)
+    ids = set()
+
+    class Ids(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            ids.update(v for k, v in attrs if k == "id")
+
+    Ids().feed(text)
+    hrefs = [v for tag, key, v in parser.refs if key == "href"]
+    assert hrefs and all(h.startswith("#") and h[1:] in ids for h in hrefs)  # no other file
+    assert all(v.startswith("data:image/png;base64,") for _, key, v in parser.refs
+               if key == "src")
+    assert "0.0123" in text and "0.0456" in text  # each run's own summary
+    for name in ("vbls", "rbf"):
+        for target in ("emg_a", "emg_b"):
+            assert f"{name}: {target} (plots)" in text
+    assert len({f"#{n}-00-emg_a" for n in ("vbls", "rbf")} & set(hrefs)) == 2  # kept apart

@@ -1,31 +1,55 @@
-"""Replaying recorded sensor or neural data through a model as if it were live.
+"""The replay application: recorded sensor or neural data through a model as if it were live.
 
+Everything here is the application built on the estimators (its command line, reports and
+scale-out); the estimators themselves never import it. It needs the ``replay`` extra
+(``pip install 'onlinesparse[replay]'``: matplotlib, pyarrow, tqdm).
+
+* :mod:`~onlinesparse.replay.cli`: the ``onlinesparse`` command;
 * :mod:`~onlinesparse.replay.reader`: CSV, Parquet and NPZ recordings read in chunks;
+* :mod:`~onlinesparse.replay.checks`: what looks wrong about the chosen columns;
 * :mod:`~onlinesparse.replay.models`: the models the command line knows, by name;
+* :mod:`~onlinesparse.replay.config`: what a replay is asked to do and what it returns;
 * :mod:`~onlinesparse.replay.metrics`: accuracy, latency and diagnostics accumulators;
+* :mod:`~onlinesparse.replay.collector`: Python's garbage collector kept out of the timing;
+* :mod:`~onlinesparse.replay.target`: one target's progressive validation (predict, score,
+  learn);
 * :mod:`~onlinesparse.replay.checkpoint`: saving and resuming a replay;
-* :mod:`~onlinesparse.replay.runner`: progressive validation (predict, score, learn);
+* :mod:`~onlinesparse.replay.runner`: every target of a replay, Ctrl-C and the outputs;
+* :mod:`~onlinesparse.replay.pool`, :mod:`~onlinesparse.replay.progress`: worker processes
+  and progress bars;
+* :mod:`~onlinesparse.replay.outputs`, :mod:`~onlinesparse.replay.report`,
+  :mod:`~onlinesparse.replay.plots`: predictions, metrics and the HTML report;
+* :mod:`~onlinesparse.replay.jobs`, :mod:`~onlinesparse.replay.parallel`,
+  :mod:`~onlinesparse.replay.cluster`, :mod:`~onlinesparse.replay.grid`: many replays, on
+  local processes or a Dask cluster, and a grid of settings;
 * :mod:`~onlinesparse.replay.demo`: the simulated motor-cortex demonstration.
 """
 
 from onlinesparse.replay.errors import ReplayError, ReplayFailure, UsageError
+from onlinesparse.replay.grid import evaluate_grid
+from onlinesparse.replay.jobs import JobResult, ReplayJob
 from onlinesparse.replay.models import MODELS, ModelParam, ModelSpec, build_model
+from onlinesparse.replay.parallel import replay_many
 from onlinesparse.replay.reader import Columns, Recording, open_recording
 from onlinesparse.replay.runner import ReplayConfig, ReplayOutcome, TargetResult, run_replay
 
 __all__ = [
     "MODELS",
     "Columns",
+    "JobResult",
     "ModelParam",
     "ModelSpec",
     "Recording",
     "ReplayConfig",
     "ReplayError",
     "ReplayFailure",
+    "ReplayJob",
     "ReplayOutcome",
     "TargetResult",
     "UsageError",
     "build_model",
+    "evaluate_grid",
     "open_recording",
+    "replay_many",
     "run_replay",
 ]

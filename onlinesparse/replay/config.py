@@ -2,7 +2,7 @@
 
 These plain dataclasses are shared by the replay loop (:mod:`~onlinesparse.replay.runner`),
 the writing of outputs (:mod:`~onlinesparse.replay.outputs`) and the worker processes
-(:mod:`~onlinesparse.replay.pool`, :mod:`onlinesparse.parallel`); they hold paths and
+(:mod:`~onlinesparse.replay.pool`, :mod:`~onlinesparse.replay.parallel`); they hold paths and
 settings, never data, so they are cheap to send to another process.
 """
 
@@ -147,8 +147,8 @@ class TargetResult:
     """How the replay of one target ended, and what it measured."""
 
     target: str
-    # completed | stopped | interrupted | corrupt_row | model_error | nothing_scored |
-    # write_error | read_error | worker_died
+    # completed | stopped | diverged | interrupted | corrupt_row | model_error |
+    # nothing_scored | write_error | read_error | worker_died
     status: str
     message: str | None
     metrics: dict[str, Any]
@@ -163,6 +163,8 @@ class TargetResult:
     section: Any = None  # the report's part for this target, drawn where the replay ran
     report_error: str | None = None  # why drawing that part failed, if it did
     cpu_latency: LatencyHistogram | None = None  # CPU µs per scored sample
+    gc_pauses: LatencyHistogram | None = None  # garbage collections between rows, µs each
+    finished: bool = False  # reached the end of the recording: nothing is left to resume
 
 
 @dataclass

@@ -21,7 +21,8 @@ import numpy as np
 
 from onlinesparse.replay import models as registry
 from onlinesparse.replay.errors import UsageError
-from onlinesparse.report_plots import plot_model_comparison, relevance_recovery
+from onlinesparse.replay.extra import require_replay_extra
+from onlinesparse.replay.plots import plot_model_comparison, relevance_recovery
 
 __all__ = ["run_demo", "choose_models"]
 
@@ -122,6 +123,7 @@ def run_demo(
     from onlinesparse.datasets import make_motor_cortex_session
     from onlinesparse.replay.runner import EXIT_INTERRUPTED
 
+    require_replay_extra("onlinesparse demo")
     stream = stream or sys.stdout
     started = time.perf_counter()
     out = Path(out)
@@ -136,10 +138,11 @@ def run_demo(
         return EXIT_INTERRUPTED
     table, per_muscle = _comparison(session, outcomes)
     _print_table(table, stream)
-    page = _write_page(out, session, trials or 16, table, per_muscle, list(outcomes),
+    page = _write_page(out, session, trials or 16, table, per_muscle, outcomes,
                        {"command": command or "onlinesparse demo",
                         "elapsed_s": time.perf_counter() - started})
-    print(f"\nReport: {page.resolve()}\n(per-model reports: "
+    print(f"\nReport (every model's results on one page): {page.resolve()}\n(each model also "
+          "has a page of its own: "
           + ", ".join(str(out / n / "report.html") for n in outcomes)
           + f"; demo took {time.perf_counter() - started:.1f} s)", file=stream)
     return max((o.exit_code for o in outcomes.values()), default=0)
@@ -252,9 +255,9 @@ def _print_table(table: list[list[str]], stream: TextIO) -> None:
 
 
 def _write_page(out: Path, session: Any, trials: int, table: list[list[str]],
-                per_muscle: dict[str, dict[str, list[float]]], names: list[str],
+                per_muscle: dict[str, dict[str, list[float]]], outcomes: dict[str, Any],
                 summary: dict[str, Any]) -> Path:
-    from onlinesparse.report import write_comparison_report
+    from onlinesparse.replay.report import write_comparison_report
 
     figure = plot_model_comparison(session.muscles, per_muscle, session.nonlinear)
     intro = (
@@ -273,7 +276,8 @@ def _write_page(out: Path, session: Any, trials: int, table: list[list[str]],
     )
     return write_comparison_report(
         out, title="onlinesparse demo: simulated motor cortex → EMG", intro=intro,
-        table=table, links={f"{name}: full report": f"{name}/report.html" for name in names},
+        table=table, models={name: [r.section for r in outcomes[name].results]
+                             for name in outcomes},
         figures=[(figure, "nMSE, relevance AUC and false positives of the model's own "
                           "relevance decision, per muscle; * marks the nonlinear muscles")],
         summary=summary,

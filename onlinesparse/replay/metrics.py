@@ -11,7 +11,12 @@ from statistics import NormalDist
 
 import numpy as np
 
-__all__ = ["RegressionAccumulator", "LatencyHistogram", "Trace", "interval_z"]
+__all__ = ["RegressionAccumulator", "LatencyHistogram", "Trace", "interval_z", "DIVERGED_NMSE"]
+
+#: nMSE above which a replay counts as diverged: a squared error a million times the
+#: target's variance, where predicting the target's mean scores 1 and a model that learned
+#: anything scores below it.
+DIVERGED_NMSE = 1e6
 
 
 def interval_z(level: float) -> float:
@@ -90,6 +95,15 @@ class RegressionAccumulator:
     @property
     def r2(self) -> float:
         return 1.0 - self.nmse
+
+    @property
+    def diverged(self) -> bool:
+        """Whether the scores say the model diverged: a non-finite mean squared error, or an
+        nMSE above :data:`DIVERGED_NMSE` (a constant target has no nMSE and is not judged)."""
+        if not self.n:
+            return False
+        nmse = self.nmse
+        return not math.isfinite(self.mse) or (nmse == nmse and not nmse <= DIVERGED_NMSE)
 
     @property
     def coverage(self) -> float | None:

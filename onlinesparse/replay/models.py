@@ -53,6 +53,7 @@ __all__ = [
     "ParameterDoc",
     "relevance_decisions",
     "basis_budget",
+    "has_basis_functions",
     "warm_up_model",
 ]
 
@@ -200,10 +201,9 @@ class ModelSpec:
         return None
 
 
-# The lead wires the real classes by editing this table only. Parameter names of the
-# onlinesparse models follow the brief (`--max-basis`); adjust `kwarg` if a constructor uses
-# another keyword: the registry checks keywords against the constructor's signature and says
-# which one is missing, so a mismatch is a clear usage error, not a crash.
+# A model is one entry here. Each option reaches its constructor keyword through `kwarg`,
+# which the registry checks against the constructor's signature, so a mismatch is a usage
+# error naming the keyword rather than a crash.
 MODELS: dict[str, ModelSpec] = {
     spec.name: spec
     for spec in (
@@ -577,6 +577,13 @@ def basis_budget(model: Any) -> float | None:
     """The model's budget of basis functions (``max_basis``), or ``None`` when it has none."""
     value = getattr(last_step(model), "max_basis", None)
     return float(value) if isinstance(value, int | float) else None
+
+
+def has_basis_functions(model: Any) -> bool:
+    """Whether the model is built of basis functions it chooses (it then has a budget,
+    ``max_basis``): an RBF network or VBLS over kernels, not a model linear in its inputs,
+    whose ``n_basis`` diagnostic counts inputs."""
+    return basis_budget(model) is not None
 
 
 # Modules whose models run the compiled loops that onlinesparse.warm_up() loads.

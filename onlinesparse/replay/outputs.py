@@ -120,7 +120,7 @@ def write_outputs(
 def _exit_code(results: Sequence[TargetResult]) -> int:
     statuses = {r.status for r in results}
     if statuses & {"corrupt_row", "model_error", "nothing_scored", "write_error", "worker_died",
-                   "read_error"}:
+                   "read_error", "diverged"}:
         return 1
     if "interrupted" in statuses:
         return EXIT_INTERRUPTED
@@ -129,7 +129,7 @@ def _exit_code(results: Sequence[TargetResult]) -> int:
 
 def _overall_status(results: Sequence[TargetResult]) -> str:
     for status in ("worker_died", "write_error", "read_error", "model_error", "corrupt_row",
-                   "nothing_scored", "interrupted", "stopped"):
+                   "nothing_scored", "diverged", "interrupted", "stopped"):
         if any(r.status == status for r in results):
             return status
     return "completed"
@@ -257,7 +257,7 @@ def _summary(
 def _write_report(
     cfg: ReplayConfig, columns: Columns, results: Sequence[TargetResult], summary: dict
 ) -> Path:
-    from onlinesparse.report import write_report
+    from onlinesparse.replay.report import write_report
 
     return write_report(
         Path(cfg.out),
@@ -271,9 +271,10 @@ def _write_report(
 
 def _remove_spools(out: Path, results: Sequence[TargetResult]) -> None:
     """The spool is the part of a checkpoint that lives in --out: keep it while a checkpoint
-    may be resumed, remove it otherwise."""
+    may be resumed, remove it otherwise (a replay that reached the end of its recording has
+    nothing left to resume)."""
     for r in results:
-        if r.checkpoint_path is None and r.spool_path:
+        if r.spool_path and (r.checkpoint_path is None or r.finished):
             Path(r.spool_path).unlink(missing_ok=True)
     spool_dir = out / ".spool"
     if spool_dir.exists() and not any(spool_dir.iterdir()):
@@ -315,7 +316,7 @@ def check_writable(directory: Path, what: str) -> None:
 
 
 def _target_report(cfg: ReplayConfig, result: TargetResult):
-    from onlinesparse.report import TargetReport
+    from onlinesparse.replay.plots import TargetReport
 
     return TargetReport(
         name=result.target,
@@ -350,12 +351,16 @@ def format_summary(outcome: ReplayOutcome, cfg: ReplayConfig) -> str:
 
     Latency is per scored sample (``predict_one`` + ``learn_one``), measured after the
     model's warm-up: wall-clock time, then the thread's CPU time, which leaves out whatever
-    else the machine ran meanwhile.
+    else the machine ran meanwhile. Python's garbage collector runs between samples, outside
+    the timing, and its pauses are counted apart. A ``status`` column appears when a target
+    did not simply complete (``diverged``, ``stopped``, ``interrupted``, an error).
     """
     budget = cfg.budget_us is not None
+    status = any(r.status != "completed" for r in outcome.results)
     header = ["target", "MAE", "RMSE", "nMSE", "R²", f"cover {cfg.interval:.0%}",
               "µs med", "µs p99", "µs max", "CPU med", "CPU p99", "CPU max",
-              *(["misses"] if budget else []), "rows/s", "scored", "skipped"]
+              *(["misses"] if budget else []), "rows/s", "scored", "skipped",
+              *(["status"] if status else [])]
     rows = [header]
     for r in outcome.results:
         m = r.metrics
@@ -367,6 +372,7 @@ def format_summary(outcome: ReplayOutcome, cfg: ReplayConfig) -> str:
             *(_fmt_us(d.get(k, math.nan)) for d in (lat, cpu) for k in ("median", "p99", "max")),
             *([str(m.get("deadline_misses"))] if budget else []),
             f"{rate:,.0f}" if rate else "—", str(m["n_scored"]), str(m["corrupt_rows"]),
+            *([r.status.replace("_", " ")] if status else []),
         ])
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
@@ -374,5 +380,17 @@ def format_summary(outcome: ReplayOutcome, cfg: ReplayConfig) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines.append("µs: wall-clock, and CPU time of this thread, of predict_one + learn_one per "
                  "scored sample after the model's warm-up" + (
-                     f"; misses: samples over the {cfg.budget_us:g} µs budget" if budget else ""))
+                     f"; misses: samples over the {cfg.budget_us:g} µs budget" if budget else "")
+                 + _collector_note(outcome.results))
     return "\n".join(lines)
+
+
+def _collector_note(results: Sequence[TargetResult]) -> str:
+    """How often Python's garbage collector ran between samples, and its longest pause."""
+    pauses = [(m["n"], m["max"]) for m in (r.metrics.get("gc_pauses_us") for r in results)
+              if m and m.get("n")]
+    if not pauses:
+        return ""
+    longest = max(p for _, p in pauses)
+    return (f"; Python's garbage collector ran {sum(n for n, _ in pauses)} times between "
+            f"samples, outside the timing (longest pause {_fmt_us(longest)} µs)")

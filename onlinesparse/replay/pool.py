@@ -1,13 +1,13 @@
-"""Running the targets of one replay in worker processes, and the progress bar they feed.
+"""Running the targets of one replay in worker processes.
 
 :class:`WorkerPool` keeps spawned worker processes, the stop event they listen to and the
-queue of their messages (progress, warnings); ``onlinesparse._blas.one_thread_here`` pins
-BLAS to one thread here and in the workers started inside it.
+queue of their messages (progress, warnings), which feed the progress bar of
+:mod:`~onlinesparse.replay.progress`; ``onlinesparse._blas.one_thread_here`` pins BLAS to one
+thread here and in the workers started inside it.
 """
 
 from __future__ import annotations
 
-import math
 import multiprocessing
 import os
 import queue as queue_module
@@ -17,10 +17,11 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, TextIO
+from typing import Any
 
 from onlinesparse.replay.config import Job, ReplayConfig, StopFlag, TargetResult
-from onlinesparse.replay.reader import Columns, Recording
+from onlinesparse.replay.reader import Columns
+from onlinesparse.replay.target import lost_result, run_job
 
 __all__ = ["WorkerPool", "watch_parent"]
 
@@ -71,8 +72,6 @@ def _result_or_lost(future: Any, cfg: ReplayConfig, target: str) -> TargetResult
     try:
         return future.result()
     except BrokenProcessPool:
-        from onlinesparse.replay.runner import lost_result
-
         return lost_result(cfg, target, (
             "the worker process replaying it died (killed, or out of memory), or another "
             "worker's death stopped the pool; what it had written is kept"
@@ -138,56 +137,4 @@ def _worker(job: Job) -> TargetResult:
     def notify(kind: str, payload: Any) -> None:
         _WORKER_QUEUE.put((kind, payload))
 
-    from onlinesparse.replay.runner import run_job  # runner imports this module lazily
-
     return run_job(job, _WORKER_STOP, notify)
-
-
-class _Progress:
-    def __init__(self, cfg: ReplayConfig, recording: Recording, stream: TextIO):
-        from tqdm import tqdm
-
-        n_rows = recording.n_rows
-        if n_rows is not None and cfg.max_rows is not None:
-            n_rows = min(n_rows, cfg.max_rows)
-        total = n_rows * len(cfg.targets) if n_rows is not None else None
-        enabled = cfg.progress if cfg.progress is not None else stream.isatty()
-        self.bar = tqdm(
-            total=total,
-            unit="row",
-            unit_scale=True,
-            file=stream,
-            disable=not enabled,
-            dynamic_ncols=True,
-            desc=f"replay {cfg.model}",
-            mininterval=0.2,
-        )
-        self.stream = stream
-        self.done: dict[str, int] = {}
-        self.rmse: dict[str, float] = {}
-
-    def update(self, target: str, position: int, rmse: float) -> None:
-        if target not in self.done:
-            # The first message gives where this target starts (beyond 0 when resuming):
-            # count those rows as done without letting them inflate the rate.
-            self.done[target] = position
-            if not self.bar.disable:
-                self.bar.n += position
-                self.bar.initial += position
-                self.bar.last_print_n = self.bar.n
-        previous = self.done[target]
-        self.done[target] = position
-        self.rmse[target] = rmse
-        finite = [v for v in self.rmse.values() if math.isfinite(v)]
-        if finite:
-            label = "rmse" if len(self.rmse) == 1 else "mean rmse"
-            self.bar.set_postfix_str(f"{label}={sum(finite) / len(finite):.4g}", refresh=False)
-        self.bar.update(max(position - previous, 0))
-
-    def write(self, text: str) -> None:
-        from tqdm import tqdm
-
-        tqdm.write(text, file=self.stream)  # clears and redraws the bar around the text
-
-    def close(self) -> None:
-        self.bar.close()

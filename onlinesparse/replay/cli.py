@@ -2,10 +2,12 @@
 the ``demo``, list ``models``.
 
 Exit codes: 0 done; 1 the replay had to stop (a corrupt row under ``--strict``, a model that
-raised, a write that failed, a worker that died) or scored nothing, or an output could not be
-written; 2 the command cannot run as given (missing file, unknown column, parameter out of
-range, model not installed, unwritable ``--out``, a checkpoint refused); 130 interrupted by
-Ctrl-C after saving a checkpoint. See ``docs/replay_failures.md``.
+raised, a write that failed, a worker that died), scored nothing, or diverged (an nMSE above
+10⁶ or not finite: every output is written, but the model learned nothing usable), or an
+output could not be written; 2 the command cannot run as given (missing file, unknown
+column, parameter out of range, model not installed, the ``replay`` extra not installed,
+unwritable ``--out``, a checkpoint refused); 130 interrupted by Ctrl-C after saving a
+checkpoint. See ``docs/replay_failures.md``.
 
 Examples
 --------
@@ -27,6 +29,7 @@ from typing import Any
 from onlinesparse import __version__
 from onlinesparse.replay import models as registry
 from onlinesparse.replay.errors import ReplayError, UsageError
+from onlinesparse.replay.extra import require_replay_extra
 
 __all__ = ["main", "build_parser"]
 
@@ -141,7 +144,8 @@ def _add_output_options(parser: argparse.ArgumentParser, grid: bool) -> None:
     io.add_argument("--chunksize", type=_positive_int, default=10_000, metavar="ROWS",
                     help="rows read at a time (default 10000)")
     io.add_argument("--max-rows", type=_positive_int, metavar="N",
-                    help="stop after N rows of the recording (resume later with a checkpoint)")
+                    help="stop after N rows of the recording"
+                         + ("" if grid else " (resume later with --checkpoint and --resume)"))
     io.add_argument("--strict", action="store_true",
                     help="stop at the first corrupt row (default: skip and count it)")
 
@@ -334,7 +338,7 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     )
     _announce_columns(cfg)
     if args.scheduler:
-        from onlinesparse.parallel import DaskPool, dask_client
+        from onlinesparse.replay.cluster import DaskPool, dask_client
 
         cfg.check()  # before starting a cluster
         with dask_client(args.scheduler, workers=args.workers) as client:
@@ -364,12 +368,11 @@ def _say_outcome(outcome: Any, cfg: Any, argv: Sequence[str]) -> None:
         saved = sorted({r.checkpoint_path for r in outcome.results if r.checkpoint_path})
         base = str(cfg.checkpoint) if cfg.checkpoint else None
         if base is None and saved:
-            from onlinesparse.replay.runner import default_checkpoint
+            from onlinesparse.replay.target import default_checkpoint
 
             base = str(default_checkpoint(cfg))
-        where = min((r.metrics["rows_read"] for r in outcome.results), default=0)
-        print(f"interrupted at row {where}; checkpoint saved: {', '.join(saved)}",
-              file=sys.stderr)
+        print(f"interrupted {_where_interrupted(outcome.results)}; checkpoint saved: "
+              f"{', '.join(saved)}", file=sys.stderr)
         if base:
             print(f"resume with: {_resume_hint(argv, base)}", file=sys.stderr)
     elif any(r.status == "stopped" for r in outcome.results):
@@ -378,9 +381,32 @@ def _say_outcome(outcome: Any, cfg: Any, argv: Sequence[str]) -> None:
                  else ""))
 
 
+def _where_interrupted(results: Sequence[Any]) -> str:
+    """Where each target stopped: "at row N" when they all stopped at one row, else the row
+    of each (a target still waiting for a worker had not started).
+
+    >>> from types import SimpleNamespace as R
+    >>> _where_interrupted([R(target="a", metrics={"rows_read": 9}),
+    ...                     R(target="b", metrics={"rows_read": 9})])
+    'at row 9'
+    >>> _where_interrupted([R(target=t, metrics={"rows_read": n})
+    ...                     for t, n in (("a", 47120), ("b", 46988), ("c", 0), ("d", 0))])
+    'at row 47120 (a), row 46988 (b); not started: c, d'
+
+    """
+    rows = {r.target: r.metrics["rows_read"] for r in results}
+    if len(set(rows.values())) == 1:
+        return f"at row {next(iter(rows.values()))}"
+    started = [f"row {n} ({t})" for t, n in sorted(rows.items(), key=lambda i: -i[1]) if n]
+    waiting = [t for t, n in rows.items() if not n]
+    shown = ", ".join(waiting[:8]) + (f" and {len(waiting) - 8} more" if len(waiting) > 8 else "")
+    return "at " + ", ".join(started) + (f"; not started: {shown}" if waiting else "")
+
+
 def _cmd_grid(args: argparse.Namespace) -> int:
 
-    from onlinesparse.parallel import dask_client, evaluate_grid, format_grid, parse_grid
+    from onlinesparse.replay.cluster import dask_client
+    from onlinesparse.replay.grid import evaluate_grid, format_grid, parse_grid
     from onlinesparse.replay.reader import open_recording
     from onlinesparse.replay.runner import ReplayConfig
 
@@ -445,7 +471,7 @@ def _write_grid_files(out: Path, result: Any) -> None:
 
     import pandas as pd
 
-    from onlinesparse.replay.runner import _json_safe
+    from onlinesparse.replay.outputs import _json_safe
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "grid.json").write_text(
@@ -461,14 +487,13 @@ def _write_grid_files(out: Path, result: Any) -> None:
 
 def _replay_command(args: argparse.Namespace, model: str, params: dict[str, Any]) -> str:
     """The ``onlinesparse replay`` command that replays ``model`` with constructor keywords
-    ``params`` as the grid did."""
+    ``params`` as the grid did, quoted for a POSIX shell (``shlex.join``)."""
     words = ["onlinesparse", "replay", str(args.recording)]
     words += [w for t in args.target for w in ("--target", t)]
     words += [w for f in args.features or [] for w in ("--features", f)]
     if args.time:
         words += ["--time", args.time]
-    words += ["--model", model]
-    words += [w for k, v in params.items() for w in ("--param", f"{k}={v!r}")]
+    words += ["--model", model, *_parameter_words(model, params)]
     if not args.standardize:
         words.append("--no-standardize")
     for option, value, default in (("--warmup", args.warmup, DEFAULT_WARMUP),
@@ -480,6 +505,49 @@ def _replay_command(args: argparse.Namespace, model: str, params: dict[str, Any]
     if args.strict:
         words.append("--strict")
     return shlex.join(words)
+
+
+def _parameter_words(model: str, params: dict[str, Any]) -> list[str]:
+    """Options that give ``model`` the constructor keywords ``params``, written so that this
+    command's own parser reads each value back: the parameter's option when it has one
+    (``--max-basis 20``), else ``--param KEY=VALUE`` with the value as typed
+    (``memory=window``), or as a Python literal when the plain text would read back as
+    something else (``--param 'label="None"'`` for the string "None").
+
+    >>> _parameter_words("rbf", {"max_basis": 20, "memory": "window", "radii": (0.5, 1.0)})
+    ['--max-basis', '20', '--param', 'memory=window', '--param', 'radii=(0.5, 1.0)']
+    >>> _parameter_words("rbf", {"label": "None"})
+    ['--param', 'label="None"']
+
+    """
+    spec = registry.get_spec(model)
+    words: list[str] = []
+    for key, value in params.items():
+        option = next((p for p in spec.params if p.kwarg == key), None)
+        if option is not None and _reads_back(option.parse, value):
+            words += [f"--{option.flag}", str(value)]
+            continue
+        plain = f"{key}={value}"
+        same = _reads_back(lambda text: registry.parse_param_assignment(text)[1], value, plain)
+        words += ["--param", plain if same else f"{key}={_literal(value)}"]
+    return words
+
+
+def _literal(value: Any) -> str:
+    """``value`` as a Python literal, a string in double quotes when it can be (the shell
+    quotes the whole word in single quotes, which would otherwise have to be escaped)."""
+    if isinstance(value, str) and '"' not in value and "\\" not in value:
+        return f'"{value}"'
+    return repr(value)
+
+
+def _reads_back(parse: Any, value: Any, text: str | None = None) -> bool:
+    """Whether ``parse`` reads ``text`` (default ``str(value)``) back as ``value`` itself."""
+    try:
+        parsed = parse(str(value) if text is None else text)
+    except (UsageError, ValueError):
+        return False
+    return type(parsed) is type(value) and parsed == value
 
 
 def _cmd_models(name: str | None = None) -> int:
@@ -548,6 +616,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse already printed usage and the error
         return int(exc.code or 0)
     try:
+        if args.command != "models":
+            require_replay_extra(f"onlinesparse {args.command}")
         if args.command == "replay":
             return _cmd_replay(args, argv)
         if args.command == "grid":

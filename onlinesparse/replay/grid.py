@@ -1,8 +1,8 @@
 """Choosing a model's settings: a grid of settings replayed with progressive validation.
 
 :func:`evaluate_grid` (``onlinesparse grid``) replays every setting of a grid on a recording
-through :func:`onlinesparse.parallel.replay_many` (local processes or a Dask client) and ranks
-the settings by a metric averaged over the targets.
+through :func:`~onlinesparse.replay.parallel.replay_many` (local processes or a Dask client)
+and ranks the settings by a metric averaged over the targets.
 
 A grid always holds two reference rows besides its own settings: each model's **default**
 setting (a grid of radii that never contains the default cannot show that the default beats
@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from onlinesparse.parallel import JobResult, ReplayJob, replay_many
 from onlinesparse.replay import models as registry
 from onlinesparse.replay.errors import UsageError
+from onlinesparse.replay.jobs import JobResult, ReplayJob
+from onlinesparse.replay.parallel import replay_many
 
 if TYPE_CHECKING:  # only for annotations
     from distributed import Client
@@ -230,7 +231,7 @@ def evaluate_grid(
     params
         Constructor keywords shared by every setting (the grid's values override them).
     options
-        Other fields of :class:`~onlinesparse.replay.runner.ReplayConfig` (``features``,
+        Other fields of :class:`~onlinesparse.replay.config.ReplayConfig` (``features``,
         ``time``, ``warmup``, …).
     metric
         One of :data:`GRID_METRICS`.
@@ -266,16 +267,18 @@ def evaluate_grid(
     rows = []
     for k, (name, setting, role) in enumerate(candidates):
         mine = results[k * len(targets) : (k + 1) * len(targets)]
-        ok = all(r.ok for r in mine)
+        # A diverged replay ran to its end: its scores are shown, but it is not ranked.
+        scored = all(r.ok or r.status == "diverged" for r in mine)
         means = {
-            m: _mean([r.metrics.get(m) for r in mine]) if ok else None
+            m: _mean([r.metrics.get(m) for r in mine]) if scored else None
             for m in ("nmse", "rmse", "mae", "r2", "coverage")
         }
         means["latency_us_median"] = (
-            _mean([r.metrics["latency_us"]["median"] for r in mine]) if ok else None
+            _mean([r.metrics["latency_us"]["median"] for r in mine]) if scored else None
         )
         shown = {k: v for k, v in setting.items() if k not in params}
-        rows.append(GridRow(shown, mine, means[metric], means, name, role))
+        score = means[metric] if all(r.ok for r in mine) else None
+        rows.append(GridRow(shown, mine, score, means, name, role))
     order = sorted(
         range(len(rows)),
         key=lambda i: (
@@ -364,6 +367,23 @@ def _fmt(value: float | None, spec: str = ".4g") -> str:
     return "—" if value is None or not math.isfinite(value) else format(value, spec)
 
 
+def _row_status(row: GridRow) -> str:
+    """``ok``, ``diverged`` or ``failed``, with how many of the row's targets when not all.
+
+    A replay *diverged* when its nMSE is above
+    :data:`~onlinesparse.replay.metrics.DIVERGED_NMSE` (10⁶) or not finite: it ran to its
+    end, but its model learned nothing usable.
+    """
+    failed = sum(not r.ok and r.status != "diverged" for r in row.results)
+    diverged = sum(r.status == "diverged" for r in row.results)
+    n = len(row.results)
+    if failed:
+        return "failed" if failed == n else f"{failed}/{n} failed"
+    if diverged:
+        return "diverged" if diverged == n else f"{diverged}/{n} diverged"
+    return "ok"
+
+
 def format_grid(result: GridResult) -> str:
     """The ranked table ``onlinesparse grid`` prints; a key a row's model does not take, or
     leaves at its default, shows as ``·``."""
@@ -373,8 +393,7 @@ def format_grid(result: GridResult) -> str:
     table = [header]
     for rank, row in enumerate(result.rows, 1):
         m = row.means
-        failed = [r for r in row.results if not r.ok]
-        status = "ok" if not failed else f"{len(failed)}/{len(row.results)} failed"
+        status = _row_status(row)
         table.append([
             str(rank) if row.score is not None else "-", row.model, row.role,
             *(repr(row.setting[k]) if k in row.setting else "·" for k in keys),

@@ -1,9 +1,10 @@
 """Replays on a Dask cluster: the client, the pool of ``onlinesparse replay --scheduler``,
-and the Dask path of :func:`onlinesparse.parallel.replay_many`.
+and the Dask path of :func:`onlinesparse.replay.parallel.replay_many`.
 
 Dask (``pip install 'onlinesparse[dask]'``) is imported only when a client or a scheduler is
 asked for; every task runs the same job function as the local path
-(:func:`onlinesparse.replay.runner.run_job`), so a job gives the same metrics wherever it runs.
+(:func:`onlinesparse.replay.target.run_job`), so a job gives the same metrics wherever it
+runs.
 """
 
 from __future__ import annotations
@@ -20,18 +21,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from onlinesparse._blas import pin_this_process
-from onlinesparse.parallel import (
+from onlinesparse.replay.config import Job, ReplayConfig, StopFlag, TargetResult
+from onlinesparse.replay.errors import ReplayError, UsageError
+from onlinesparse.replay.jobs import (
     JobResult,
     ReplayJob,
     _execute_in_worker,
     _failed,
-    _JobProgress,
     _sigint_ignored_by_children,
 )
-from onlinesparse.replay.config import Job, ReplayConfig, StopFlag, TargetResult
-from onlinesparse.replay.errors import ReplayError, UsageError
+from onlinesparse.replay.progress import JobProgress
 from onlinesparse.replay.reader import Columns
-from onlinesparse.replay.runner import lost_result, run_job
+from onlinesparse.replay.target import lost_result, run_job
 
 if TYPE_CHECKING:  # only for annotations
     from distributed import Client
@@ -41,7 +42,7 @@ __all__ = ["DASK_HINT", "import_distributed", "dask_client", "DaskPool"]
 DASK_HINT = "pip install 'onlinesparse[dask]'"
 
 
-def _run_on_dask(jobs: list[ReplayJob], client: Client, bar: _JobProgress) -> list[JobResult]:
+def _run_on_dask(jobs: list[ReplayJob], client: Client, bar: JobProgress) -> list[JobResult]:
     distributed = import_distributed()
     run = uuid.uuid4().hex[:8]
     futures = [
@@ -192,7 +193,7 @@ class DaskPool:
     """Runs the targets of one replay on a Dask cluster; pass it to ``run_replay(pool=…)``.
 
     It has what :func:`~onlinesparse.replay.runner.run_replay` uses of a
-    :class:`~onlinesparse.replay.runner.WorkerPool`: ``event.set()`` (Ctrl-C: the running
+    :class:`~onlinesparse.replay.pool.WorkerPool`: ``event.set()`` (Ctrl-C: the running
     targets stop at the next sample and save their checkpoints) and ``run``. The workers
     write the spools, plots and checkpoints and this process reads them to write the
     outputs, so ``--out``, ``--checkpoint`` and the recording must be visible at the same

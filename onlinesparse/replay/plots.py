@@ -11,12 +11,58 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from onlinesparse.report import TargetReport
+from onlinesparse.replay.metrics import LatencyHistogram, Trace
+
+
+@dataclass
+class TargetReport:
+    """What the report shows for one target.
+
+    Parameters
+    ----------
+    name
+        The target column.
+    predictions
+        Array (possibly memory-mapped) of shape ``(n, 5)``: row, time, truth, mean, std.
+    metrics
+        The target's metrics (as in ``metrics.json``). Optional keys the page uses:
+        ``basis_budget`` (line on the basis-count panel), ``budget_us`` and
+        ``deadline_misses`` (the deadline), ``relevant_inputs`` and ``relevance_cutoff``
+        (the model's own relevance decisions).
+    trace
+        Diagnostics recorded over time, or ``None``.
+    latency
+        Histogram of wall-clock µs per sample, or ``None``.
+    relevance
+        ``{feature: score}`` (larger = more relevant), or ``None``.
+    relevance_source
+        Where the scores come from, or why there are none.
+    relevant
+        The truly relevant features when known (a simulation), else ``None``.
+    has_dist
+        Whether the model gave a predictive distribution.
+    cpu_latency
+        Histogram of CPU µs per sample (the thread's own time), or ``None``.
+
+    """
+
+    name: str
+    predictions: np.ndarray
+    metrics: Mapping[str, Any]
+    trace: Trace | None = None
+    latency: LatencyHistogram | None = None
+    relevance: Mapping[str, float] | None = None
+    relevance_source: str = ""
+    relevant: Sequence[str] | None = None
+    has_dist: bool = False
+    cpu_latency: LatencyHistogram | None = None
+
+
 
 TRUTH_COLOR = "#222222"
 MEAN_COLOR = "#1f6fb4"
@@ -26,7 +72,9 @@ HIT_COLOR = "#d6661f"
 CPU_COLOR = "#3a9a4a"
 OFF_COLOR = "#c8c8c8"
 BUDGET_COLOR = "#c0392b"
-MAX_OVERVIEW_POINTS = 10_000
+#: Bins of a long replay's overview: about one per pixel of its axes (1000 px at 100 dpi), so
+#: that each bin's envelope (its smallest and largest value) is what the pixel would show.
+OVERVIEW_BINS = 1000
 WINDOW_SAMPLES = 500
 ROW, TIME, TRUTH, MEAN, STD = range(5)
 #: Diagnostics counters whose increase marks heavy work of a model, and what it was.
@@ -128,21 +176,28 @@ def robust_range(scored: Sequence[np.ndarray], everything: Sequence[np.ndarray]
 
 def _overview(ax: Any, t: TargetReport, first: int, marks: Sequence[tuple[str, int, int]],
               time_label: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Truth and prediction over the whole replay; returns (scored, all) y-values drawn."""
+    """Truth and prediction over the whole replay; returns (scored, all) y-values drawn.
+
+    Up to twice :data:`OVERVIEW_BINS` rows are drawn as lines; a longer replay as the
+    envelope (smallest and largest value) of truth and prediction in each of
+    :data:`OVERVIEW_BINS` bins: a line through 150 000 points is a solid block at this width,
+    while the envelopes show where the prediction leaves the truth's range.
+    """
     pred = t.predictions
     n = len(pred)
     times = pred[:, TIME]
-    if n > MAX_OVERVIEW_POINTS:
-        n_bins = MAX_OVERVIEW_POINTS // 2
-        tm, _, _ = block_reduce(times, n_bins)
-        ym, ylo, yhi = block_reduce(pred[:, TRUTH], n_bins)
-        mm, _, _ = block_reduce(pred[:, MEAN], n_bins)
-        ax.fill_between(tm, ylo, yhi, color="#bbbbbb", lw=0, label="truth (range per bin)")
-        ax.plot(tm, ym, color=TRUTH_COLOR, lw=0.6, label="truth (bin mean)")
-        ax.plot(tm, mm, color=MEAN_COLOR, lw=0.8, label="prediction (bin mean)")
-        cut = int(first * n_bins / n)
-        drawn = [ylo, yhi, mm]
-        scored = [ylo[cut:], yhi[cut:], mm[cut:]]
+    if n > 2 * OVERVIEW_BINS:
+        tm, _, _ = block_reduce(times, OVERVIEW_BINS)
+        _, ylo, yhi = block_reduce(pred[:, TRUTH], OVERVIEW_BINS)
+        _, mlo, mhi = block_reduce(pred[:, MEAN], OVERVIEW_BINS)
+        per_bin = f"{n / OVERVIEW_BINS:,.0f} rows"
+        ax.fill_between(tm, ylo, yhi, color="#9a9a9a", lw=0,
+                        label=f"truth: range in each bin of {per_bin}")
+        ax.fill_between(tm, mlo, mhi, color=MEAN_COLOR, alpha=0.55, lw=0,
+                        label="prediction: range in each bin")
+        cut = int(first * OVERVIEW_BINS / n)
+        drawn = [ylo, yhi, mlo, mhi]
+        scored = [v[cut:] for v in drawn]
     else:
         ax.plot(times, pred[:, TRUTH], color=TRUTH_COLOR, lw=0.6, label="truth")
         ax.plot(times, pred[:, MEAN], color=MEAN_COLOR, lw=0.8, label="prediction")
@@ -169,6 +224,13 @@ def plot_prediction(t: TargetReport, z: float, warmup: int, time_label: str
     Returns the PNG and, when the warm-up transient goes beyond the y-range chosen for the
     scored part, a second PNG of the whole replay at its full range (else ``None``).
     """
+    main, full = prediction_figures(t, z, warmup, time_label)
+    return (png(main) if main is not None else None), (png(full) if full is not None else None)
+
+
+def prediction_figures(t: TargetReport, z: float, warmup: int, time_label: str
+                       ) -> tuple[Any, Any]:
+    """The figures of :func:`plot_prediction`, not yet drawn to PNG."""
     pred = t.predictions
     n = len(pred)
     if n == 0:
@@ -208,12 +270,18 @@ def plot_prediction(t: TargetReport, z: float, warmup: int, time_label: str
         if k == 0:
             ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=8, ncols=3,
                       frameon=False)
-    main = png(fig)
     if not clipped:
-        return main, None
-    fig, (ax,) = grid(11, 3.0, top=0.6)
+        return fig, None
+    full, (ax,) = grid(11, 3.0, top=0.6)
     _overview(ax, t, first, marks, time_label)
-    return main, png(fig)
+    return fig, full
+
+
+def diagnostic_keys(t: TargetReport) -> tuple[str, ...]:
+    """The diagnostics a report draws for this target's model: its basis functions only
+    when it has some (``has_basis`` in its metrics; assumed when not said)."""
+    keys = ("n_basis", "effective_parameters", "gcv", "noise_std")
+    return keys if t.metrics.get("has_basis", True) else keys[1:]
 
 
 def plot_diagnostics(t: TargetReport, time_label: str) -> tuple[bytes | None, list[str]]:
@@ -229,9 +297,11 @@ def plot_diagnostics(t: TargetReport, time_label: str) -> tuple[bytes | None, li
     tm, _, _ = block_reduce(scored[:, TIME], n_bins)
     panels: list[tuple[str, np.ndarray, np.ndarray, str]] = []
     times, values = (t.trace.as_arrays() if t.trace is not None else (np.empty(0), {}))
+    # A model linear in its inputs reports n_basis as a count of inputs: no basis panel.
+    keys = diagnostic_keys(t)
     for key, label in (("n_basis", "basis functions"),
                        ("effective_parameters", "effective parameters γ"), ("gcv", "GCV")):
-        if key in values and np.isfinite(values[key]).any():
+        if key in keys and key in values and np.isfinite(values[key]).any():
             panels.append((key, times, values[key], label))
     shown = [key for key, *_ in panels]
     fig, axes = grid(11, 2.0 * (1 + len(panels)) + 0.3, 1 + len(panels), sharex=True,
@@ -370,6 +440,12 @@ def _us(value: float) -> str:
 
 def plot_latency(t: TargetReport, time_label: str) -> bytes | None:
     """Histogram of wall-clock (and CPU) time per sample, and the latency over time."""
+    fig = latency_figure(t, time_label)
+    return png(fig) if fig is not None else None
+
+
+def latency_figure(t: TargetReport, time_label: str) -> Any:
+    """The figure of :func:`plot_latency`, not yet drawn to PNG (``None``: nothing timed)."""
     h, cpu = t.latency, t.cpu_latency
     if h is None or h.n == 0:
         return None
@@ -407,7 +483,7 @@ def plot_latency(t: TargetReport, time_label: str) -> bytes | None:
     ax.legend(fontsize=8, loc="upper right")
     if over_time:
         _latency_over_time(axes[1], times, values, budget, time_label)
-    return png(fig)
+    return fig
 
 
 def _latency_over_time(ax: Any, times: np.ndarray, values: Mapping[str, np.ndarray],
@@ -424,19 +500,25 @@ def _latency_over_time(ax: Any, times: np.ndarray, values: Mapping[str, np.ndarr
     ax.set_yscale("log")
     ymin = ax.get_ylim()[0]
     markers = ("v", "^", "x", "+", "1")
+    counted, marked = False, 0
     for (key, what), marker in zip(HEAVY_COUNTERS.items(), markers, strict=True):
         counts = values.get(key)
         if counts is None or not np.isfinite(counts).any():
             continue
+        counted = True
         # The counter rose during the interval ending at this point: heavy work happened.
         rose = np.flatnonzero(np.diff(np.nan_to_num(counts)) > 0) + 1
         if len(rose):
+            marked += 1
             ax.plot(times[rose], np.full(len(rose), ymin * 1.15), marker, ms=5,
                     color=TRUTH_COLOR, alpha=0.7, ls="none", label=f"{what} ({len(rose)})")
     ax.set_xlabel(time_label)
     ax.set_ylabel("µs (log scale)")
-    ax.set_title("latency over time; markers at the bottom: intervals with heavy work",
-                 fontsize=10, loc="left")
+    # The title promises markers only when some are drawn.
+    title = ("latency over time; markers at the bottom: intervals with heavy work" if marked
+             else "latency over time (no interval with heavy work)" if counted
+             else "latency over time (the model reports no heavy-work counters)")
+    ax.set_title(title, fontsize=10, loc="left")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.28), ncols=4,
               frameon=False)
     ax.margins(x=0.005)

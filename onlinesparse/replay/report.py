@@ -1,7 +1,7 @@
 """The replay report: one self-contained HTML page, its plots embedded as PNG.
 
 The page uses no script, stylesheet, font or image from elsewhere: the plots (drawn by
-:mod:`onlinesparse.report_plots`) are ``data:`` URIs inside it, so ``report.html`` can be
+:mod:`onlinesparse.replay.plots`) are ``data:`` URIs inside it, so ``report.html`` can be
 sent on its own. It records what produced it: the command line, the onlinesparse version,
 the date, the run time, every model parameter (defaults included) and the features.
 
@@ -33,11 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from onlinesparse import report_plots as plots
-from onlinesparse.replay.metrics import LatencyHistogram, Trace, interval_z
-from onlinesparse.report_plots import relevance_recovery
+from onlinesparse.replay import plots
+from onlinesparse.replay.metrics import interval_z
+from onlinesparse.replay.plots import TargetReport, relevance_recovery
 
 __all__ = [
     "TargetReport",
@@ -48,50 +46,6 @@ __all__ = [
     "relevance_recovery",
     "plot_model_comparison",
 ]
-
-
-@dataclass
-class TargetReport:
-    """What the report shows for one target.
-
-    Parameters
-    ----------
-    name
-        The target column.
-    predictions
-        Array (possibly memory-mapped) of shape ``(n, 5)``: row, time, truth, mean, std.
-    metrics
-        The target's metrics (as in ``metrics.json``). Optional keys the page uses:
-        ``basis_budget`` (line on the basis-count panel), ``budget_us`` and
-        ``deadline_misses`` (the deadline), ``relevant_inputs`` and ``relevance_cutoff``
-        (the model's own relevance decisions).
-    trace
-        Diagnostics recorded over time, or ``None``.
-    latency
-        Histogram of wall-clock µs per sample, or ``None``.
-    relevance
-        ``{feature: score}`` (larger = more relevant), or ``None``.
-    relevance_source
-        Where the scores come from, or why there are none.
-    relevant
-        The truly relevant features when known (a simulation), else ``None``.
-    has_dist
-        Whether the model gave a predictive distribution.
-    cpu_latency
-        Histogram of CPU µs per sample (the thread's own time), or ``None``.
-
-    """
-
-    name: str
-    predictions: np.ndarray
-    metrics: Mapping[str, Any]
-    trace: Trace | None = None
-    latency: LatencyHistogram | None = None
-    relevance: Mapping[str, float] | None = None
-    relevance_source: str = ""
-    relevant: Sequence[str] | None = None
-    has_dist: bool = False
-    cpu_latency: LatencyHistogram | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -182,7 +136,8 @@ def render_target(
     figure, shown = plots.plot_diagnostics(t, time_label)
     if figure is not None:
         parts.append(_img(figure, f"{t.name}: error and model state over time"))
-    missing = [k for k in ("n_basis", "gcv", "noise_std") if k not in shown]
+    missing = [k for k in plots.diagnostic_keys(t) if k not in shown
+               and k != "effective_parameters"]
     if missing:
         notes.append(f"the model does not report {', '.join(missing)} "
                      "(no diagnostics() or no such keys), so those curves are omitted.")
@@ -365,19 +320,22 @@ def _us(value: Any) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def _metrics_table(sections: Sequence[TargetSection], level: float) -> str:
-    """Accuracy per target, then latency per target (wall-clock and CPU, after warm-up)."""
+def _metrics_table(sections: Sequence[TargetSection], level: float, prefix: str = "") -> str:
+    """Accuracy per target, then latency per target (wall-clock and CPU, after warm-up); each
+    target's name links to its section, whose anchor starts with ``prefix``."""
     head = ("<tr><th>target</th><th>MAE</th><th>RMSE</th><th>nMSE</th><th>R²</th>"
             f"<th>coverage of {level:.0%} interval</th><th>scored</th><th>skipped rows</th>"
             "<th>status</th></tr>")
     timing = ("<tr><th rowspan='2'>target</th><th colspan='3'>wall-clock µs per sample</th>"
               "<th colspan='3'>CPU µs per sample</th><th rowspan='2'>deadline misses</th>"
-              "<th rowspan='2'>rows/s</th><th rowspan='2'>warm-up before timing</th></tr>"
+              "<th rowspan='2'>rows/s</th><th rowspan='2'>warm-up before timing</th>"
+              "<th rowspan='2'>garbage collections between samples (longest)</th></tr>"
               "<tr>" + "<th>median</th><th>p99</th><th>max</th>" * 2 + "</tr>")
     rows, times = [], []
     for sec in sections:
         m = sec.metrics
-        name = f"<td><a href='#{html.escape(sec.anchor)}'>{html.escape(sec.name)}</a></td>"
+        name = (f"<td><a href='#{html.escape(prefix + sec.anchor)}'>{html.escape(sec.name)}"
+                "</a></td>")
         cov = _fmt(m.get("coverage"), 3) if sec.has_dist else "n/a"
         rows.append(
             f"<tr>{name}<td>{_fmt(m.get('mae'))}</td><td>{_fmt(m.get('rmse'))}</td>"
@@ -390,14 +348,19 @@ def _metrics_table(sections: Sequence[TargetSection], level: float) -> str:
                         for k in ("median", "p99", "max"))
         rate = m.get("rows_per_second")
         warm = m.get("warm_up_s")
+        gc = m.get("gc_pauses_us") or {}
+        pauses = f"{gc['n']} ({_us(gc.get('max'))} µs)" if gc.get("n") else "—"
         times.append(f"<tr>{name}{cells}<td>{_fmt(m.get('deadline_misses'))}</td>"
                      f"<td>{f'{rate:,.0f}' if rate else '—'}</td>"
-                     f"<td>{f'{warm:.2f} s' if warm is not None else '—'}</td></tr>")
+                     f"<td>{f'{warm:.2f} s' if warm is not None else '—'}</td>"
+                     f"<td>{pauses}</td></tr>")
     return (f"<h2>Accuracy</h2><table>{head}{''.join(rows)}</table>"
             "<h2>Latency</h2><p>Time of <code>predict_one</code> + <code>learn_one</code> per "
             "scored sample, measured after the model's warm-up (its compiled code loaded and "
             "its first-call costs paid on a throwaway copy). CPU time is this thread's own: "
-            "when the wall-clock time is far above it, the machine was busy with other work.</p>"
+            "when the wall-clock time is far above it, the machine was busy with other work. "
+            "Python's garbage collector runs between samples, outside these times: its "
+            "pauses are counted apart.</p>"
             f"<table>{timing}{''.join(times)}</table>")
 
 
@@ -406,11 +369,16 @@ def write_comparison_report(
     title: str,
     intro: str,
     table: Sequence[Sequence[str]],
-    links: Mapping[str, str],
+    models: Mapping[str, Sequence[TargetSection | None]],
     figures: Sequence[tuple[bytes, str]] = (),
     summary: Mapping[str, Any] | None = None,
+    interval: float = 0.95,
 ) -> Path:
-    """Write ``out_dir/report.html``: a table comparing runs and links to their reports.
+    """Write ``out_dir/report.html``: a table comparing runs, then every run's own results.
+
+    The page stands alone, as each run's page does: every run's accuracy and latency tables
+    and every target's section (its plots embedded) are on it, under the run's name, so it
+    can be sent as one file.
 
     Parameters
     ----------
@@ -422,12 +390,15 @@ def write_comparison_report(
         A paragraph of plain text.
     table
         Rows of cells, the first row being the header.
-    links
-        ``{label: relative path}`` of the per-run reports.
+    models
+        ``{run name: its targets' sections}`` (see :func:`render_target`); ``None`` for a
+        target whose section could not be drawn.
     figures
         ``(PNG bytes, caption)`` pairs to show, embedded in the page.
     summary
         Optional ``command`` and ``elapsed_s`` recorded on the page with the version and date.
+    interval
+        Level of the predictive interval whose coverage the runs measured.
 
     """
     out = Path(out_dir)
@@ -447,13 +418,34 @@ def write_comparison_report(
             f"<p>{html.escape(intro)}</p>", f"<table>{cells}</table>"]
     body.extend(_img(data, caption) + f"<p><small>{html.escape(caption)}</small></p>"
                 for data, caption in figures)
-    body.append("<h2>Full reports (one self-contained page per model, beside this one)</h2>"
-                "<ul>" + "".join(
-                    f"<li><a href='{html.escape(href)}'>{html.escape(label)}</a></li>"
-                    for label, href in links.items()) + "</ul>")
+    body.extend(_run_part(name, sections, interval) for name, sections in models.items())
     page = out / "report.html"
     page.write_text(_page(title, "\n".join(body)), encoding="utf-8")
     return page
+
+
+def _run_part(name: str, sections: Sequence[TargetSection | None], interval: float) -> str:
+    """One run of a comparison page: its tables, then each target's section folded away,
+    with anchors of its own so that two runs' targets of one name stay apart."""
+    prefix = f"{_safe_id(name)}-"
+    drawn = [sec for sec in sections if sec is not None]
+    parts = [f"<h2 id='{html.escape(prefix[:-1])}'>{html.escape(name)}</h2>",
+             _demote(_metrics_table(drawn, interval, prefix))]
+    if len(drawn) < len(sections):
+        parts.append(f"<p class='note'>{len(sections) - len(drawn)} target(s) of "
+                     f"{html.escape(name)} could not be drawn (see the run's messages).</p>")
+    for sec in drawn:
+        # The anchor moves to the fold, which a link must reach while it is still closed.
+        own = sec.html.replace(f" id='{html.escape(sec.anchor)}'", "", 1)
+        parts.append(f"<details id='{html.escape(prefix + sec.anchor)}'><summary>"
+                     f"{html.escape(name)}: {html.escape(sec.name)} (plots)</summary>"
+                     f"{_demote(own)}</details>")
+    return "\n".join(parts)
+
+
+def _demote(fragment: str) -> str:
+    """Second-level headings of a run's own page as third-level ones under the run's name."""
+    return fragment.replace("<h2", "<h3").replace("</h2>", "</h3>")
 
 
 plot_model_comparison = plots.plot_model_comparison

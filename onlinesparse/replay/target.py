@@ -1,0 +1,671 @@
+"""One target of a replay: progressive validation (predict, score, learn) row by row.
+
+Each target is one :class:`~onlinesparse.replay.config.Job`, run by :func:`run_job` wherever
+it runs (in this process, in a worker process of :mod:`~onlinesparse.replay.pool`, or on a
+Dask worker: :mod:`~onlinesparse.replay.cluster`), so every way of running gives the same
+result. Its state (model, accumulators, position) is what a checkpoint holds, so a resumed
+replay continues bit for bit.
+
+Stopping is cooperative: Ctrl-C only sets a flag that the loop reads between two samples, so
+a model is never interrupted half-way through ``learn_one`` and the checkpoint saved on the
+way out is consistent. A failed write, a failed read or a model that raises ends only its
+target, with a status and a message (``docs/replay_failures.md``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from onlinesparse.replay import models as registry
+from onlinesparse.replay.checkpoint import (
+    load_checkpoint,
+    recording_fingerprint,
+    save_checkpoint,
+)
+from onlinesparse.replay.collector import RowCollector
+from onlinesparse.replay.config import (
+    MAX_CORRUPT_EXAMPLES,
+    Job,
+    ReplayConfig,
+    StopFlag,
+    TargetResult,
+)
+from onlinesparse.replay.errors import ReplayError, UsageError
+from onlinesparse.replay.metrics import (
+    DIVERGED_NMSE,
+    LatencyHistogram,
+    RegressionAccumulator,
+    Trace,
+    interval_z,
+)
+from onlinesparse.replay.outputs import _os_reason, _Spool, _target_report
+from onlinesparse.replay.reader import VALUE_BOUND, Columns, Recording, open_recording
+
+__all__ = [
+    "replay_target",
+    "run_job",
+    "lost_result",
+    "checkpoint_file",
+    "default_checkpoint",
+    "fingerprint",
+    "load_resumable",
+]
+
+
+@dataclass
+class _TargetState:
+    """What a checkpoint holds for one target: enough to continue bit for bit."""
+
+    target: str
+    model: Any
+    acc: RegressionAccumulator
+    latency: LatencyHistogram
+    trace: Trace
+    position: int = 0
+    n_samples: int = 0
+    n_corrupt: int = 0
+    corrupt_examples: list[tuple[int, str]] = field(default_factory=list)
+    n_nonfinite: int = 0
+    spool_path: str | None = None
+    n_predictions: int = 0
+    elapsed: float = 0.0
+    cpu_latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    deadline_misses: int = 0
+    # Slowest sample (wall-clock and CPU µs) since the trace's last point: latency over time.
+    window_wall: float = 0.0
+    window_cpu: float = 0.0
+    # µs of each garbage collection run between rows, outside the timed calls.
+    gc_pauses: LatencyHistogram = field(default_factory=LatencyHistogram)
+    # The replay reached the end of the recording: nothing is left to resume.
+    finished: bool = False
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "target"
+
+
+def checkpoint_file(base: Path, target: str, targets: Sequence[str]) -> Path:
+    """The checkpoint of ``target``: ``base`` itself for one target, else one file each.
+
+    >>> checkpoint_file(Path("run.ckpt"), "emg", ["emg"]).name
+    'run.ckpt'
+    >>> checkpoint_file(Path("run.ckpt"), "emg 2", ["emg 1", "emg 2"]).name
+    'run.emg_2.ckpt'
+
+    """
+    if len(targets) == 1:
+        return base
+    return base.with_name(f"{base.stem}.{_safe(target)}{base.suffix}")
+
+
+def default_checkpoint(cfg: ReplayConfig) -> Path:
+    """Where Ctrl-C saves when no ``--checkpoint`` was given."""
+    if cfg.out is not None:
+        return Path(cfg.out) / "checkpoint.pkl"
+    return Path.cwd() / f"{cfg.recording.stem}.checkpoint.pkl"
+
+
+def fingerprint(cfg: ReplayConfig, columns: Columns, target: str) -> dict[str, Any]:
+    """The configuration a checkpoint must agree with to be resumed."""
+    return {
+        "target": target,
+        "features": list(columns.features),
+        "time": columns.time,
+        "model": cfg.model,
+        "model_params": dict(sorted(cfg.model_params.items())),
+        "standardize": cfg.standardize,
+        "warmup": cfg.warmup,
+        "interval": cfg.interval,
+        "diag_every": cfg.diag_every,
+    }
+
+
+def _fresh_state(cfg: ReplayConfig, target: str) -> _TargetState:
+    return _TargetState(
+        target=target,
+        model=registry.build_model(cfg.model, cfg.model_params, cfg.standardize),
+        acc=RegressionAccumulator(z=interval_z(cfg.interval)),
+        latency=LatencyHistogram(),
+        trace=Trace(every=cfg.diag_every),
+    )
+
+
+def load_resumable(
+    path: Path, fp: dict[str, Any], recording_fp: dict[str, Any]
+) -> _TargetState:
+    """The state saved at ``path`` (see :func:`~onlinesparse.replay.checkpoint.load_checkpoint`),
+    refused when that replay had already reached the end of its recording.
+
+    A finished replay's predictions live in its predictions file, not in a spool, so a
+    resume would have nothing to continue and nothing to write them from.
+    """
+    state = load_checkpoint(path, fp, recording_fp)
+    if getattr(state, "finished", False):
+        raise UsageError(
+            f"nothing to resume: the replay saved in {path} ran to the end of the recording "
+            f"({state.position} rows) and wrote its outputs then; drop --resume to replay it "
+            "again"
+        )
+    return state
+
+
+class _WriteFailed(Exception):
+    """Writing the spool or a checkpoint failed (disk full, file system gone read-only)."""
+
+
+class _ModelRaised(Exception):
+    """The model raised while predicting or learning ``row``; it may be half-updated."""
+
+    def __init__(self, row: int, error: Exception):
+        super().__init__(row, error)
+        self.row = row
+        self.error = error
+
+
+def _diagnostics(model: Any) -> dict[str, float]:
+    method = getattr(registry.last_step(model), "diagnostics", None)
+    if not callable(method):
+        return {}
+    return {k: float(v) for k, v in dict(method()).items() if isinstance(v, int | float)}
+
+
+def replay_target(
+    cfg: ReplayConfig,
+    columns: Columns,
+    target: str,
+    stop: StopFlag | None = None,
+    notify: Callable[[str, Any], None] | None = None,
+) -> TargetResult:
+    """Replay the recording for one target: predict, score, learn, row by row.
+
+    Parameters
+    ----------
+    cfg
+        The replay's configuration.
+    columns
+        The resolved columns (:meth:`Recording.select`).
+    target
+        Which target column this model predicts.
+    stop
+        Checked between samples; when set, the replay saves a checkpoint and returns.
+    notify
+        Called with ``("progress", (target, rows, rmse))`` now and then and with
+        ``("warn", message)`` for each of the first corrupt rows.
+
+    """
+    return _TargetRun(cfg, columns, target, stop or StopFlag(),
+                      notify or (lambda kind, payload: None)).run()
+
+
+class _TargetRun:
+    """One target's replay in progress: its state, its spool and its checkpoints."""
+
+    def __init__(
+        self,
+        cfg: ReplayConfig,
+        columns: Columns,
+        target: str,
+        stop: StopFlag,
+        notify: Callable[[str, Any], None],
+    ):
+        self.cfg, self.columns, self.target = cfg, columns, target
+        self.stop, self.notify = stop, notify
+        self.recording = open_recording(cfg.recording)
+        self.explicit = (
+            checkpoint_file(Path(cfg.checkpoint), target, cfg.targets) if cfg.checkpoint else None
+        )
+        self.fp = fingerprint(cfg, columns, target)
+        # Read (2 MiB) when a checkpoint is loaded or first saved, not for every replay.
+        self._recording_fp: dict[str, Any] | None = None
+        state = (load_resumable(self.explicit, self.fp, self.recording_fp) if cfg.resume
+                 else _fresh_state(cfg, target))
+        # A checkpoint written before the CPU timing existed lacks its fields: they start
+        # here (the CPU histogram then covers the samples after the resume).
+        for name, default in (("cpu_latency", LatencyHistogram), ("deadline_misses", int),
+                              ("window_wall", float), ("window_cpu", float),
+                              ("gc_pauses", LatencyHistogram), ("finished", bool)):
+            if not hasattr(state, name):
+                setattr(state, name, default())
+        self.state: _TargetState = state
+        self.spool = self._open_spool()
+        self.has_dist = registry.supports_with_dist(state.model)
+        self.every = cfg.every or (10_000 if self.explicit else None)
+        self.next_save = (state.position // self.every + 1) * self.every if self.every else None
+        self.status, self.message = "completed", None
+        self.checkpoint_path: str | None = (
+            str(self.explicit) if self.explicit and self.explicit.exists() else None
+        )
+        # Before the clock starts: the first samples would otherwise time the loading or
+        # compiling of the model's code (0.45 s on the first sample of an RBF replay).
+        self.warm_up_s = self._warm_up()
+        self.started = self.last_note = time.perf_counter()
+        self.elapsed_before = state.elapsed
+
+    def _warm_up(self, rows: int = 200) -> float:
+        """Drive a clone of the model through the first rows (see
+        :func:`~onlinesparse.replay.models.warm_up_model`); seconds taken."""
+        try:
+            chunk = next(self.recording.iter_chunks(self.columns, self.target, rows, 0), None)
+            good = [] if chunk is None else [i for i in range(len(chunk))
+                                             if i not in chunk.problems]
+            names = list(self.columns.features)
+            xs = [dict(zip(names, chunk.X[i].tolist(), strict=True)) for i in good]
+            ys = [float(chunk.y[i]) for i in good]
+            return registry.warm_up_model(self.state.model, xs, ys)
+        except Exception:  # noqa: BLE001 - the replay itself reports what is wrong, row by row
+            return 0.0
+
+    @property
+    def recording_fp(self) -> dict[str, Any]:
+        if self._recording_fp is None:
+            self._recording_fp = recording_fingerprint(self.cfg.recording)
+        return self._recording_fp
+
+    def _open_spool(self) -> _Spool | None:
+        cfg, state = self.cfg, self.state
+        if cfg.out is not None and state.spool_path is None:
+            if state.n_predictions or state.position:
+                raise UsageError(
+                    "this checkpoint was made by a replay without --out, so its earlier "
+                    "predictions were not kept; resume without --out, or start again without "
+                    "--resume"
+                )
+            index = cfg.targets.index(self.target)
+            state.spool_path = str(
+                (Path(cfg.out) / ".spool" / f"{index:02d}-{_safe(self.target)}.bin").resolve()
+            )
+        return _Spool(Path(state.spool_path), state.n_predictions) if state.spool_path else None
+
+    def save(self, path: Path) -> None:
+        """Checkpoint the state (with the spool flushed to match) at ``path``."""
+        state = self.state
+        self.flush()
+        state.elapsed = self.elapsed_before + time.perf_counter() - self.started
+        try:
+            save_checkpoint(path, self.fp, state, self.recording_fp)
+        except OSError as exc:
+            raise _WriteFailed(f"saving the checkpoint {path} failed: {_os_reason(exc)}") from exc
+        except UsageError as exc:  # e.g. a key others can read: the run goes on unsaved
+            raise _WriteFailed(f"saving the checkpoint {path} failed: {exc}") from exc
+        self.checkpoint_path = str(path)
+
+    def flush(self) -> None:
+        """Write the spooled predictions; the state then counts exactly those on disk."""
+        if self.spool is None:
+            return
+        try:
+            self.spool.flush()
+        except OSError as exc:
+            raise _WriteFailed(
+                f"writing predictions to {self.spool.fh.name} failed: {_os_reason(exc)}"
+            ) from exc
+        self.state.n_predictions = self.spool.count()
+
+    def run(self) -> TargetResult:
+        """Replay every row (or until stopped), checkpoint, and sum up."""
+        state = self.state
+        self.notify("progress", (self.target, state.position, state.acc.rmse))
+        try:
+            self._replay_rows()
+        except _ModelRaised as raised:
+            exc = raised.error
+            self.status = "model_error"
+            self.message = (
+                f"the model raised {type(exc).__name__} at "
+                f"{self.recording.describe_row(raised.row)}: {exc}"
+            )
+        except _WriteFailed as failed:
+            self.status, self.message = "write_error", str(failed)
+        if self.status == "completed" and state.acc.n == 0:
+            self.status, self.message = "nothing_scored", self._why_nothing_scored()
+        elif self.status in ("completed", "stopped") and state.acc.diverged:
+            self.status = "diverged"
+            self.message = (
+                f"the model diverged: nMSE {state.acc.nmse:.3g} over {state.acc.n} scored "
+                f"samples (a replay diverges when its nMSE is above {DIVERGED_NMSE:g} or not "
+                "finite); its predictions and metrics are written"
+            )
+        try:
+            self._finish()
+        except _WriteFailed as failed:
+            self.status, self.message = "write_error", str(failed)
+        finally:
+            self._close_spool()
+        state.elapsed = self.elapsed_before + time.perf_counter() - self.started
+        self.notify("progress", (self.target, state.position, state.acc.rmse))
+        return self._result()
+
+    def _finish(self) -> None:
+        if self.status == "write_error":
+            return  # the disk refused: another write would fail the same way
+        self.flush()
+        # A checkpoint is saved whenever the model is consistent: not after it raised
+        # mid-update.
+        if self.status == "interrupted":
+            self.save(self.explicit or checkpoint_file(default_checkpoint(self.cfg), self.target,
+                                                       self.cfg.targets))
+        elif self.explicit is not None and self.status != "model_error":
+            self.save(self.explicit)
+
+    def _close_spool(self) -> None:
+        if self.spool is None:
+            return
+        try:
+            self.spool.close()
+        except OSError:  # already reported as a write_error; keep the records on disk
+            self.spool.buffer.clear()
+            with contextlib.suppress(OSError):
+                self.spool.fh.close()
+        with contextlib.suppress(OSError):  # what reached the disk, whole records only
+            self.state.n_predictions = min(self.state.n_predictions, _Spool.records_in(
+                self.state.spool_path))
+
+    def _why_nothing_scored(self) -> str:
+        state, name = self.state, self.recording.path.name
+        if state.n_samples == 0 and state.n_corrupt == 0:
+            return f"nothing was scored: {name} has no rows to replay"
+        if state.n_samples == 0:
+            from onlinesparse.replay.checks import corrupt_column_hint
+
+            hint = corrupt_column_hint([why for _, why in state.corrupt_examples])
+            return (f"nothing was scored: all {state.n_corrupt} rows of {name} are corrupt"
+                    + (f"; {hint}" if hint else ""))
+        if state.n_samples <= self.cfg.warmup:
+            return (f"nothing was scored: all {state.n_samples} samples were in the warm-up "
+                    f"(--warmup {self.cfg.warmup})")
+        return (f"nothing was scored: every one of the {state.n_nonfinite} predictions was "
+                "non-finite")
+
+    def _replay_rows(self) -> None:
+        chunks = self.recording.iter_chunks(
+            self.columns, self.target, self.cfg.chunksize, self.state.position
+        )
+        with RowCollector(self.state.gc_pauses) as collector:
+            while self.status == "completed":
+                try:
+                    chunk = next(chunks, None)
+                except ReplayError:
+                    raise
+                except Exception as exc:  # e.g. a Parquet page that fails to decode mid-file
+                    self.status = "read_error"
+                    self.message = (
+                        f"reading {self.recording.path.name} failed after "
+                        f"{self.recording.describe_row(self.state.position)}: "
+                        f"{type(exc).__name__}: {exc}"
+                    )
+                    return
+                if chunk is None:
+                    self.state.finished = True
+                    break
+                self._replay_chunk(chunk, collector)
+                self.flush()
+
+    def _skip_corrupt(self, row: int, reason: str) -> None:
+        """Count a corrupt row, or stop there under ``--strict``."""
+        state = self.state
+        where = self.recording.describe_row(row)
+        if self.cfg.strict:
+            self.status = "corrupt_row"
+            self.message = f"corrupt {where}: {reason} (--strict stops at corrupt rows)"
+            return
+        state.n_corrupt += 1
+        if len(state.corrupt_examples) < MAX_CORRUPT_EXAMPLES:
+            state.corrupt_examples.append((row, reason))
+        if state.n_corrupt <= 10:
+            self.notify("warn", f"{self.target}: skipping corrupt {where}: {reason}")
+        state.position = row + 1
+
+    def _replay_chunk(self, chunk: Any, collector: RowCollector) -> None:
+        """Predict, score and learn each row of ``chunk``; the garbage collector runs between
+        rows, never inside the timed calls."""
+        state, stop, cfg = self.state, self.stop, self.cfg
+        names, max_rows = list(self.columns.features), cfg.max_rows
+        X, ys, ts = chunk.X.tolist(), chunk.y.tolist(), chunk.time.tolist()
+        problems = chunk.problems
+        for i, row in enumerate(chunk.rows.tolist()):
+            if stop.requested:
+                self.status = "interrupted"
+                return
+            if max_rows is not None and state.position >= max_rows:
+                self.status = "stopped"
+                return
+            if problems and i in problems:
+                self._skip_corrupt(row, problems[i])
+                if self.status != "completed":
+                    return
+                continue
+            self._replay_row(row, dict(zip(names, X[i], strict=True)), ys[i], ts[i])
+            collector.between_rows()
+
+    def _replay_row(self, row: int, x: dict[str, float], y: float, t: float) -> None:
+        """Progressive validation of one row: predict, score, then learn, the two model
+        calls timed in wall-clock and in the thread's CPU time."""
+        state, model = self.state, self.state.model
+        perf, cpu_ns = time.perf_counter, time.thread_time_ns
+        try:  # free unless it raises (Python ≥ 3.11)
+            c0 = cpu_ns()
+            t0 = perf()
+            out = model.predict_one(x, with_dist=True) if self.has_dist else model.predict_one(x)
+            t1 = perf()
+            if self.has_dist and hasattr(out, "mu"):
+                mu, sigma = float(out.mu), float(out.sigma)
+            else:
+                mu, sigma = float(out) if out is not None else math.nan, math.nan
+            scored = state.n_samples >= self.cfg.warmup
+            if not abs(mu) <= VALUE_BOUND:  # NaN, ±inf, or a square that would overflow
+                state.n_nonfinite += 1
+                scored = False
+            elif scored:
+                state.acc.update(y, mu, sigma)
+            t2 = perf()
+            model.learn_one(x, y)
+            t3 = perf()
+            # The thread's own CPU time: what the model cost, whatever else the machine ran
+            # meanwhile (it also spans the scoring and the clock reads, ~2 µs).
+            cpu = (cpu_ns() - c0) * 1e-3
+            wall = ((t1 - t0) + (t3 - t2)) * 1e6
+            self._trace(t, wall, cpu)
+        except Exception as exc:
+            raise _ModelRaised(row, exc) from exc
+        if scored:
+            state.latency.add(wall)
+            state.cpu_latency.add(cpu)
+            if self.cfg.budget_us is not None and wall > self.cfg.budget_us:
+                state.deadline_misses += 1
+        state.n_samples += 1
+        state.position = row + 1
+        if self.spool is not None:
+            self.spool.buffer.append((row, t, y, mu, sigma))
+        if self.next_save is not None and state.position >= self.next_save:
+            self.save(self.explicit)
+            self.next_save += self.every
+        if state.n_samples & 255 == 0 and perf() - self.last_note > 0.2:
+            self.notify("progress", (self.target, state.position, state.acc.rmse))
+            self.last_note = perf()
+
+    def _trace(self, t: float, wall: float, cpu: float) -> None:
+        """Keep the slowest sample since the trace's last point; every ``diag_every``
+        samples (not every sample: it costs) record it with the model's diagnostics."""
+        state = self.state
+        state.window_wall = max(state.window_wall, wall)
+        state.window_cpu = max(state.window_cpu, cpu)
+        if state.trace.due():
+            values = _diagnostics(state.model)
+            values["latency_max_us"], values["cpu_max_us"] = state.window_wall, state.window_cpu
+            state.window_wall = state.window_cpu = 0.0
+            state.trace.record(t, values)
+
+    def _result(self) -> TargetResult:
+        result = _summarise(self.cfg, self.state, self.status, self.message, self.recording,
+                            self.checkpoint_path, self.has_dist)
+        result.metrics["warm_up_s"] = self.warm_up_s
+        return result
+
+
+def _summarise(
+    cfg: ReplayConfig,
+    state: _TargetState,
+    status: str,
+    message: str | None,
+    recording: Recording,
+    checkpoint_path: str | None,
+    has_dist: bool,
+) -> TargetResult:
+    """The result of a target: its metrics as in ``metrics.json``, and what the report needs."""
+    relevance, relevance_source, findings = _model_findings(state.model)
+    cpu = getattr(state, "cpu_latency", None)  # None in a checkpoint written before it
+    pauses = getattr(state, "gc_pauses", None)  # likewise
+    metrics = {
+        "status": status,
+        "message": message,
+        "rows_read": state.position,
+        "samples": state.n_samples,
+        "warmup": min(cfg.warmup, state.n_samples),
+        **state.acc.as_dict(),
+        "interval": cfg.interval,
+        "corrupt_rows": state.n_corrupt,
+        "corrupt_examples": [
+            {"row": r, "where": recording.describe_row(r), "reason": why}
+            for r, why in state.corrupt_examples
+        ],
+        "nonfinite_predictions": state.n_nonfinite,
+        "latency_us": state.latency.as_dict(),
+        "cpu_us": cpu.as_dict() if cpu is not None else None,
+        # Collections run between rows, outside the timed calls: Python's pauses, not the
+        # model's.
+        "gc_pauses_us": pauses.as_dict() if pauses is not None else None,
+        "budget_us": cfg.budget_us,
+        "deadline_misses": getattr(state, "deadline_misses", None) if cfg.budget_us else None,
+        "warm_up_s": None,
+        "elapsed_s": state.elapsed,
+        # The model is warmed up before the clock starts: the rate of the replay itself,
+        # not of compiling the model.
+        "rows_per_second": state.n_samples / state.elapsed if state.elapsed > 0 else None,
+        **findings,
+        "relevance_source": relevance_source,
+        "checkpoint": checkpoint_path,
+    }
+    return TargetResult(
+        target=state.target,
+        status=status,
+        message=message,
+        metrics=metrics,
+        latency=state.latency,
+        trace=state.trace,
+        relevance={str(k): v for k, v in relevance.items()} if relevance else None,
+        relevance_source=relevance_source,
+        spool_path=state.spool_path,
+        n_predictions=state.n_predictions,
+        checkpoint_path=checkpoint_path,
+        has_dist=has_dist,
+        cpu_latency=cpu,
+        gc_pauses=pauses,
+        finished=getattr(state, "finished", False),
+    )
+
+
+def _model_findings(model: Any) -> tuple[dict[Any, float] | None, str, dict[str, Any]]:
+    """The model's input relevance, where it comes from, and the metrics that describe the
+    model itself (its basis budget and whether it has basis functions at all, its own
+    relevance decisions, its last diagnostics); a diagnostic that fails is left out."""
+    relevance, source, findings = None, "no model", {
+        "basis_budget": None, "has_basis": False, "relevant_inputs": None,
+        "relevance_cutoff": None, "diagnostics": {},
+    }
+    if model is None:
+        return relevance, source, findings
+    try:
+        relevance, source = registry.input_relevance(model)
+    except Exception as exc:  # a diagnostic must not lose the replay's results
+        relevance, source = None, f"input_relevance() failed: {exc}"
+    with contextlib.suppress(Exception):
+        findings["diagnostics"] = _diagnostics(model)
+    with contextlib.suppress(Exception):  # as above
+        findings["relevant_inputs"], findings["relevance_cutoff"] = (
+            registry.relevance_decisions(model))
+        findings["basis_budget"] = registry.basis_budget(model)
+        findings["has_basis"] = registry.has_basis_functions(model)
+    return relevance, source, findings
+
+
+def run_job(
+    job: Job,
+    stop: StopFlag | None = None,
+    notify: Callable[[str, Any], None] | None = None,
+) -> TargetResult:
+    """Run one job: replay its target and draw its part of the report.
+
+    This is the only way a target is replayed: in this process, in a worker process of
+    :class:`~onlinesparse.replay.pool.WorkerPool` and on a Dask worker
+    (:mod:`~onlinesparse.replay.cluster`) alike, so every way of running gives the same
+    result.
+
+    Parameters
+    ----------
+    job
+        What to replay.
+    stop
+        Checked between samples (see :func:`replay_target`).
+    notify
+        Receives progress and warnings (see :func:`replay_target`).
+
+    """
+    cfg = job.cfg
+    columns = job.columns
+    if columns is None:
+        columns = open_recording(cfg.recording).select(cfg.targets, cfg.features, cfg.time)
+    return _replay_and_render(
+        cfg, columns, job.target, stop or StopFlag(), notify or (lambda kind, payload: None)
+    )
+
+
+def _replay_and_render(
+    cfg: ReplayConfig,
+    columns: Columns,
+    target: str,
+    stop: StopFlag,
+    notify: Callable[[str, Any], None],
+) -> TargetResult:
+    """Replay one target, then draw its plots where it ran (in parallel across workers)."""
+    result = replay_target(cfg, columns, target, stop, notify)
+    if cfg.out is not None and cfg.report:
+        from onlinesparse.replay.report import render_target
+
+        try:
+            result.section = render_target(
+                _target_report(cfg, result),
+                index=cfg.targets.index(target),
+                interval=cfg.interval,
+                warmup=cfg.warmup,
+                time_label="time (s)" if columns.time else "row",
+            )
+        except Exception as exc:  # the replay's results matter more than its plots
+            result.report_error = (f"drawing the report of {target!r} failed: "
+                                   f"{type(exc).__name__}: {exc}")
+    return result
+
+
+def lost_result(cfg: ReplayConfig, target: str, message: str) -> TargetResult:
+    """The result of a target whose worker died: nothing measured here, but the predictions
+    it spooled (whole records) and its last checkpoint are kept for the outputs and a
+    resume."""
+    state = _TargetState(target, None, RegressionAccumulator(z=interval_z(cfg.interval)),
+                         LatencyHistogram(), Trace(every=cfg.diag_every))
+    if cfg.out is not None:
+        index = cfg.targets.index(target)
+        spool = Path(cfg.out) / ".spool" / f"{index:02d}-{_safe(target)}.bin"
+        state.spool_path = str(spool.resolve())
+        state.n_predictions = _Spool.records_in(spool)
+    saved = None
+    if cfg.checkpoint is not None:
+        explicit = checkpoint_file(Path(cfg.checkpoint), target, cfg.targets)
+        saved = str(explicit) if explicit.exists() else None
+    return _summarise(cfg, state, "worker_died", message, open_recording(cfg.recording), saved,
+                      False)
