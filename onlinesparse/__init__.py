@@ -6,12 +6,9 @@ stream layer every family shares, ``onlinesparse.batch`` the batch tools of the 
 papers. The layers are described once, in ``docs/architecture.md``.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from onlinesparse._validation import _version
 
-try:
-    __version__ = version("onlinesparse")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
+__version__ = _version()
 
 from onlinesparse import batch
 from onlinesparse.lin1 import Lin1MultiTargetRegressor, Lin1Regressor

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Collection
+from importlib.metadata import PackageNotFoundError, version
 
 __all__ = ["check_int", "check_real", "check_choice", "check_radii", "Versioned", "VersionError"]
 
@@ -84,6 +85,8 @@ class Versioned:
 
 
 def _version() -> str:
-    from onlinesparse import __version__
-
-    return __version__
+    """The installed package's version ("0.0.0" in a source tree that is not installed)."""
+    try:
+        return version("onlinesparse")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0.0.0"

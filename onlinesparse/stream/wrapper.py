@@ -82,9 +82,9 @@ class StreamRegressor(base.Wrapper, base.Regressor):
 
     @classmethod
     def _unit_test_params(cls):
-        from onlinesparse.vbls import VBLSRegressor
+        from river import linear_model
 
-        yield {"regressor": VBLSRegressor()}
+        yield {"regressor": linear_model.BayesianLinearRegression()}
 
     def _own(self, x: dict, **kwargs) -> tuple[float, float]:
         dist = self.regressor.predict_one(x, with_dist=True, **kwargs)
