@@ -62,7 +62,7 @@ import harness  # noqa: E402
 import numpy as np  # noqa: E402
 from river import datasets, preprocessing  # noqa: E402
 
-from onlinesparse import SparseRBFRegressor, warm_up  # noqa: E402
+from onlinesparse import SparseRBFRegressor, VBLSRegressor, warm_up  # noqa: E402
 
 SEED = harness.SEED
 OURS = "ours"
@@ -74,7 +74,9 @@ RECOVERY_WITHIN = 300
 BLOCK = 100
 
 # key → label of our model or of a river peer (harness.river_peer: sensible settings).
+VBLS = "vbls"
 MODELS: dict[str, str] = {OURS: "ours SparseRBF()", LINEAR: "LinearRegression",
+                          VBLS: "VBLS(memory='adaptive', coverage=0.95)",
                           "bayes": "BayesianLinearRegression", "knn": "KNNRegressor",
                           "hat": "HoeffdingAdaptiveTree", "arf": "ARFRegressor",
                           "amf": "AMFRegressor", "amf-scaled": "AMFRegressor (scaled)"}
@@ -82,8 +84,16 @@ MODELS: dict[str, str] = {OURS: "ours SparseRBF()", LINEAR: "LinearRegression",
 
 def models(keys: list[str], data: list[tuple[dict, float]]) -> list[harness.Model]:
     """The harness's models for ``keys``, LinearRegression's rate tuned on ``data``."""
-    return [harness.Model(MODELS[OURS], SparseRBFRegressor, with_dist=True) if key == OURS
-            else harness.river_peer(key, data) for key in keys]
+    def ours(key: str) -> harness.Model:
+        if key == OURS:
+            return harness.Model(MODELS[OURS], SparseRBFRegressor, with_dist=True)
+        # The Bayesian family through the stream layer (calibration, adaptive memory).
+        return harness.Model(MODELS[VBLS], lambda: VBLSRegressor(memory="adaptive",
+                                                                 coverage=0.95),
+                             with_dist=True)
+
+    return [ours(key) if key in (OURS, VBLS) else harness.river_peer(key, data)
+            for key in keys]
 
 
 def drift_geometry(n: int) -> tuple[tuple[int, int], int]:
@@ -138,6 +148,8 @@ def report_stream(report: harness.Report, title: str, runs: dict[str, harness.Ru
                  "best": best, "linear": linear, "ratios": entry.get("ratios", {})}
     if ours in runs:
         row["coverage"] = runs[ours].coverage()
+    if MODELS[VBLS] in runs:
+        row["vbls_coverage"] = runs[MODELS[VBLS]].coverage()
     return row
 
 
@@ -291,6 +303,14 @@ def report_summary(report: harness.Report, rows: list[dict], recovered: list[boo
                 + (status[met["linear"]] if judged["linear"] else unjudged), table=True)
     report.note(f"95 % coverage in 93–97 % on every stream: {status[met['cover']]}",
                 table=True)
+    vbls = [(row["title"], row["vbls_coverage"]) for row in rows if "vbls_coverage" in row]
+    if vbls:
+        inside = all(COVERAGE_TARGET[0] <= c <= COVERAGE_TARGET[1] for _, c in vbls)
+        report.note(f"{MODELS[VBLS]} 95 % coverage in 93–97 % on every stream: "
+                    f"{status[inside]} (" + ", ".join(f"{title.split(' (')[0]} "
+                                                      f"{harness.percent(c)}"
+                                                      for title, c in vbls) + ")",
+                    table=True)
     if recovered:
         report.note(f"FriedmanDrift(gra) recovery within {RECOVERY_FACTOR}× in "
                     f"{RECOVERY_WITHIN} samples of each change: {status[all(recovered)]}",

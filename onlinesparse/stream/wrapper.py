@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import math
 
-from river import base, proba
+from river import base, proba, stats
 
 from onlinesparse._distributions import gaussian
 from onlinesparse._validation import check_int, check_real
@@ -69,9 +69,7 @@ class StreamRegressor(base.Wrapper, base.Regressor):
                         for name in ("n_stored", "n_parameters", "forget_oldest"))
         self._memory = AdaptiveMemory(window_size) if forgetful else None
         self._concepts = self._layer.concept_memory(concepts, min(LASTED, window_size))
-        self._count = 0
-        self._mean = 0.0
-        self._m2 = 0.0
+        self._targets = stats.Var(ddof=0)  # (the targets' count, mean and variance)
         self.n_learned = 0
         self.n_alarms = 0
         self.n_memory_cuts = 0
@@ -96,12 +94,10 @@ class StreamRegressor(base.Wrapper, base.Regressor):
         mean, variance = self._own(x)
         self.regressor.learn_one(x, y, **kwargs)
         y = float(y)
-        self._count += 1
-        delta = y - self._mean
-        self._mean += delta / self._count
-        self._m2 += delta * (y - self._mean)
+        self._targets.update(y)
         self.n_learned += 1
-        count, total, spread = self._count, self._mean * self._count, self._m2 / self._count
+        count = self._targets.mean.n
+        total, spread = self._targets.mean.get() * count, self._targets.get()
         if self.n_learned == 1 or not (variance > 0.0 and math.isfinite(mean)):
             self._layer.learn_without_model(y, count, total, spread)
         else:
@@ -113,19 +109,21 @@ class StreamRegressor(base.Wrapper, base.Regressor):
         self._after_learning(variance)
 
     def _after_learning(self, variance: float) -> None:
-        """An alarm: the memory cut (a model that forgets) and the targets' statistics
-        started again from the patterns after the change."""
+        """An alarm: the memory cut (a model that forgets), the level restarted and the
+        targets' statistics started again from the samples after the change."""
         alarm = bool(self._layer.bundle.change[0]["keep"])
-        self.n_alarms += alarm
-        freeze = lambda: (_Frozen(self.regressor), variance)  # noqa: E731
-        if self._memory is None:
-            if alarm:
-                self._concepts.after_alarm(freeze, self.n_learned)
-                self._layer.take_alarm()
-                self._layer.restart_level()
+        if not alarm and self._memory is None:
             return
-        if self._layer.after_learning(self._memory, self._concepts, self.regressor, freeze,
-                                      self.n_learned):
+        freeze = lambda: (_Frozen(self.regressor), variance)  # noqa: E731
+        if alarm:
+            self.n_alarms += 1
+            self._targets = stats.Var(ddof=0)
+        if self._memory is None:
+            self._concepts.after_alarm(freeze, self.n_learned)
+            self._layer.take_alarm()
+            self._layer.restart_level()
+        elif self._layer.after_learning(self._memory, self._concepts, self.regressor, freeze,
+                                        self.n_learned):
             self.n_memory_cuts += 1
 
     def predict_one(self, x: dict, with_dist: bool = False, **kwargs
