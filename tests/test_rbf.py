@@ -799,3 +799,26 @@ def test_patterns_from_before_a_change_leave_once_enough_new_ones_have_come():
     assert model.n_memory_cuts >= 1
     stored = model.model.window.stored_inputs()[:, 0]
     assert np.all(np.isin(stored, xs[3000:, 0]))
+
+
+def test_the_compiled_bundle_keeps_its_numba_type_over_a_stream():
+    """The entry points of the compiled calls are resolved once per model and reused for
+    every rebuilt bundle (``orr.rbf._Compiled``): that is sound only while the bundle's
+    numba type — every array's dtype, dimensions and layout — stays the same through
+    growth, resizes, refreshes, trades and memory cuts."""
+    import numba
+
+    rng = np.random.default_rng(8)
+    model = SparseRBFRegressor(max_basis=8, window_size=60, n_candidates=4)
+    types, rebuilds = set(), 0
+    for k in range(900):
+        x = rng.uniform(-2, 2, 2)
+        y = float(np.sin(2 * x[0]) * (1 if k < 450 else -3) + 0.05 * rng.normal())
+        model.learn_one({"a": float(x[0]), "b": float(x[1])}, y)
+        compiled = model._cached_bundle[4]
+        if compiled.bundle is not getattr(model, "_last_seen", None):
+            rebuilds += 1
+            model._last_seen = compiled.bundle
+            types.add(numba.typeof(compiled.bundle))
+    assert rebuilds > 20 and model.n_memory_cuts >= 1
+    assert len(types) == 1

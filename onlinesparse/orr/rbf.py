@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,7 @@ from river import base, proba
 from onlinesparse import core
 from onlinesparse._blas import single_blas_thread
 from onlinesparse._distributions import gaussian
+from onlinesparse._jit import entry_point
 from onlinesparse._validation import (
     Versioned,
     check_choice,
@@ -30,9 +32,35 @@ from onlinesparse.orr.ridge import IllConditionedError, IncrementalRidge
 from onlinesparse.stream import AdaptiveMemory, ConceptMemory, StreamLayer
 from onlinesparse.stream.change import change_underway
 from onlinesparse.stream.concepts import LASTED
-from onlinesparse.stream.layer import calibrated_spread, predictive
+from onlinesparse.stream.layer import calibrated_spread
 
 __all__ = ["SparseRBFRegressor"]
+
+
+class _Compiled(NamedTuple):
+    """A model's compiled-call bundle and the entry points of its three compiled calls."""
+
+    bundle: fused.SampleState
+    sample: Callable
+    carry_on: Callable
+    predict: Callable
+    reads: tuple  # (what orr.sample.prediction reads of the bundle)
+
+    @classmethod
+    def of(cls, bundle: fused.SampleState, n_features: int,
+           before: _Compiled | None = None) -> _Compiled:
+        """The entry points for ``bundle``: those of the bundle ``before`` it (a rebuilt
+        bundle has arrays of the same dtypes, dimensions and layout, so the same machine
+        code: tests/test_rbf.py holds the bundle's numba type fixed over a stream), else
+        resolved now (a few hundred µs, once per model)."""
+        reads = (bundle.record, bundle.window, bundle.stream, bundle.tracked, bundle.state)
+        if before is not None:
+            return before._replace(bundle=bundle, reads=reads)
+        x = np.zeros(n_features)  # (the types of the calls' arguments)
+        return cls(bundle,
+                   entry_point(fused.stream_sample, x, 0.0, x, 1, 1, 0, bundle),
+                   entry_point(fused.continue_sample, bundle, x, 1, 0),
+                   entry_point(fused.prediction, x, *reads, 0.0), reads)
 
 # Default radii, as multiples of √d: on standardised inputs the typical distance between
 # two points is √(2d), so these span "local" to "broad" kernels whatever the dimension.
@@ -353,8 +381,9 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
         added = pruner.n_added if size >= self.max_basis else -1  # (-1: not at the budget)
         fast = known and features.is_fitted
         means = features.means if fast else np.empty(len(vector))
-        status = fused.stream_sample(vector, target, means, features.n_committed + 1,
-                                     evaluations, first, self._bundle())
+        compiled = self._compiled()
+        status = compiled.sample(vector, target, means, features.n_committed + 1,
+                                 evaluations, first, compiled.bundle)
         if status == core.SLIDE_REFUSED:  # the add-first order, by the model's operations
             row = self._row_buffer()[: model.window.n_columns].copy()
             try:
@@ -371,7 +400,8 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
             features.commit(vector, x, known)
         while status != fused.QUIET:
             evaluations, first = self._carry_on(status, evaluations, first)
-            status = fused.continue_sample(self._bundle(), vector, evaluations, first)
+            compiled = self._compiled()
+            status = compiled.carry_on(compiled.bundle, vector, evaluations, first)
         if pruner.resized:
             self._adopt_resized()
         elif not size:
@@ -453,9 +483,14 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
             self._overfilled = True
 
     def _bundle(self) -> fused.SampleState:
-        """Everything a compiled sample reads and writes (``orr.sample.SampleState``). Kept
-        between samples while none of its arrays is replaced (a resize, a refresh, a grown
-        window), since gathering it costs a few microseconds of a ~40 µs sample."""
+        """Everything a compiled sample reads and writes (``orr.sample.SampleState``)."""
+        return self._compiled().bundle
+
+    def _compiled(self) -> _Compiled:
+        """The bundle and the entry points of the three compiled calls for it
+        (``_jit.entry_point``: numba's dispatch on a bundle of 35 arrays would cost more than
+        half a sample). Kept between samples while none of the bundle's arrays is replaced
+        (a resize, a refresh, a grown window)."""
         model = self._model
         window, state = model.window, model.state
         cached = self._cached_bundle
@@ -463,6 +498,15 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
         if (cached is not None and cached[0] == window.layout and cached[1] is state.variance
                 and cached[2] is state.weights and cached[3] is self._spares):
             return cached[4]
+        compiled = _Compiled.of(self._new_bundle(), model.n_features,
+                                None if cached is None else cached[4])
+        self._cached_bundle = (window.layout, state.variance, state.weights, self._spares,
+                               compiled)
+        return compiled
+
+    def _new_bundle(self) -> fused.SampleState:
+        model = self._model
+        window, state = model.window, model.state
         pruner = self._pruner
         t = window.tracked()
         bundle = fused.SampleState(
@@ -470,8 +514,6 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
             pruner.record, model.record, window.record, self._row_buffer(), t,
             fused.Ring(*window.ring()), core.Ridge(*state.arrays()),
             core.Ridge(*self._spare_arrays()), self._buffer.protected_ids(), pruner.move)
-        self._cached_bundle = (window.layout, state.variance, state.weights, self._spares,
-                               bundle)
         return bundle
 
     def _row_buffer(self) -> np.ndarray:
@@ -638,14 +680,11 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
             noise = self._noise_level()
             return gaussian(self._empty_prediction(),
                             noise + self._novelty_variance(vector, noise))
-        b = self._bundle()
-        # Where the model knows little, its prediction returns toward the targets' mean
-        # (stream.prior.shrink_to_prior).
-        mean, variance = fused.model_prediction(vector, self.record, model.window.record,
-                                                b.stream, b.tracked, b.state)
         novelty = self._novelty_variance(vector, self._noise_level()) if with_dist else 0.0
-        # (calibration, the errors' level, the running mean: stream.layer.predictive)
-        mean, variance = predictive(b.stream, mean, variance, novelty)
+        # The model's prediction, returned toward the targets' mean where it knows little,
+        # then calibration, the errors' level and the running mean (orr.sample.prediction).
+        compiled = self._compiled()
+        mean, variance = compiled.predict(vector, *compiled.reads, novelty)
         if self._concepts is not None and self._concepts.kept:
             mean, variance = self._concepts.blend(vector, mean, variance)
         mean += self._target_reference

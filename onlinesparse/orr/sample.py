@@ -38,7 +38,7 @@ from onlinesparse.core.relevance import model_gradient, track_relevance, track_r
 from onlinesparse.core.selection import lambda_min, proposes
 from onlinesparse.core.statistics import running_mean
 from onlinesparse.stream.change import hold_noise_estimate
-from onlinesparse.stream.layer import Stream, observe, observe_without_model
+from onlinesparse.stream.layer import Stream, observe, observe_without_model, predictive
 from onlinesparse.stream.prior import shrink_to_prior
 
 # What stream_sample and continue_sample return besides core.pattern's LEARNED,
@@ -47,7 +47,7 @@ from onlinesparse.stream.prior import shrink_to_prior
 QUIET, MOVE = 3, 4
 
 __all__ = ["QUIET", "MOVE", "Inputs", "Ring", "SampleState", "noise_level",
-           "model_prediction", "consider", "continue_sample", "stream_sample"]
+           "model_prediction", "prediction", "consider", "continue_sample", "stream_sample"]
 
 
 class Inputs(NamedTuple):
@@ -99,21 +99,29 @@ def noise_level(sample_record: np.ndarray, window_record: np.ndarray) -> float:
 
 
 @jit
-def model_prediction(x: np.ndarray, sample_record: np.ndarray, window_record: np.ndarray,
-                     stream: Stream, tracked: Tracked, state: Ridge) -> tuple[float, float]:
-    """The model's prediction at x and its predictive variance before calibration
-    (``SparseRBFRegressor.predict_one``): h(x)ᵀw and hᵀSh
-    (:func:`~onlinesparse.core.basis.predict_mean_and_spread`), returned toward the
-    targets' mean where the model knows little
-    (:func:`~onlinesparse.stream.prior.shrink_to_prior`)."""
-    mean, spread = predict_mean_and_spread(x, tracked.kinds, tracked.centres,
-                                           tracked.inv_r2, tracked.features,
-                                           state.weights, state.variance)
-    w = window_record[0]
+def model_prediction(x: np.ndarray, record: np.ndarray, window: np.ndarray, stream: Stream,
+                     t: Tracked, s: Ridge) -> tuple[float, float]:
+    """The model's own prediction at x and its predictive variance before calibration:
+    h(x)ᵀw and hᵀSh (:func:`~onlinesparse.core.basis.predict_mean_and_spread`), returned
+    toward the targets' mean where the model knows little
+    (:func:`~onlinesparse.stream.prior.shrink_to_prior`). (The parts of a
+    :class:`SampleState` a prediction reads: each array a call unboxes costs time.)"""
+    w = window[0]
+    mean, spread = predict_mean_and_spread(x, t.kinds, t.centres, t.inv_r2, t.features,
+                                           s.weights, s.variance)
     centre = w.sum_y / w.count if w.count > 0.0 else 0.0
-    return shrink_to_prior(mean, spread, noise_level(sample_record, window_record), w.count,
-                           centre, target_variance(window_record),
-                           stream.calibration[0].log_scale)
+    return shrink_to_prior(mean, spread, noise_level(record, window), w.count, centre,
+                           target_variance(window), stream.calibration[0].log_scale)
+
+
+@jit
+def prediction(x: np.ndarray, record: np.ndarray, window: np.ndarray, stream: Stream,
+               t: Tracked, s: Ridge, novelty: float) -> tuple[float, float]:
+    """``SparseRBFRegressor.predict_one`` in one call: :func:`model_prediction`, then the
+    prediction as made (:func:`~onlinesparse.stream.layer.predictive`: calibration, the
+    errors' level, ``novelty``, the mixture with the running mean)."""
+    mean, variance = model_prediction(x, record, window, stream, t, s)
+    return predictive(stream, mean, variance, novelty)
 
 
 @jit

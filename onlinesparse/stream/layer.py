@@ -194,11 +194,19 @@ class StreamLayer:
         self.bundle.baseline[0]["weight"] = 1.0
 
     def take_alarm(self) -> int:
-        """The change-point estimate of an alarm the last step raised (0: none), cleared."""
-        change = self.bundle.change[0]
-        keep = int(change["keep"])
-        change["keep"] = 0
+        """The change-point estimate of an alarm the last step raised (0: none), cleared.
+        Read through a memoryview kept for it: every sample asks, and a structured array's
+        field costs a microsecond to reach."""
+        view = self.__dict__.get("_keep")
+        if view is None:
+            view = self.__dict__["_keep"] = memoryview(self.bundle.change["keep"])
+        keep = view[0]
+        if keep:
+            view[0] = 0
         return keep
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_keep"}
 
     @property
     def log_scale(self) -> float:
