@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+import numpy as np
+
 from onlinesparse.replay import models as registry
 from onlinesparse.replay.checkpoint import (
     check_key,
@@ -62,7 +64,16 @@ from onlinesparse.replay.outputs import (
     format_summary,
     write_outputs,
 )
-from onlinesparse.replay.reader import VALUE_BOUND, Columns, Recording, open_recording
+from onlinesparse.replay.reader import (
+    DEFAULT_BIN_MS,
+    VALUE_BOUND,
+    Columns,
+    Recording,
+    open_recording,
+)
+from onlinesparse.replay.stream_checks import RecordingChecks
+from onlinesparse.replay.summary import diagnostics as _diagnostics
+from onlinesparse.replay.summary import summarise as _summarise
 
 if TYPE_CHECKING:
     from onlinesparse.replay.pool import WorkerPool
@@ -111,6 +122,9 @@ class _TargetState:
     # Slowest sample (wall-clock and CPU µs) since the trace's last point: latency over time.
     window_wall: float = 0.0
     window_cpu: float = 0.0
+    n_imputed: int = 0  # rows predicted and learned with a feature left to the model
+    n_unlearned: int = 0  # rows predicted without a target: not scored, not learned
+    checks: RecordingChecks | None = None
 
 
 def _safe(name: str) -> str:
@@ -150,6 +164,10 @@ def fingerprint(cfg: ReplayConfig, columns: Columns, target: str) -> dict[str, A
         "warmup": cfg.warmup,
         "interval": cfg.interval,
         "diag_every": cfg.diag_every,
+        # Only when they differ from what checkpoints made before them meant: those resume.
+        **({"missing": cfg.missing} if cfg.missing != "drop" else {}),
+        **({"bin_ms": cfg.bin_ms or DEFAULT_BIN_MS}
+           if Path(cfg.recording).suffix.lower() == ".nwb" else {}),
     }
 
 
@@ -174,13 +192,6 @@ class _ModelRaised(Exception):
         super().__init__(row, error)
         self.row = row
         self.error = error
-
-
-def _diagnostics(model: Any) -> dict[str, float]:
-    method = getattr(registry.last_step(model), "diagnostics", None)
-    if not callable(method):
-        return {}
-    return {k: float(v) for k, v in dict(method()).items() if isinstance(v, int | float)}
 
 
 def replay_target(
@@ -224,7 +235,7 @@ class _TargetRun:
     ):
         self.cfg, self.columns, self.target = cfg, columns, target
         self.stop, self.notify = stop, notify
-        self.recording = open_recording(cfg.recording)
+        self.recording = open_recording(cfg.recording, cfg.bin_ms)
         self.explicit = (
             checkpoint_file(Path(cfg.checkpoint), target, cfg.targets) if cfg.checkpoint else None
         )
@@ -236,9 +247,14 @@ class _TargetRun:
         # A checkpoint written before the CPU timing existed lacks its fields: they start
         # here (the CPU histogram then covers the samples after the resume).
         for name, default in (("cpu_latency", LatencyHistogram), ("deadline_misses", int),
-                              ("window_wall", float), ("window_cpu", float)):
+                              ("window_wall", float), ("window_cpu", float),
+                              ("n_imputed", int), ("n_unlearned", int)):
             if not hasattr(state, name):
                 setattr(state, name, default())
+        if getattr(state, "checks", None) is None and not state.position:
+            state.checks = RecordingChecks.for_target(
+                columns.features, target, columns.time, target == cfg.targets[0],
+                self.recording.n_rows)
         self.state: _TargetState = state
         self.spool = self._open_spool()
         self.has_dist = registry.supports_with_dist(state.model)
@@ -384,7 +400,7 @@ class _TargetRun:
 
     def _replay_rows(self) -> None:
         chunks = self.recording.iter_chunks(
-            self.columns, self.target, self.cfg.chunksize, self.state.position
+            self.columns, self.target, self.cfg.chunksize, self.state.position, self.cfg.missing
         )
         while self.status == "completed":
             try:
@@ -402,6 +418,8 @@ class _TargetRun:
             if chunk is None:
                 break
             self._replay_chunk(chunk)
+            if self.state.checks is not None:  # the rows replayed: a resume checks the rest
+                self.state.checks.update_chunk(chunk, self.state.position)
             self.flush()
 
     def _skip_corrupt(self, row: int, reason: str) -> None:
@@ -432,6 +450,9 @@ class _TargetRun:
         perf, cpu_ns = time.perf_counter, time.thread_time_ns
         X, ys, ts = chunk.X.tolist(), chunk.y.tolist(), chunk.time.tolist()
         problems = chunk.problems
+        # (NaN is a gap only under --missing impute: under drop such rows are problems)
+        gaps_x = set(np.flatnonzero(np.isnan(chunk.X).any(axis=1)).tolist())
+        gaps_y = set(np.flatnonzero(np.isnan(chunk.y)).tolist())
         for i, row in enumerate(chunk.rows.tolist()):
             if stop.requested:
                 self.status = "interrupted"
@@ -447,7 +468,11 @@ class _TargetRun:
 
             # Progressive validation: predict, score, then learn.
             x = dict(zip(names, X[i], strict=True))
+            if gaps_x and i in gaps_x:  # absent from the dict, the feature is imputed
+                x = {k: v for k, v in x.items() if v == v}
+                state.n_imputed += 1
             y = ys[i]
+            learns = not (gaps_y and i in gaps_y)
             try:  # free unless it raises (Python ≥ 3.11)
                 c0 = cpu_ns()
                 t0 = perf()
@@ -457,14 +482,16 @@ class _TargetRun:
                     mu, sigma = float(out.mu), float(out.sigma)
                 else:
                     mu, sigma = float(out) if out is not None else math.nan, math.nan
-                scored = state.n_samples >= warmup
+                timed = state.n_samples >= warmup
+                scored = timed and learns
                 if not abs(mu) <= VALUE_BOUND:  # NaN, ±inf, or a square that would overflow
                     state.n_nonfinite += 1
-                    scored = False
+                    timed = scored = False
                 elif scored:
                     acc.update(y, mu, sigma)
                 t2 = perf()
-                learn(x, y)
+                if learns:
+                    learn(x, y)
                 t3 = perf()
                 # The thread's own CPU time: what the model cost, whatever else the machine
                 # ran meanwhile (it also spans the scoring and the clock reads, ~2 µs).
@@ -480,12 +507,15 @@ class _TargetRun:
                     trace.record(ts[i], values)
             except Exception as exc:
                 raise _ModelRaised(row, exc) from exc
-            if scored:
+            if timed:
                 latency.add(wall)
                 cpu_latency.add(cpu)
                 if budget is not None and wall > budget:
                     state.deadline_misses += 1
-            state.n_samples += 1
+            if learns:
+                state.n_samples += 1
+            else:
+                state.n_unlearned += 1
             state.position = row + 1
             if record is not None:
                 record((row, ts[i], y, mu, sigma))
@@ -501,76 +531,6 @@ class _TargetRun:
                             self.checkpoint_path, self.has_dist)
         result.metrics["warm_up_s"] = self.warm_up_s
         return result
-
-
-def _summarise(
-    cfg: ReplayConfig,
-    state: _TargetState,
-    status: str,
-    message: str | None,
-    recording: Recording,
-    checkpoint_path: str | None,
-    has_dist: bool,
-) -> TargetResult:
-    """The result of a target: its metrics as in ``metrics.json``, and what the report needs."""
-    relevance, relevance_source, final_diag = None, "no model", {}
-    marked, cutoff, budget = None, None, None
-    if state.model is not None:
-        try:
-            relevance, relevance_source = registry.input_relevance(state.model)
-        except Exception as exc:  # a diagnostic must not lose the replay's results
-            relevance, relevance_source = None, f"input_relevance() failed: {exc}"
-        with contextlib.suppress(Exception):
-            final_diag = _diagnostics(state.model)
-        with contextlib.suppress(Exception):  # as above
-            marked, cutoff = registry.relevance_decisions(state.model)
-            budget = registry.basis_budget(state.model)
-    cpu = getattr(state, "cpu_latency", None)  # None in a checkpoint written before it
-    metrics = {
-        "status": status,
-        "message": message,
-        "rows_read": state.position,
-        "samples": state.n_samples,
-        "warmup": min(cfg.warmup, state.n_samples),
-        **state.acc.as_dict(),
-        "interval": cfg.interval,
-        "corrupt_rows": state.n_corrupt,
-        "corrupt_examples": [
-            {"row": r, "where": recording.describe_row(r), "reason": why}
-            for r, why in state.corrupt_examples
-        ],
-        "nonfinite_predictions": state.n_nonfinite,
-        "latency_us": state.latency.as_dict(),
-        "cpu_us": cpu.as_dict() if cpu is not None else None,
-        "budget_us": cfg.budget_us,
-        "deadline_misses": getattr(state, "deadline_misses", None) if cfg.budget_us else None,
-        "warm_up_s": None,
-        "elapsed_s": state.elapsed,
-        # The model is warmed up before the clock starts: the rate of the replay itself,
-        # not of compiling the model.
-        "rows_per_second": state.n_samples / state.elapsed if state.elapsed > 0 else None,
-        "basis_budget": budget,
-        "relevant_inputs": marked,
-        "relevance_cutoff": cutoff,
-        "diagnostics": final_diag,
-        "relevance_source": relevance_source,
-        "checkpoint": checkpoint_path,
-    }
-    return TargetResult(
-        target=state.target,
-        status=status,
-        message=message,
-        metrics=metrics,
-        latency=state.latency,
-        trace=state.trace,
-        relevance={str(k): v for k, v in relevance.items()} if relevance else None,
-        relevance_source=relevance_source,
-        spool_path=state.spool_path,
-        n_predictions=state.n_predictions,
-        checkpoint_path=checkpoint_path,
-        has_dist=has_dist,
-        cpu_latency=cpu,
-    )
 
 
 def run_job(
@@ -597,7 +557,8 @@ def run_job(
     cfg = job.cfg
     columns = job.columns
     if columns is None:
-        columns = open_recording(cfg.recording).select(cfg.targets, cfg.features, cfg.time)
+        columns = open_recording(cfg.recording, cfg.bin_ms).select(cfg.targets, cfg.features,
+                                                                   cfg.time)
     return _replay_and_render(
         cfg, columns, job.target, stop or StopFlag(), notify or (lambda kind, payload: None)
     )
@@ -658,8 +619,8 @@ def lost_result(cfg: ReplayConfig, target: str, message: str) -> TargetResult:
     if cfg.checkpoint is not None:
         explicit = checkpoint_file(Path(cfg.checkpoint), target, cfg.targets)
         saved = str(explicit) if explicit.exists() else None
-    return _summarise(cfg, state, "worker_died", message, open_recording(cfg.recording), saved,
-                      False)
+    return _summarise(cfg, state, "worker_died", message,
+                      open_recording(cfg.recording, cfg.bin_ms), saved, False)
 
 
 def run_replay(
@@ -694,7 +655,7 @@ def run_replay(
     stream = stream or sys.stderr
     cfg.check()
     started = time.perf_counter()
-    recording = open_recording(cfg.recording)
+    recording = open_recording(cfg.recording, cfg.bin_ms)
     columns = recording.select(cfg.targets, cfg.features, cfg.time)
     # Build the model once here so that an unavailable model or a bad parameter is reported
     # before any worker starts.
@@ -731,7 +692,7 @@ def run_replay(
     def notify(kind: str, payload: Any) -> None:
         if kind == "progress":
             progress.update(*payload)
-        elif kind == "warn":
+        elif kind == "warn" and not cfg.quiet:
             progress.write(f"warning: {payload}")
 
     in_main_thread = threading.current_thread() is threading.main_thread()
