@@ -310,8 +310,9 @@ def _announce_columns(cfg: Any) -> None:
     columns = recording.select(cfg.targets, cfg.features, cfg.time)
     shown = ", ".join(columns.features[:30]) + (" …" if len(columns.features) > 30 else "")
     print(f"features ({len(columns.features)}): {shown or 'none'}"
-          + ("" if cfg.features else "  (every column but the targets and the time: choose "
-             "with --features)"))
+          + ("" if cfg.features else "  (the units and the non-behavioural series: choose "
+             "with --features)" if recording.format == "nwb" else "  (every column but the "
+             "targets and the time: choose with --features)"))
     sys.stdout.flush()  # the warnings (standard error) come after the list they are about
     if not cfg.quiet:  # one line for all of them: the report lists each
         from onlinesparse.replay.checks import fold_warnings

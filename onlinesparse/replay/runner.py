@@ -657,6 +657,7 @@ def run_replay(
     started = time.perf_counter()
     recording = open_recording(cfg.recording, cfg.bin_ms)
     columns = recording.select(cfg.targets, cfg.features, cfg.time)
+    cfg.targets = list(columns.targets)  # an NWB series' name stands for its channels
     # Build the model once here so that an unavailable model or a bad parameter is reported
     # before any worker starts.
     registry.build_model(cfg.model, cfg.model_params, cfg.standardize)
