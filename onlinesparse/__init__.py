@@ -6,14 +6,8 @@ stream layer every family shares, ``onlinesparse.batch`` the batch tools of the 
 papers. The layers are described once, in ``docs/architecture.md``.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("onlinesparse")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
-
 from onlinesparse import batch
+from onlinesparse._version import __version__
 from onlinesparse.lin1 import Lin1MultiTargetRegressor, Lin1Regressor
 from onlinesparse.orr.rbf import SparseRBFRegressor
 from onlinesparse.vbls import VBLSClassifier, VBLSKernelRegressor, VBLSRegressor

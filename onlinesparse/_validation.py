@@ -84,6 +84,6 @@ class Versioned:
 
 
 def _version() -> str:
-    from onlinesparse import __version__
+    from onlinesparse._version import __version__
 
     return __version__
