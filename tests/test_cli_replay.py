@@ -123,7 +123,8 @@ def corrupt_csv(data):
 
 def test_corrupt_rows_are_skipped_counted_and_named(data, corrupt_csv):
     d, _ = data
-    proc = run(d, "replay", corrupt_csv.name, *COMMON, "--out", d / "skip")
+    # --missing drop: row 9's line is cut short, its last values missing (imputed otherwise).
+    proc = run(d, "replay", corrupt_csv.name, *COMMON, "--out", d / "skip", "--missing", "drop")
     assert proc.returncode == 0, proc.stderr
     assert "skipping corrupt row 5 (line 7 of corrupt.csv): unparseable value 'abc' in column " \
            "'n3'" in proc.stderr

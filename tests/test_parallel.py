@@ -251,11 +251,11 @@ def test_a_grid_is_ranked_by_the_metric_averaged_over_targets(recording):
 
 def test_a_setting_with_a_failed_replay_ranks_last_and_is_not_best(recording, tmp_path):
     frame = pd.read_parquet(recording)
-    frame.loc[100, "y2"] = np.nan  # a corrupt row for y2 only: --strict stops there
+    frame.loc[100, "y2"] = np.nan  # a corrupt row for y2 only under --missing drop
     path = tmp_path / "gap.parquet"
     frame.to_parquet(path, index=False)
     result = evaluate_grid(path, ["y1", "y2"], {"lr": [0.01, 0.02]}, model="linear",
-                           options={"strict": True}, workers=1)
+                           options={"strict": True, "missing": "drop"}, workers=1)
     assert result.best is None
     for row in result.rows:
         assert row.score is None and not row.ok

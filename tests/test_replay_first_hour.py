@@ -49,7 +49,8 @@ def emg_csv(tmp_path):
         "n1": a,
         "n2": rng.normal(size=n),
         "trial": np.repeat(np.arange(8), n // 8),
-        "direction": np.tile(np.arange(8), n // 8),
+        # A direction code is held for a trial (not changed every row as counts are).
+        "direction": np.repeat([3, 0, 5, 1, 7, 2, 6, 4], n // 8),
         "emg_biceps": 2.0 * a + 0.1 * rng.normal(size=n),
         "emg_triceps": -a + 0.1 * rng.normal(size=n),
     })
@@ -69,14 +70,18 @@ def test_the_features_are_printed_recorded_and_suspicious_ones_named(emg_csv, tm
     assert _replay(emg_csv, out) == 0
     std = capsys.readouterr()
     assert "features (5): n1, n2, trial, direction, emg_triceps" in std.out
-    assert "emg_triceps named like target 'emg_biceps'" in std.err
-    assert "'trial' is named like an identifier" in std.err
-    assert "'time'" not in std.err  # given as --time, so not a feature
-    assert "'direction' takes 8 integer values only" in std.err
-    assert "'n1'" not in std.err and "'n2'" not in std.err  # real measurements: no warning
+    # One line for all the feature warnings, grouped by what is wrong.
+    (line,) = [w for w in std.err.splitlines() if w.startswith("warning:")]
+    assert "3 features look wrong as inputs: named like a target: emg_triceps; " \
+           "identifiers or time stamps: trial; codes: direction" in line
+    assert "n1" not in line and "n2" not in line  # real measurements: no warning
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["features"] == ["n1", "n2", "trial", "direction", "emg_triceps"]
-    assert any("emg_triceps" in w for w in metrics["warnings"])
+    warnings = metrics["warnings"]  # each in full
+    assert any("emg_triceps named like target 'emg_biceps'" in w for w in warnings)
+    assert any("'trial' is named like an identifier" in w for w in warnings)
+    assert any("'direction' takes 8 integer values only" in w for w in warnings)
+    assert not any("'time'" in w for w in warnings)  # given as --time, so not a feature
     assert metrics["command"].startswith("onlinesparse replay ")
     page = (out / "report.html").read_text()
     assert "n1, n2, trial, direction, emg_triceps" in page

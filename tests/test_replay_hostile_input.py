@@ -50,7 +50,8 @@ def reference(tmp_path_factory):
     d = tmp_path_factory.mktemp("reference")
     lines = _lines()
     lines[BAD_ROW + 1] = _corrupt_cell(lines[BAD_ROW + 1], 3, b"")
-    assert _replay(_write(d / "ref.csv", lines), d / "out") == 0
+    # --missing drop: a row without its target is skipped (imputed, it would be predicted).
+    assert _replay(_write(d / "ref.csv", lines), d / "out", "--missing", "drop") == 0
     return _predictions(d / "out")
 
 
@@ -141,7 +142,7 @@ def _assert_corruptions_cost_exactly_their_rows(d, damage, chunksize, n_rows=160
         cfg = ReplayConfig(_write(d / f"{name}.csv", content), ["y"], model="linear",
                            model_params={"lr": 0.02}, workers=1, progress=False,
                            chunksize=chunksize, out=d / name, predictions_format="csv",
-                           report=False)
+                           report=False, missing="drop")  # an emptied cell costs its row too
         outcome = run_replay(cfg)
         assert outcome.exit_code == 0
         return outcome.results[0].metrics, pd.read_csv(d / name / "predictions.csv")

@@ -65,6 +65,12 @@ class MotorCortexSession:
         Bin width in milliseconds.
     seed
         The seed that made it.
+    noise
+        EMG noise standard deviation as a fraction of the clean EMG's.
+    spikes
+        Spike counts per bin, one column per neuron (the rates are their smoothed values).
+    velocity
+        Hand velocity (m/s), columns x and y.
 
     """
 
@@ -77,6 +83,26 @@ class MotorCortexSession:
     bin_ms: float
     seed: int
     noise: float = field(default=0.1)
+    spikes: np.ndarray | None = None
+    velocity: np.ndarray | None = None
+
+    def counts_frame(self) -> pd.DataFrame:
+        """The session as a decoder sees spike-sorted data: ``time`` (s), each neuron's
+        spike count in the bin (integers, under the neuron's name), the EMG columns, and the
+        hand velocity ``vel_x``, ``vel_y`` (m/s).
+
+        >>> s = make_motor_cortex_session(n_neurons=3, n_muscles=1, n_trials=8,
+        ...                               relevant_per_muscle=(1, 2), seed=1)
+        >>> list(s.counts_frame().columns), str(s.counts_frame()["n01"].dtype)
+        (['time', 'n01', 'n02', 'n03', 'emg_deltoid_ant', 'vel_x', 'vel_y'], 'int64')
+
+        """
+        frame = pd.DataFrame(np.asarray(self.spikes, dtype=np.int64), columns=self.neurons)
+        frame.insert(0, "time", self.frame["time"].to_numpy())
+        for name in self.muscles:
+            frame[name] = self.frame[name].to_numpy()
+        frame["vel_x"], frame["vel_y"] = self.velocity[:, 0], self.velocity[:, 1]
+        return frame
 
     def truth(self) -> dict:
         """The ground truth as a JSON-ready dictionary."""
@@ -245,4 +271,6 @@ def make_motor_cortex_session(
         bin_ms=bin_ms,
         seed=seed,
         noise=noise,
+        spikes=spikes,
+        velocity=vel,
     )

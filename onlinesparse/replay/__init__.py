@@ -5,14 +5,19 @@ scale-out); the estimators themselves never import it. It needs the ``replay`` e
 (``pip install 'onlinesparse[replay]'``: matplotlib, pyarrow, tqdm).
 
 * :mod:`~onlinesparse.replay.cli`: the ``onlinesparse`` command;
-* :mod:`~onlinesparse.replay.reader`: CSV, Parquet and NPZ recordings read in chunks;
+* :mod:`~onlinesparse.replay.reader`: CSV, Parquet, NPZ
+  (:mod:`~onlinesparse.replay.npz_source`) and NWB (:mod:`~onlinesparse.replay.nwb_source`)
+  recordings read in chunks, one float64 per number (:mod:`~onlinesparse.replay.values`);
 * :mod:`~onlinesparse.replay.checks`: what looks wrong about the chosen columns;
+  :mod:`~onlinesparse.replay.stream_checks`: checks of the whole recording as it streams
+  (stuck channels, duplicated rows, timestamps, missing values), said once by
+  :mod:`~onlinesparse.replay.check_report`;
 * :mod:`~onlinesparse.replay.models`: the models the command line knows, by name;
 * :mod:`~onlinesparse.replay.config`: what a replay is asked to do and what it returns;
 * :mod:`~onlinesparse.replay.metrics`: accuracy, latency and diagnostics accumulators;
 * :mod:`~onlinesparse.replay.collector`: Python's garbage collector kept out of the timing;
 * :mod:`~onlinesparse.replay.target`: one target's progressive validation (predict, score,
-  learn);
+  learn), summed up by :mod:`~onlinesparse.replay.summary`;
 * :mod:`~onlinesparse.replay.checkpoint`: saving and resuming a replay;
 * :mod:`~onlinesparse.replay.runner`: every target of a replay, Ctrl-C and the outputs;
 * :mod:`~onlinesparse.replay.pool`, :mod:`~onlinesparse.replay.progress`: worker processes

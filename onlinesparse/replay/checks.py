@@ -5,6 +5,14 @@ easy to get wrong: a sibling target (another muscle's EMG), a trial number, a ro
 a condition code fed to the model looks like skill or like noise. :func:`feature_warnings`
 reads the first rows and says which columns look like that; :func:`corrupt_column_hint`
 names the column when one column made every row corrupt.
+
+Counts are not codes. Spike counts are small non-negative integers too, but they change
+from one bin to the next, while a condition or direction code holds each of its few values
+for a whole trial: a column is called a code only when the runs of its less common values
+last :data:`MIN_CODE_RUN` rows or more (median) and it does not sit in a block of
+:data:`COUNT_BLOCK` or more neighbouring integer columns of one name stem (``n01`` …
+``n80``: channels of one array). On the console all these warnings fold into one line
+(:func:`fold_warnings`); the report and ``metrics.json`` list each in full.
 """
 
 from __future__ import annotations
@@ -16,10 +24,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["feature_warnings", "recording_warnings", "corrupt_column_hint", "FIRST_ROWS"]
+__all__ = ["feature_warnings", "recording_warnings", "corrupt_column_hint", "fold_warnings",
+           "FIRST_ROWS", "MIN_CODE_RUN", "COUNT_BLOCK"]
 
 #: Rows read to judge the features (the first chunk of at most this many rows).
 FIRST_ROWS = 2_000
+#: A code holds its less common values this many rows at a time (median run) or longer.
+MIN_CODE_RUN = 5
+#: Neighbouring non-negative integer columns of one name stem that make a channel array.
+COUNT_BLOCK = 8
 #: Names that usually identify a row, a trial or a moment rather than measure something.
 _ID_NAMES = re.compile(
     r"^(id|index|idx|row|rownum|trial|trial_?(id|no|num|number)|session|subject|sample|"
@@ -54,8 +67,41 @@ def _sibling_warnings(features: Sequence[str], targets: Sequence[str]) -> list[s
     return out
 
 
-def _column_warning(name: str, values: np.ndarray) -> str | None:
-    """Why one feature column looks like an identifier, a counter or a code, if it does."""
+def _held_like_a_code(values: np.ndarray) -> bool:
+    """Whether the values other than the most common one come in long runs (median run
+    ≥ :data:`MIN_CODE_RUN` rows), as a code held for a trial does and counts do not."""
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(values) != 0) + 1])
+    lengths = np.diff(np.concatenate([starts, [len(values)]]))
+    run_values = values[starts]
+    uniq, counts = np.unique(values, return_counts=True)
+    others = lengths[run_values != uniq[np.argmax(counts)]]
+    return bool(len(others)) and float(np.median(others)) >= MIN_CODE_RUN
+
+
+def _count_blocks(features: Sequence[str], rows: np.ndarray) -> set[int]:
+    """Indices of features in a run of ≥ :data:`COUNT_BLOCK` neighbouring columns of one name
+    stem that hold non-negative integers only: the channels of one array (spike counts)."""
+    def counts(j: int) -> bool:
+        col = rows[:, j]
+        col = col[np.isfinite(col)]
+        return bool(len(col)) and bool(np.all(col >= 0)) and bool(np.all(col == np.round(col)))
+
+    out: set[int] = set()
+    j = 0
+    while j < len(features):
+        k = j
+        while (k < len(features) and _stem(features[k]) == _stem(features[j])
+               and _stem(features[j]) and counts(k)):
+            k += 1
+        if k - j >= COUNT_BLOCK:
+            out.update(range(j, k))
+        j = max(k, j + 1)
+    return out
+
+
+def _column_warning(name: str, values: np.ndarray, in_array: bool = False) -> str | None:
+    """Why one feature column looks like an identifier, a counter or a code, if it does;
+    ``in_array``: the column is one channel of an array of counts (never a code)."""
     finite = values[np.isfinite(values)]
     if len(values) and not len(finite):
         return (f"feature {name!r} has no number in the first {len(values)} rows (text such as "
@@ -75,9 +121,11 @@ def _column_warning(name: str, values: np.ndarray) -> str | None:
     if distinct > 2 and np.all(steps >= 0):
         return (f"feature {name!r} is a non-decreasing integer column (a row, trial or sample "
                 "counter?); leave it out with --features unless it truly measures something")
-    if 2 < distinct <= 16 and len(finite) >= 10 * distinct:
-        return (f"feature {name!r} takes {distinct} integer values only (a condition or "
-                "direction code?); a code is not a quantity: one-hot encode it or leave it out")
+    if (2 < distinct <= 16 and len(finite) >= 10 * distinct and not in_array
+            and _held_like_a_code(finite)):
+        return (f"feature {name!r} takes {distinct} integer values only, each held for many "
+                "rows (a condition or direction code?); a code is not a quantity: one-hot "
+                "encode it or leave it out")
     return None
 
 
@@ -109,11 +157,53 @@ def feature_warnings(features: Sequence[str], targets: Sequence[str],
     """
     out = _sibling_warnings(features, targets)
     if first_rows is not None:
+        rows = np.asarray(first_rows, dtype=float)
+        arrays = _count_blocks(features, rows)
         for j, name in enumerate(features):
-            message = _column_warning(name, np.asarray(first_rows[:, j], dtype=float))
+            message = _column_warning(name, rows[:, j], j in arrays)
             if message:
                 out.append(message)
     return out
+
+
+_KINDS = (
+    ("named like target", "named like a target"),
+    ("has no number", "not numbers"),
+    ("named like the time", "the time"),
+    ("named like an identifier", "identifiers or time stamps"),
+    ("non-decreasing integer", "counters"),
+    ("integer values only", "codes"),
+)
+
+
+def _subject(warning: str) -> str:
+    """The column(s) a warning of :func:`feature_warnings` is about."""
+    head = warning.split(" named like target")[0]
+    quoted = re.match(r"features? '([^']+)'", head)
+    return quoted.group(1) if quoted else head.split(" ", 1)[-1]
+
+
+def fold_warnings(warnings: Sequence[str]) -> str | None:
+    """All of ``warnings`` (from :func:`feature_warnings`) in one console line: the columns
+    grouped by what is wrong with them; a single warning is given whole.
+
+    >>> fold_warnings(["feature 'a' is named like an identifier or a time stamp; …",
+    ...                "feature 'b' takes 8 integer values only, each held …"])
+    '2 features look wrong as inputs: identifiers or time stamps: a; codes: b (choose \
+the inputs with --features; each reason in the report and metrics.json)'
+
+    """
+    if len(warnings) <= 1:
+        return warnings[0] if warnings else None
+    groups: dict[str, list[str]] = {}
+    for warning in warnings:
+        label = next((lab for key, lab in _KINDS if key in warning), "other")
+        groups.setdefault(label, []).append(_subject(warning))
+    parts = [f"{label}: " + ", ".join(names[:8]) + (f" … (+{len(names) - 8})"
+                                                    if len(names) > 8 else "")
+             for label, names in groups.items()]
+    return (f"{len(warnings)} features look wrong as inputs: {'; '.join(parts)} (choose the "
+            "inputs with --features; each reason in the report and metrics.json)")
 
 
 def corrupt_column_hint(reasons: Sequence[str]) -> str | None:

@@ -127,6 +127,11 @@ def _add_replay_options(parser: argparse.ArgumentParser, grid: bool = False) -> 
                           "and write the outputs, so paths must be visible to them)")
     run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="progress bar (default: when standard error is a terminal)")
+    if not grid:
+        run.add_argument("--quiet", "-q", action="store_true",
+                         help="leave out the warning and check lines (suspicious features, "
+                              "corrupt rows, stuck channels, …); errors still print, and "
+                              "the report and metrics.json list everything")
 
 
 def _add_output_options(parser: argparse.ArgumentParser, grid: bool) -> None:
@@ -148,6 +153,16 @@ def _add_output_options(parser: argparse.ArgumentParser, grid: bool) -> None:
                          + ("" if grid else " (resume later with --checkpoint and --resume)"))
     io.add_argument("--strict", action="store_true",
                     help="stop at the first corrupt row (default: skip and count it)")
+    io.add_argument("--missing", choices=("impute", "drop"), default="impute",
+                    help="a missing (empty or NaN) feature value: 'impute' leaves it out of "
+                         "the row and the model imputes it (its running mean), and a row "
+                         "without its target is predicted and timed but not scored or "
+                         "learned; 'drop' skips the row (for that target) and imputes "
+                         "nothing, losing the row's other channels (default impute)")
+    io.add_argument("--bin-ms", type=_positive_float, metavar="MS",
+                    help="NWB recordings: bin width in ms; spike times are counted per bin "
+                         "and every series is sampled at each bin's end by linear "
+                         "interpolation (default 20)")
 
     if not grid:
         ck = parser.add_argument_group("checkpoints")
@@ -206,12 +221,13 @@ def build_parser() -> argparse.ArgumentParser:
     replay = sub.add_parser(
         "replay",
         help="replay a recording through a model with progressive validation",
-        description="Replay a CSV, Parquet or NPZ recording as if it were live: for every "
+        description="Replay a CSV, Parquet, NPZ or NWB recording as if it were live: for every "
                     "row predict, score, then learn. Prints MAE, RMSE, nMSE, R², interval "
                     "coverage and latency; --out writes predictions, metrics and a report.",
     )
     replay.add_argument("recording", type=Path, metavar="RECORDING",
-                        help="a .csv, .tsv, .parquet or .npz file")
+                        help="a .csv, .tsv, .parquet, .npz or .nwb file (NWB needs "
+                             "pip install 'onlinesparse[nwb]')")
     _add_replay_options(replay)
 
     grid = sub.add_parser(
@@ -225,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "(--max-basis, --param, ...) are shared by every setting.",
     )
     grid.add_argument("recording", type=Path, metavar="RECORDING",
-                      help="a .csv, .tsv, .parquet or .npz file")
+                      help="a .csv, .tsv, .parquet, .npz or .nwb file")
     grid.add_argument("--grid", action="append", required=True, metavar="KEY=V1,V2,...",
                       help="a model keyword or flag and the values to try, e.g. "
                            "max-basis=10,20,40 or 'radii=(0.5,),(1.0,)'; repeat for a "
@@ -294,15 +310,22 @@ def _announce_columns(cfg: Any) -> None:
     cfg.check()
     if not Path(cfg.recording).exists():
         return  # run_replay says so; a remote cluster may see a path this machine does not
-    recording = open_recording(cfg.recording)
+    recording = open_recording(cfg.recording, cfg.bin_ms)
     columns = recording.select(cfg.targets, cfg.features, cfg.time)
     shown = ", ".join(columns.features[:30]) + (" …" if len(columns.features) > 30 else "")
     print(f"features ({len(columns.features)}): {shown or 'none'}"
-          + ("" if cfg.features else "  (every column but the targets and the time: choose "
-             "with --features)"))
+          + ("" if cfg.features else "  (the units and the non-behavioural series: choose "
+             "with --features)" if recording.format == "nwb" else "  (every column but the "
+             "targets and the time: choose with --features)"))
     sys.stdout.flush()  # the warnings (standard error) come after the list they are about
-    for warning in recording_warnings(recording, columns):
-        print(f"warning: {warning}", file=sys.stderr, flush=True)
+    if not cfg.quiet:  # one line for all of them: the report lists each
+        from onlinesparse.replay.checks import fold_warnings
+
+        for note in recording.notes:
+            print(f"note: {note}", file=sys.stderr)
+        folded = fold_warnings(recording_warnings(recording, columns))
+        if folded:
+            print(f"warning: {folded}", file=sys.stderr, flush=True)
     if cfg.warmup:
         print(f"the first {cfg.warmup} samples of each target are learned but not scored "
               "(--warmup)")
@@ -335,6 +358,9 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         report=not args.no_report,
         budget_us=args.budget_us,
         command=shlex.join(["onlinesparse", *argv]),
+        missing=args.missing,
+        quiet=args.quiet,
+        bin_ms=args.bin_ms,
     )
     _announce_columns(cfg)
     if args.scheduler:
@@ -346,6 +372,11 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
     else:
         outcome = run_replay(cfg)
     print(format_summary(outcome, cfg))
+    if not cfg.quiet:
+        from onlinesparse.replay.check_report import check_lines, merge_checks
+
+        for line in check_lines(merge_checks(outcome.results)):
+            print(f"check: {line}", file=sys.stderr)
     _say_outcome(outcome, cfg, argv)
     return outcome.exit_code
 
@@ -404,7 +435,6 @@ def _where_interrupted(results: Sequence[Any]) -> str:
 
 
 def _cmd_grid(args: argparse.Namespace) -> int:
-
     from onlinesparse.replay.cluster import dask_client
     from onlinesparse.replay.grid import evaluate_grid, format_grid, parse_grid
     from onlinesparse.replay.reader import open_recording
@@ -420,13 +450,14 @@ def _cmd_grid(args: argparse.Namespace) -> int:
         "features": _split(args.features), "time": args.time,
         "standardize": args.standardize, "warmup": args.warmup, "interval": args.interval,
         "chunksize": args.chunksize, "max_rows": args.max_rows, "strict": args.strict,
-        "diag_every": args.diag_every,
+        "diag_every": args.diag_every, "missing": args.missing, "bin_ms": args.bin_ms,
     }
     ReplayConfig(args.recording, args.target, model=args.model, **options).check()
     if args.scheduler in (None, "local") or args.recording.exists():
         # Said once here rather than once per replay. A remote cluster's workers may see a
         # recording that this machine does not: each replay then says so if they do not.
-        open_recording(args.recording).select(args.target, options["features"], args.time)
+        open_recording(args.recording, args.bin_ms).select(args.target, options["features"],
+                                                           args.time)
 
     def evaluate(client: Any = None) -> Any:
         return evaluate_grid(args.recording, args.target, grid, model=args.model,
@@ -499,7 +530,9 @@ def _replay_command(args: argparse.Namespace, model: str, params: dict[str, Any]
     for option, value, default in (("--warmup", args.warmup, DEFAULT_WARMUP),
                                    ("--interval", args.interval, 0.95),
                                    ("--diag-every", args.diag_every, 100),
-                                   ("--max-rows", args.max_rows, None)):
+                                   ("--max-rows", args.max_rows, None),
+                                   ("--missing", args.missing, "impute"),
+                                   ("--bin-ms", args.bin_ms, None)):
         if value != default:
             words += [option, str(value)]
     if args.strict:

@@ -14,7 +14,7 @@ from typing import Any
 
 from onlinesparse.replay.errors import UsageError
 from onlinesparse.replay.metrics import LatencyHistogram, Trace
-from onlinesparse.replay.reader import Columns
+from onlinesparse.replay.reader import MISSING_POLICIES, Columns
 
 __all__ = [
     "ReplayConfig",
@@ -40,7 +40,7 @@ class ReplayConfig:
     Parameters
     ----------
     recording
-        Path of the CSV, Parquet or NPZ file.
+        Path of the CSV, Parquet, NPZ or NWB file.
     targets
         Target columns: one model each.
     features
@@ -92,6 +92,18 @@ class ReplayConfig:
         it are counted as deadline misses and the report draws it; ``None`` for no deadline.
     command
         The command line that started the replay, recorded in the metrics and the report.
+    missing
+        ``"impute"``: a missing (empty or NaN) feature is left out of the row's feature dict
+        and the model imputes it (its running mean), and a row without its target is
+        predicted and timed but neither scored nor learned; only a row with no feature at
+        all is skipped. ``"drop"``: any missing value skips the row for that target, which
+        loses the row's other channels but feeds the model no imputed value.
+    quiet
+        Leave out the per-check warning lines (suspicious features, corrupt rows, recording
+        checks) on the console; the report and ``metrics.json`` still list them all.
+    bin_ms
+        NWB recordings: width of the time bins spike times are counted in and every series
+        is sampled on (``None``: 20 ms). Refused for other formats.
 
     """
 
@@ -120,6 +132,9 @@ class ReplayConfig:
     title: str | None = None
     budget_us: float | None = None
     command: str | None = None
+    missing: str = "impute"
+    quiet: bool = False
+    bin_ms: float | None = None
 
     def check(self) -> None:
         """Raise :class:`UsageError` for option values out of range."""
@@ -134,6 +149,8 @@ class ReplayConfig:
             (self.diag_every >= 1, "--diag-every must be at least 1"),
             (self.budget_us is None or self.budget_us > 0, "--budget-us must be above 0"),
             (self.predictions_format in ("parquet", "csv"), "--predictions-format: parquet or csv"),
+            (self.missing in MISSING_POLICIES, f"--missing: {' or '.join(MISSING_POLICIES)}"),
+            (self.bin_ms is None or 0 < self.bin_ms < float("inf"), "--bin-ms must be above 0"),
             (not self.resume or self.checkpoint is not None, "--resume needs --checkpoint PATH"),
             (self.every is None or self.checkpoint is not None, "--every needs --checkpoint PATH"),
         ]

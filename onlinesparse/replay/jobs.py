@@ -51,7 +51,7 @@ class ReplayJob:
     Parameters
     ----------
     recording
-        Path of the CSV, Parquet or NPZ recording.
+        Path of the CSV, Parquet, NPZ or NWB recording.
     target
         The target column.
     model
@@ -238,7 +238,7 @@ def execute_job(job: ReplayJob, index: int = 0) -> JobResult:
     try:
         cfg = job.config()
         cfg.check()
-        recording = open_recording(cfg.recording)
+        recording = open_recording(cfg.recording, cfg.bin_ms)
         columns = recording.select(cfg.targets, cfg.features, cfg.time)
         if cfg.out is not None:
             check_writable(Path(cfg.out), f"to {cfg.out}")

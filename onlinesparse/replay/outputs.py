@@ -113,7 +113,8 @@ def write_outputs(
     if started is not None:
         outcome.elapsed = time.perf_counter() - started
     if cfg.out is not None:
-        _write_outputs(cfg, columns, recording or open_recording(cfg.recording), outcome)
+        _write_outputs(cfg, columns, recording or open_recording(cfg.recording, cfg.bin_ms),
+                       outcome)
     return outcome
 
 
@@ -230,6 +231,7 @@ def _summary(
     cfg: ReplayConfig, columns: Columns, recording: Recording, outcome: ReplayOutcome
 ) -> dict[str, Any]:
     from onlinesparse import __version__
+    from onlinesparse.replay.check_report import merge_checks
     from onlinesparse.replay.checks import recording_warnings
 
     results = outcome.results
@@ -248,6 +250,9 @@ def _summary(
         "time": columns.time,
         "features": columns.features,
         "warnings": recording_warnings(recording, columns),
+        "recording_notes": recording.notes,
+        "missing": cfg.missing,
+        "recording_checks": merge_checks(results),
         "budget_us": cfg.budget_us,
         "predictions": outcome.predictions_path.name if outcome.predictions_path else None,
         "targets": {r.target: {**r.metrics, "relevance": r.relevance} for r in results},

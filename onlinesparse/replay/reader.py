@@ -1,4 +1,4 @@
-"""Reading a recording (CSV, Parquet or NPZ) in chunks of rows, in constant memory.
+"""Reading a recording (CSV, Parquet, NPZ or NWB) in chunks of rows, in constant memory.
 
 Rows are numbered from 0 in the order they appear in the recording, corrupt rows included,
 so that a row number in a message, in the predictions file and in a checkpoint position all
@@ -19,10 +19,14 @@ Formats
   columns; a resumed replay skips whole row groups without reading them.
 * NPZ (``.npz``): either one 1-D array per column (``np.savez(path, time=t, emg=y, ...)``) or
   a 2-D array ``data`` with its column names in ``columns``
-  (``np.savez(path, data=table, columns=np.array(names))``). The arrays are read with
-  ``numpy.lib.format`` straight from the archive member, a chunk of rows at a time, so
-  they are never loaded whole (except a Fortran-ordered 2-D ``data``, whose rows are not
-  contiguous).
+  (``np.savez(path, data=table, columns=np.array(names))``); see
+  :mod:`~onlinesparse.replay.npz_source`.
+* NWB (``.nwb``): time series and binned spike times on one time grid; see
+  :mod:`~onlinesparse.replay.nwb_source` (needs the ``nwb`` extra).
+
+Every format gives the same float64 values for the same numbers: float32 and float16
+columns are widened as their shortest decimal reads (:mod:`~onlinesparse.replay.values`),
+so a recording replays bit for bit alike from CSV and from any binary format.
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ import io
 import lzma
 import re
 import warnings
-import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,8 +49,11 @@ import numpy as np
 import pandas as pd
 
 from onlinesparse.replay.errors import UsageError
+from onlinesparse.replay.source import DEFAULT_BIN_MS, Source
+from onlinesparse.replay.values import widen_like_text
 
-__all__ = ["Chunk", "Columns", "Recording", "open_recording", "FORMATS", "VALUE_BOUND"]
+__all__ = ["Chunk", "Columns", "Recording", "open_recording", "FORMATS", "VALUE_BOUND",
+           "DEFAULT_BIN_MS", "MISSING_POLICIES"]
 
 FORMATS = {
     ".csv": "csv",
@@ -55,7 +61,10 @@ FORMATS = {
     ".parquet": "parquet",
     ".pq": "parquet",
     ".npz": "npz",
+    ".nwb": "nwb",
 }
+#: What ``--missing`` may say: a missing feature is imputed by the model, or drops the row.
+MISSING_POLICIES = ("impute", "drop")
 _COMPRESSION = (".gz", ".bz2", ".xz", ".zst", ".zip")
 #: Largest magnitude of a feature or target value. Beyond it a row is corrupt: a running
 #: mean, variance or squared error fed with it overflows float64 (squares reach 1e200 at
@@ -63,6 +72,9 @@ _COMPRESSION = (".gz", ".bz2", ".xz", ".zst", ".zip")
 #: one overflowed statistic would poison every later row of the replay.
 VALUE_BOUND = 1e100
 _BAD_LINE = re.compile(r"line (\d+)(?::\s*(.*))?", re.IGNORECASE)
+# pandas 2 parses decimals with its own fast routine, not always to the nearest float64 (pandas
+# 3 does, and deprecates the option): Python's parser makes a CSV read as Parquet stores it.
+_EXACT_FLOATS = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
 
 
 @dataclass
@@ -121,13 +133,17 @@ def _format_of(path: Path) -> str:
     fmt = FORMATS.get(suffixes[-1]) if suffixes else None
     if fmt is None:
         raise UsageError(
-            f"cannot tell the format of {path}: name it .csv, .tsv, .parquet or .npz"
+            f"cannot tell the format of {path}: name it .csv, .tsv, .parquet, .npz or .nwb"
         )
     return fmt
 
 
-def open_recording(path: str | Path) -> Recording:
+def open_recording(path: str | Path, bin_ms: float | None = None) -> Recording:
     """Open the recording at ``path`` (format chosen by its suffix).
+
+    ``bin_ms`` is for NWB files only: the width of the time bins that spike times are
+    counted in and every series is sampled on (None: 20 ms). Narrower bins follow faster
+    changes but leave fewer spikes per bin.
 
     Examples
     --------
@@ -148,8 +164,17 @@ def open_recording(path: str | Path) -> Recording:
     if path.is_dir():
         raise UsageError(f"{path} is a directory, not a recording file")
     fmt = _format_of(path)
-    source = {"csv": _CsvSource, "parquet": _ParquetSource, "npz": _NpzSource}[fmt](path)
-    return Recording(path, fmt, source)
+    if bin_ms is not None and fmt != "nwb":
+        raise UsageError(f"--bin-ms applies to NWB recordings only, not to {path.name}")
+    if fmt == "npz":
+        from onlinesparse.replay.npz_source import _NpzSource
+
+        return Recording(path, fmt, _NpzSource(path))
+    if fmt == "nwb":
+        from onlinesparse.replay.nwb_source import NwbSource
+
+        return Recording(path, fmt, NwbSource(path, bin_ms))
+    return Recording(path, fmt, {"csv": _CsvSource, "parquet": _ParquetSource}[fmt](path))
 
 
 class Recording:
@@ -158,7 +183,7 @@ class Recording:
     Use :func:`open_recording` to make one.
     """
 
-    def __init__(self, path: Path, fmt: str, source: _Source):
+    def __init__(self, path: Path, fmt: str, source: Source):
         self.path = path
         self.format = fmt
         self._source = source
@@ -172,8 +197,16 @@ class Recording:
         """Number of rows, from metadata (Parquet, NPZ) or a count of lines (plain CSV)."""
         return self._source.n_rows
 
+    @property
+    def notes(self) -> list[str]:
+        """What the reader decided about this file that a user should know (NWB: the grid)."""
+        return list(getattr(self._source, "notes", []))
+
     def describe_row(self, row: int) -> str:
         """``"row 5 (line 7 of x.csv)"`` for CSV, ``"row 5"`` otherwise."""
+        describe = getattr(self._source, "describe_row", None)
+        if describe is not None:
+            return describe(row)
         if self.format == "csv":
             return f"row {row} (line {row + 2} of {self.path.name})"
         return f"row {row}"
@@ -187,9 +220,14 @@ class Recording:
         """Check the column names against the recording and fill in the default features.
 
         ``features`` entries may be shell-style patterns (``"n*"``); ``None`` means every
-        column that is neither a target nor the time column.
+        column that is neither a target nor the time column (for NWB: the neural data). A
+        name of a multi-channel NWB series stands for its channels.
         """
         cols = self.columns
+        aliases = getattr(self._source, "aliases", {})
+        targets = [c for name in targets for c in aliases.get(name, [name])]
+        if time is None:
+            time = getattr(self._source, "time_column", None)
         if not targets:
             raise UsageError("name at least one target column with --target")
         for name in targets:
@@ -202,7 +240,8 @@ class Recording:
                 raise UsageError(f"column {time!r} cannot be both the time and a target")
         excluded = set(targets) | ({time} if time else set())
         if features is None:
-            chosen = [c for c in cols if c not in excluded]
+            default = getattr(self._source, "default_features", cols)
+            chosen = [c for c in default if c not in excluded]
         else:
             chosen = []
             for spec in features:
@@ -214,14 +253,15 @@ class Recording:
                         )
                     chosen.extend(m for m in matches if m not in chosen)
                 else:
-                    self._require(spec, "feature")
-                    if spec in excluded:
-                        raise UsageError(
-                            f"column {spec!r} is a target or the time column; "
-                            "it cannot also be a feature"
-                        )
-                    if spec not in chosen:
-                        chosen.append(spec)
+                    for name in aliases.get(spec, [spec]):
+                        self._require(name, "feature")
+                        if name in excluded:
+                            raise UsageError(
+                                f"column {name!r} is a target or the time column; "
+                                "it cannot also be a feature"
+                            )
+                        if name not in chosen:
+                            chosen.append(name)
         if not chosen:
             raise UsageError(f"no feature columns left in {self.path.name}")
         return Columns(list(targets), chosen, time)
@@ -244,16 +284,23 @@ class Recording:
         target: str,
         chunksize: int = 10_000,
         start_row: int = 0,
+        missing: str = "drop",
     ) -> Iterator[Chunk]:
         """Chunks of at most ``chunksize`` rows for one ``target``, from ``start_row`` on.
 
         A row is corrupt for this target when a used value is unparseable, missing,
         infinite or beyond :data:`VALUE_BOUND` in magnitude, or the line has the wrong number
         of fields, bytes that are not UTF-8 or an unterminated quote; other targets' values
-        do not matter.
+        do not matter. With ``missing="impute"`` an empty or NaN feature or target is not a
+        fault: it stays NaN in ``X`` or ``y`` for the caller to leave out (the model then
+        imputes the feature; a row without its target is predicted but not learned), and
+        only a row whose every feature is missing is corrupt. ``"drop"`` keeps more rows
+        out and imputes nothing.
         """
         if chunksize < 1:
             raise UsageError("--chunksize must be at least 1")
+        if missing not in MISSING_POLICIES:
+            raise UsageError(f"--missing must be one of {', '.join(MISSING_POLICIES)}")
         time = [columns.time] if columns.time is not None else []
         used = list(dict.fromkeys([target, *columns.features, *time]))
         for rows, values, dropped in self._source.frames(used, chunksize, start_row):
@@ -263,7 +310,7 @@ class Recording:
                 values = {k: v[keep] for k, v in values.items()}
             dropped = [(r, why) for r, why in dropped if r >= start_row]
             if len(rows) or dropped:
-                yield _make_chunk(rows, values, columns, target, dropped)
+                yield _make_chunk(rows, values, columns, target, dropped, missing == "impute")
 
 
 # ---------------------------------------------------------------------------------------
@@ -274,10 +321,14 @@ def _as_float(values: Any, is_time: bool = False) -> tuple[np.ndarray, np.ndarra
     """Float64 values and a mask of unparseable entries (None when nothing was text)."""
     if isinstance(values, np.ndarray):
         kind = values.dtype.kind
+        if kind == "f" and values.dtype.itemsize < 8:
+            return widen_like_text(values), None
         if kind in "biuf":
             return values.astype(np.float64, copy=False), None
         values = pd.Series(values)
     dtype = values.dtype
+    if pd.api.types.is_float_dtype(dtype) and dtype.itemsize < 8:  # (float32, Float32)
+        return widen_like_text(values.to_numpy(dtype=np.float32, na_value=np.nan)), None
     if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
         return values.to_numpy(dtype=np.float64, na_value=np.nan), None
     if pd.api.types.is_datetime64_any_dtype(dtype):
@@ -313,14 +364,17 @@ def _make_chunk(
     columns: Columns,
     target: str,
     dropped: list[tuple[int, str]],
+    impute: bool = False,
 ) -> Chunk:
     n = len(rows)
     problems: dict[int, str] = {}
 
     def check(col: str, arr: np.ndarray, failed: np.ndarray | None, missing: str,
-              bound: float = np.inf) -> None:
+              bound: float = np.inf, gaps: bool = False) -> None:
         with np.errstate(invalid="ignore"):
             bad = ~(np.abs(arr) <= bound)  # NaN, ±inf and beyond the bound
+            if gaps:  # a NaN is a gap the caller handles, not a fault
+                bad &= ~np.isnan(arr)
         if failed is not None:
             bad |= failed
         for i in np.flatnonzero(bad).tolist():
@@ -338,11 +392,14 @@ def _make_chunk(
                                "where running statistics would overflow")
 
     y, failed = _as_float(values[target])
-    check(target, y, failed, f"NaN in target {target!r}", VALUE_BOUND)
+    check(target, y, failed, f"NaN in target {target!r}", VALUE_BOUND, impute)
     X = np.empty((n, len(columns.features)), dtype=np.float64)
     for j, name in enumerate(columns.features):
         X[:, j], failed = _as_float(values[name])
-        check(name, X[:, j], failed, f"missing value in column {name!r}", VALUE_BOUND)
+        check(name, X[:, j], failed, f"missing value in column {name!r}", VALUE_BOUND, impute)
+    if impute and X.shape[1]:
+        for i in np.flatnonzero(np.isnan(X).all(axis=1)).tolist():
+            problems.setdefault(i, "every feature is missing (nothing to predict from)")
     if columns.time is not None:
         t, failed = _as_float(values[columns.time], is_time=True)
         check(columns.time, t, failed, f"missing value in column {columns.time!r}")
@@ -371,17 +428,7 @@ def _make_chunk(
 # Sources: one per format, each yielding (row numbers, {column: values}, dropped rows)
 
 
-class _Source:
-    columns: list[str]
-    n_rows: int | None
-
-    def frames(
-        self, used: list[str], chunksize: int, start_row: int
-    ) -> Iterator[tuple[np.ndarray, dict[str, Any], list[tuple[int, str]]]]:
-        raise NotImplementedError
-
-
-class _CsvSource(_Source):
+class _CsvSource(Source):
     def __init__(self, path: Path):
         self.path = path
         self.sep = "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
@@ -429,6 +476,7 @@ class _CsvSource(_Source):
                 # A blank line is a row (reported as missing values) so that row r stays
                 # line r+2; the lines _CheckedLines blanks rely on it too.
                 skip_blank_lines=False,
+                **_EXACT_FLOATS,
             )
             with reader:
                 yield from self._frames(reader, lines, used, start_row)
@@ -627,7 +675,7 @@ def _count_fields(line: bytes, sep: str) -> int:
     return len(next(csv.reader([text], delimiter=sep))) if text else 0
 
 
-class _ParquetSource(_Source):
+class _ParquetSource(Source):
     def __init__(self, path: Path):
         import pyarrow.parquet as pq
 
@@ -661,129 +709,3 @@ class _ParquetSource(_Source):
                 continue
             frame = batch.to_pandas()
             yield rows, {c: frame[c] for c in used}, []
-
-
-class _NpzMember:
-    """Header of one ``.npy`` member: where its rows start and how they are laid out."""
-
-    def __init__(self, archive: zipfile.ZipFile, name: str):
-        self.name = name
-        with archive.open(name + ".npy") as fp:
-            version = np.lib.format.read_magic(fp)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(fp)
-            elif version == (2, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(fp)
-            else:  # 3.0 headers (unicode field names) are rare; read those whole
-                shape, fortran, dtype = None, True, None
-            self.data_offset = fp.tell()
-        self.shape, self.fortran, self.dtype = shape, fortran, dtype
-
-    def check_plain(self) -> None:
-        if self.dtype is not None and self.dtype.hasobject:
-            raise UsageError(
-                f"NPZ array {self.name!r} holds Python objects, which are not read (loading "
-                "them would run code from the file); save it as numbers or strings"
-            )
-
-    @property
-    def streamable(self) -> bool:
-        return self.dtype is not None and (not self.fortran or len(self.shape) < 2)
-
-
-class _NpzSource(_Source):
-    def __init__(self, path: Path):
-        self.path = path
-        try:
-            with zipfile.ZipFile(path) as archive:
-                names = [n[:-4] for n in archive.namelist() if n.endswith(".npy")]
-                members = {n: _NpzMember(archive, n) for n in names}
-        except (zipfile.BadZipFile, ValueError, OSError) as exc:
-            raise UsageError(f"cannot read {path} as NPZ: {exc}") from None
-        if not members:
-            raise UsageError(f"{path} holds no arrays")
-        self.members = members
-        if "data" in members and "columns" in members:
-            data = members["data"]
-            members["columns"].check_plain()
-            with np.load(path, allow_pickle=False) as npz:
-                self.columns = [str(c) for c in npz["columns"].tolist()]
-            shape = data.shape
-            if shape is not None and (len(shape) != 2 or shape[1] != len(self.columns)):
-                raise UsageError(
-                    f"NPZ {path.name}: 'data' has shape {data.shape} but 'columns' names "
-                    f"{len(self.columns)} columns"
-                )
-            self.table = True
-            self.n_rows = data.shape[0] if data.shape is not None else None
-        else:
-            self.table = False
-            self.columns = list(names)
-            lengths = {n: m.shape[0] for n, m in members.items() if m.shape is not None}
-            bad = [n for n, m in members.items() if m.shape is not None and len(m.shape) != 1]
-            if bad:
-                raise UsageError(
-                    f"NPZ {path.name}: array {bad[0]!r} is not 1-D; store one 1-D array per "
-                    "column, or a 2-D 'data' array with its names in 'columns'"
-                )
-            if len(set(lengths.values())) > 1:
-                raise UsageError(f"NPZ {path.name}: the column arrays differ in length {lengths}")
-            self.n_rows = next(iter(lengths.values()), None)
-
-    def _read_rows(self, archive, member: _NpzMember, start_row: int):
-        """Yield blocks of rows of ``member`` lazily; the caller asks for ``n`` rows each."""
-        row_width = int(np.prod(member.shape[1:], dtype=np.int64)) if member.shape else 1
-        row_bytes = member.dtype.itemsize * row_width
-        fp = archive.open(member.name + ".npy")
-        fp.seek(member.data_offset + start_row * row_bytes)
-        try:
-            n = yield None
-            while True:
-                raw = fp.read(n * row_bytes)
-                block = np.frombuffer(raw, dtype=member.dtype)
-                n = yield block.reshape((-1, *member.shape[1:]))
-        finally:
-            fp.close()
-
-    def frames(self, used, chunksize, start_row):
-        total = self.n_rows
-        if self.table:
-            wanted = [self.columns.index(c) for c in used]
-            sources = {"data": self.members["data"]}
-        else:
-            sources = {c: self.members[c] for c in used}
-        for member in sources.values():
-            member.check_plain()
-        with zipfile.ZipFile(self.path) as archive:
-            if all(m.streamable for m in sources.values()) and total is not None:
-                readers = {}
-                for name, member in sources.items():
-                    gen = self._read_rows(archive, member, start_row)
-                    next(gen)
-                    readers[name] = gen
-                try:
-                    for lo in range(start_row, total, chunksize):
-                        n = min(chunksize, total - lo)
-                        blocks = {name: gen.send(n) for name, gen in readers.items()}
-                        rows = np.arange(lo, lo + n, dtype=np.int64)
-                        if self.table:
-                            table = blocks["data"]
-                            values = {c: table[:, j] for c, j in zip(used, wanted, strict=True)}
-                        else:
-                            values = blocks
-                        yield rows, values, []
-                finally:
-                    for gen in readers.values():
-                        gen.close()
-                return
-        # Fallback: an array that cannot be read row by row is loaded whole.
-        with np.load(self.path, allow_pickle=False) as npz:
-            if self.table:
-                data = npz["data"]
-                arrays = {c: data[:, self.columns.index(c)] for c in used}
-            else:
-                arrays = {c: npz[c] for c in used}
-        n_rows = len(next(iter(arrays.values())))
-        for lo in range(start_row, n_rows, chunksize):
-            hi = min(lo + chunksize, n_rows)
-            yield np.arange(lo, hi, dtype=np.int64), {c: a[lo:hi] for c, a in arrays.items()}, []

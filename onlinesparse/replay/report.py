@@ -309,9 +309,11 @@ def _settings_table(summary: Mapping[str, Any]) -> str:
         ("predictions", _fmt(summary.get("predictions"))),
     ]
     cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>" for k, v in rows)
-    warnings = "".join(f"<p class='note'>{html.escape(w)}</p>"
-                       for w in summary.get("warnings") or [])
-    return f"<table class='meta'>{cells}</table>{warnings}"
+    from onlinesparse.replay.check_report import checks_html
+
+    notes = "".join(f"<p><small>{html.escape(n)}</small></p>"
+                    for n in summary.get("recording_notes") or [])
+    return f"<table class='meta'>{cells}</table>{notes}{checks_html(summary)}"
 
 
 def _us(value: Any) -> str:

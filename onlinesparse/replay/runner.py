@@ -123,8 +123,9 @@ def run_replay(
     stream = stream or sys.stderr
     cfg.check()
     started = time.perf_counter()
-    recording = open_recording(cfg.recording)
+    recording = open_recording(cfg.recording, cfg.bin_ms)
     columns = recording.select(cfg.targets, cfg.features, cfg.time)
+    cfg.targets = list(columns.targets)  # an NWB series' name stands for its channels
     _check_before_running(cfg, columns)
     progress = RowProgress(cfg, recording, stream)
     try:
@@ -173,7 +174,7 @@ def _run_targets(
     def notify(kind: str, payload: Any) -> None:
         if kind == "progress":
             progress.update(*payload)
-        elif kind == "warn":
+        elif kind == "warn" and not cfg.quiet:
             progress.write(f"warning: {payload}")
 
     n_workers = min(cfg.workers or min(len(cfg.targets), os.cpu_count() or 1),

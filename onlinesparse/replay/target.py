@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from onlinesparse.replay import models as registry
 from onlinesparse.replay.checkpoint import (
     load_checkpoint,
@@ -46,7 +48,10 @@ from onlinesparse.replay.metrics import (
     interval_z,
 )
 from onlinesparse.replay.outputs import _os_reason, _Spool, _target_report
-from onlinesparse.replay.reader import VALUE_BOUND, Columns, Recording, open_recording
+from onlinesparse.replay.reader import DEFAULT_BIN_MS, VALUE_BOUND, Columns, open_recording
+from onlinesparse.replay.stream_checks import RecordingChecks
+from onlinesparse.replay.summary import diagnostics as _diagnostics
+from onlinesparse.replay.summary import summarise as _summarise
 
 __all__ = [
     "replay_target",
@@ -85,6 +90,11 @@ class _TargetState:
     gc_pauses: LatencyHistogram = field(default_factory=LatencyHistogram)
     # The replay reached the end of the recording: nothing is left to resume.
     finished: bool = False
+    n_imputed: int = 0  # rows predicted and learned with a feature left to the model
+    n_unlearned: int = 0  # rows predicted without a target: not scored, not learned
+    # The streaming recording checks (stuck channels, duplicated rows, timestamps, missing
+    # values) of the rows replayed so far: a resumed replay checks the rest.
+    checks: RecordingChecks | None = None
 
 
 def _safe(name: str) -> str:
@@ -124,6 +134,10 @@ def fingerprint(cfg: ReplayConfig, columns: Columns, target: str) -> dict[str, A
         "warmup": cfg.warmup,
         "interval": cfg.interval,
         "diag_every": cfg.diag_every,
+        # Only when they differ from what checkpoints made before them meant: those resume.
+        **({"missing": cfg.missing} if cfg.missing != "drop" else {}),
+        **({"bin_ms": cfg.bin_ms or DEFAULT_BIN_MS}
+           if Path(cfg.recording).suffix.lower() == ".nwb" else {}),
     }
 
 
@@ -169,13 +183,6 @@ class _ModelRaised(Exception):
         self.error = error
 
 
-def _diagnostics(model: Any) -> dict[str, float]:
-    method = getattr(registry.last_step(model), "diagnostics", None)
-    if not callable(method):
-        return {}
-    return {k: float(v) for k, v in dict(method()).items() if isinstance(v, int | float)}
-
-
 def replay_target(
     cfg: ReplayConfig,
     columns: Columns,
@@ -217,7 +224,7 @@ class _TargetRun:
     ):
         self.cfg, self.columns, self.target = cfg, columns, target
         self.stop, self.notify = stop, notify
-        self.recording = open_recording(cfg.recording)
+        self.recording = open_recording(cfg.recording, cfg.bin_ms)
         self.explicit = (
             checkpoint_file(Path(cfg.checkpoint), target, cfg.targets) if cfg.checkpoint else None
         )
@@ -230,9 +237,14 @@ class _TargetRun:
         # here (the CPU histogram then covers the samples after the resume).
         for name, default in (("cpu_latency", LatencyHistogram), ("deadline_misses", int),
                               ("window_wall", float), ("window_cpu", float),
-                              ("gc_pauses", LatencyHistogram), ("finished", bool)):
+                              ("gc_pauses", LatencyHistogram), ("finished", bool),
+                              ("n_imputed", int), ("n_unlearned", int)):
             if not hasattr(state, name):
                 setattr(state, name, default())
+        if getattr(state, "checks", None) is None and not state.position:
+            state.checks = RecordingChecks.for_target(
+                columns.features, target, columns.time, target == cfg.targets[0],
+                self.recording.n_rows)
         self.state: _TargetState = state
         self.spool = self._open_spool()
         self.has_dist = registry.supports_with_dist(state.model)
@@ -385,7 +397,7 @@ class _TargetRun:
 
     def _replay_rows(self) -> None:
         chunks = self.recording.iter_chunks(
-            self.columns, self.target, self.cfg.chunksize, self.state.position
+            self.columns, self.target, self.cfg.chunksize, self.state.position, self.cfg.missing
         )
         with RowCollector(self.state.gc_pauses) as collector:
             while self.status == "completed":
@@ -405,6 +417,8 @@ class _TargetRun:
                     self.state.finished = True
                     break
                 self._replay_chunk(chunk, collector)
+                if self.state.checks is not None:  # the rows replayed: a resume checks the rest
+                    self.state.checks.update_chunk(chunk, self.state.position)
                 self.flush()
 
     def _skip_corrupt(self, row: int, reason: str) -> None:
@@ -429,6 +443,9 @@ class _TargetRun:
         names, max_rows = list(self.columns.features), cfg.max_rows
         X, ys, ts = chunk.X.tolist(), chunk.y.tolist(), chunk.time.tolist()
         problems = chunk.problems
+        # (NaN is a gap only under --missing impute: under drop such rows are problems)
+        gaps_x = set(np.flatnonzero(np.isnan(chunk.X).any(axis=1)).tolist())
+        gaps_y = set(np.flatnonzero(np.isnan(chunk.y)).tolist())
         for i, row in enumerate(chunk.rows.tolist()):
             if stop.requested:
                 self.status = "interrupted"
@@ -441,12 +458,18 @@ class _TargetRun:
                 if self.status != "completed":
                     return
                 continue
-            self._replay_row(row, dict(zip(names, X[i], strict=True)), ys[i], ts[i])
+            x = dict(zip(names, X[i], strict=True))
+            if gaps_x and i in gaps_x:  # absent from the dict, the feature is imputed
+                x = {k: v for k, v in x.items() if v == v}
+                state.n_imputed += 1
+            self._replay_row(row, x, ys[i], ts[i], learns=not (gaps_y and i in gaps_y))
             collector.between_rows()
 
-    def _replay_row(self, row: int, x: dict[str, float], y: float, t: float) -> None:
+    def _replay_row(self, row: int, x: dict[str, float], y: float, t: float,
+                    learns: bool = True) -> None:
         """Progressive validation of one row: predict, score, then learn, the two model
-        calls timed in wall-clock and in the thread's CPU time."""
+        calls timed in wall-clock and in the thread's CPU time. A row without its target
+        (``learns`` false) is predicted and timed but neither scored nor learned."""
         state, model = self.state, self.state.model
         perf, cpu_ns = time.perf_counter, time.thread_time_ns
         try:  # free unless it raises (Python ≥ 3.11)
@@ -458,14 +481,16 @@ class _TargetRun:
                 mu, sigma = float(out.mu), float(out.sigma)
             else:
                 mu, sigma = float(out) if out is not None else math.nan, math.nan
-            scored = state.n_samples >= self.cfg.warmup
+            timed = state.n_samples >= self.cfg.warmup
+            scored = timed and learns
             if not abs(mu) <= VALUE_BOUND:  # NaN, ±inf, or a square that would overflow
                 state.n_nonfinite += 1
-                scored = False
+                timed = scored = False
             elif scored:
                 state.acc.update(y, mu, sigma)
             t2 = perf()
-            model.learn_one(x, y)
+            if learns:
+                model.learn_one(x, y)
             t3 = perf()
             # The thread's own CPU time: what the model cost, whatever else the machine ran
             # meanwhile (it also spans the scoring and the clock reads, ~2 µs).
@@ -474,12 +499,15 @@ class _TargetRun:
             self._trace(t, wall, cpu)
         except Exception as exc:
             raise _ModelRaised(row, exc) from exc
-        if scored:
+        if timed:
             state.latency.add(wall)
             state.cpu_latency.add(cpu)
             if self.cfg.budget_us is not None and wall > self.cfg.budget_us:
                 state.deadline_misses += 1
-        state.n_samples += 1
+        if learns:
+            state.n_samples += 1
+        else:
+            state.n_unlearned += 1
         state.position = row + 1
         if self.spool is not None:
             self.spool.buffer.append((row, t, y, mu, sigma))
@@ -509,92 +537,6 @@ class _TargetRun:
         return result
 
 
-def _summarise(
-    cfg: ReplayConfig,
-    state: _TargetState,
-    status: str,
-    message: str | None,
-    recording: Recording,
-    checkpoint_path: str | None,
-    has_dist: bool,
-) -> TargetResult:
-    """The result of a target: its metrics as in ``metrics.json``, and what the report needs."""
-    relevance, relevance_source, findings = _model_findings(state.model)
-    cpu = getattr(state, "cpu_latency", None)  # None in a checkpoint written before it
-    pauses = getattr(state, "gc_pauses", None)  # likewise
-    metrics = {
-        "status": status,
-        "message": message,
-        "rows_read": state.position,
-        "samples": state.n_samples,
-        "warmup": min(cfg.warmup, state.n_samples),
-        **state.acc.as_dict(),
-        "interval": cfg.interval,
-        "corrupt_rows": state.n_corrupt,
-        "corrupt_examples": [
-            {"row": r, "where": recording.describe_row(r), "reason": why}
-            for r, why in state.corrupt_examples
-        ],
-        "nonfinite_predictions": state.n_nonfinite,
-        "latency_us": state.latency.as_dict(),
-        "cpu_us": cpu.as_dict() if cpu is not None else None,
-        # Collections run between rows, outside the timed calls: Python's pauses, not the
-        # model's.
-        "gc_pauses_us": pauses.as_dict() if pauses is not None else None,
-        "budget_us": cfg.budget_us,
-        "deadline_misses": getattr(state, "deadline_misses", None) if cfg.budget_us else None,
-        "warm_up_s": None,
-        "elapsed_s": state.elapsed,
-        # The model is warmed up before the clock starts: the rate of the replay itself,
-        # not of compiling the model.
-        "rows_per_second": state.n_samples / state.elapsed if state.elapsed > 0 else None,
-        **findings,
-        "relevance_source": relevance_source,
-        "checkpoint": checkpoint_path,
-    }
-    return TargetResult(
-        target=state.target,
-        status=status,
-        message=message,
-        metrics=metrics,
-        latency=state.latency,
-        trace=state.trace,
-        relevance={str(k): v for k, v in relevance.items()} if relevance else None,
-        relevance_source=relevance_source,
-        spool_path=state.spool_path,
-        n_predictions=state.n_predictions,
-        checkpoint_path=checkpoint_path,
-        has_dist=has_dist,
-        cpu_latency=cpu,
-        gc_pauses=pauses,
-        finished=getattr(state, "finished", False),
-    )
-
-
-def _model_findings(model: Any) -> tuple[dict[Any, float] | None, str, dict[str, Any]]:
-    """The model's input relevance, where it comes from, and the metrics that describe the
-    model itself (its basis budget and whether it has basis functions at all, its own
-    relevance decisions, its last diagnostics); a diagnostic that fails is left out."""
-    relevance, source, findings = None, "no model", {
-        "basis_budget": None, "has_basis": False, "relevant_inputs": None,
-        "relevance_cutoff": None, "diagnostics": {},
-    }
-    if model is None:
-        return relevance, source, findings
-    try:
-        relevance, source = registry.input_relevance(model)
-    except Exception as exc:  # a diagnostic must not lose the replay's results
-        relevance, source = None, f"input_relevance() failed: {exc}"
-    with contextlib.suppress(Exception):
-        findings["diagnostics"] = _diagnostics(model)
-    with contextlib.suppress(Exception):  # as above
-        findings["relevant_inputs"], findings["relevance_cutoff"] = (
-            registry.relevance_decisions(model))
-        findings["basis_budget"] = registry.basis_budget(model)
-        findings["has_basis"] = registry.has_basis_functions(model)
-    return relevance, source, findings
-
-
 def run_job(
     job: Job,
     stop: StopFlag | None = None,
@@ -620,7 +562,8 @@ def run_job(
     cfg = job.cfg
     columns = job.columns
     if columns is None:
-        columns = open_recording(cfg.recording).select(cfg.targets, cfg.features, cfg.time)
+        columns = open_recording(cfg.recording, cfg.bin_ms).select(cfg.targets, cfg.features,
+                                                                   cfg.time)
     return _replay_and_render(
         cfg, columns, job.target, stop or StopFlag(), notify or (lambda kind, payload: None)
     )
@@ -667,5 +610,5 @@ def lost_result(cfg: ReplayConfig, target: str, message: str) -> TargetResult:
     if cfg.checkpoint is not None:
         explicit = checkpoint_file(Path(cfg.checkpoint), target, cfg.targets)
         saved = str(explicit) if explicit.exists() else None
-    return _summarise(cfg, state, "worker_died", message, open_recording(cfg.recording), saved,
-                      False)
+    return _summarise(cfg, state, "worker_died", message,
+                      open_recording(cfg.recording, cfg.bin_ms), saved, False)

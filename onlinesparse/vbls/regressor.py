@@ -18,8 +18,9 @@ from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.features import as_target as _as_target
 from onlinesparse.orr.kernels import BasisSpec
 from onlinesparse.orr.window import MEMORY_POLICIES, WindowStatistics
-from onlinesparse.stream import AdaptiveMemory, StreamLayer
 from onlinesparse.stream.concepts import LASTED
+from onlinesparse.stream.layer import StreamLayer
+from onlinesparse.stream.memory import AdaptiveMemory
 from onlinesparse.vbls import engine, schedule, student_t
 from onlinesparse.vbls._many import predict_series
 
