@@ -29,7 +29,7 @@ stream: window step 13 µs, candidate evaluation 16 µs), so the floor printed h
 anything, low.
 
 Then it runs the stream on (samples 3000–5000, a fresh model) and times, sample by sample,
-``predict_one``, ``learn_one`` and within it the compiled sample (``core.stream_sample``),
+``predict_one``, ``learn_one`` and within it the compiled sample (``orr.sample.stream_sample``),
 by kind of sample: quiet (no candidate column, no change of the basis set, nothing handed
 back), with a candidate column, with a trade, addition or deletion, with a refresh of S,
 and the rest (a move the compiled call handed back to the model's own operations).
@@ -38,7 +38,7 @@ Measured (2026-11-21, this machine), first part, before the fused sample: Linear
 15.3 µs, target 61.2 µs; scaler 9.2 + conversions 5.0 + compiled loops 33.6 = 47.7 µs
 (3.1 ×, two evaluations), leaving 13.5 µs for all other Python of both calls — where the
 model then spent about 75 µs (a sample without a candidate column took 124 µs in all). That
-led to the compiled sample (one compiled call per sample, ``core.stream_sample``)
+led to the compiled sample (one compiled call per sample, ``orr.sample.stream_sample``)
 and to candidate columns on one sample in three. Since then (one evaluation per sample,
 10 candidates, additions and deletions compiled too, inputs stored feature by feature):
 floor 36.8 µs (2.37 ×); in the stream, samples 3000–5000, a quiet sample (57 %) 47.4 µs
@@ -62,6 +62,7 @@ import numpy as np  # noqa: E402
 from river import datasets, linear_model, preprocessing  # noqa: E402
 
 from onlinesparse import SparseRBFRegressor, core, warm_up  # noqa: E402
+from onlinesparse.orr import sample as fused  # noqa: E402
 
 REPEATS = 3000
 
@@ -201,17 +202,23 @@ def in_the_stream(data: list, lin: float) -> None:
     for x, y in data[:3000]:
         scaler.learn_one(x)
         model.learn_one(scaler.transform_one(x), y)
-    compiled_call = core.stream_sample
     spent = [0.0, -1]  # time in the compiled call this sample, its outcome
+    resolve = model._compiled  # (the model's entry points: orr.rbf._Compiled)
 
-    def timed(*args):
-        start = time.perf_counter()
-        code = compiled_call(*args)
-        spent[0] += time.perf_counter() - start
-        spent[1] = code
-        return code
+    def with_timing():
+        compiled = resolve()
+        call = compiled.sample
 
-    core.stream_sample = timed  # (the module SparseRBFRegressor calls through)
+        def timed(*args):
+            start = time.perf_counter()
+            code = call(*args)
+            spent[0] += time.perf_counter() - start
+            spent[1] = code
+            return code
+
+        return compiled._replace(sample=timed)
+
+    model._compiled = with_timing
     rows = []
     try:
         for x, y in data[3000:]:
@@ -236,11 +243,11 @@ def in_the_stream(data: list, lin: float) -> None:
                       or model._buffer.n_evicted != evicted_before)
             kind = ("refresh" if ridge.n_refreshes != refreshes_before
                     else "column" if column else "move" if moved
-                    else "quiet" if spent[1] == core.QUIET else "handed back")
+                    else "quiet" if spent[1] == fused.QUIET else "handed back")
             rows.append((kind, after_scaler - start + after_learn_scaler - after_predict,
                          after_predict - after_scaler, end - after_learn_scaler, spent[0]))
     finally:
-        core.stream_sample = compiled_call
+        del model._compiled
     print(f"\nin the stream, samples 3000–5000 (median µs; 'all' includes the scaler; "
           f"LinearRegression {lin:.1f})")
     print(f"  {'kind of sample':28s} {'count':>6s} {'scaler':>7s} {'predict':>8s} "

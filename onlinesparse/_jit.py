@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import pathlib
+import re
 
 import numba
 import numpy as np
@@ -26,11 +27,15 @@ PACKAGE = pathlib.Path(__file__).parent
 STAMP = PACKAGE / "__pycache__" / "compiled-sources.sha256"
 
 
+_DECORATED = re.compile(r"^@_?jit\b", re.MULTILINE)
+
+
 def compiled_sources(package: pathlib.Path = PACKAGE) -> list[pathlib.Path]:
-    """Every module of the package that compiles code with this rule (it imports
-    ``onlinesparse._jit``), and this module itself."""
+    """Every module of the package with a function compiled by this rule (decorated
+    ``@jit``, or ``@_jit`` where VBLS names the NumPy-error variant so), and this module
+    itself: a module that only calls compiled code does not decide the cache."""
     return sorted(path for path in package.rglob("*.py")
-                  if path.name == "_jit.py" or "onlinesparse._jit import" in path.read_text())
+                  if path.name == "_jit.py" or _DECORATED.search(path.read_text()))
 
 
 def sources_digest(package: pathlib.Path = PACKAGE) -> str:

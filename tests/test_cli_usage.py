@@ -67,3 +67,41 @@ def test_the_command_line_leaves_the_first_samples_unscored_by_default():
     for command in (["replay", "r.csv", "--target", "y"],
                     ["grid", "r.csv", "--target", "y", "--grid", "lr=0.1"]):
         assert build_parser().parse_args(command).warmup == DEFAULT_WARMUP == 100
+
+
+def test_a_cold_compiled_core_is_compiled_first_with_a_message_and_progress(monkeypatch):
+    """A newcomer's first run compiles the core for about a minute: the command says so,
+    with progress, before it starts (not a minute of silence inside the first sample); a
+    warm cache says nothing."""
+    import io
+
+    from onlinesparse import warm
+    from onlinesparse.replay import cli
+
+    calls = []
+
+    def fake_warm_up(progress):
+        calls.append(progress)
+        for k in range(100):
+            progress(f"compiling {k + 1}: f{k}")
+        progress("compiled core ready (1.0 s)")
+
+    monkeypatch.setattr(warm, "warm_up", fake_warm_up)
+    monkeypatch.setattr(warm, "cache_is_cold", lambda: True)
+    out = io.StringIO()
+    assert cli.compile_first(out)
+    text = out.getvalue()
+    assert "compiling the numerical core for this machine" in text
+    assert "80 functions compiled" in text and "compiled core ready" in text
+    assert len(text.splitlines()) <= 5  # (a line every 40 functions, not one each)
+    monkeypatch.setattr(warm, "cache_is_cold", lambda: False)
+    quiet = io.StringIO()
+    assert not cli.compile_first(quiet) and quiet.getvalue() == "" and len(calls) == 1
+
+
+def test_warm_up_reports_its_stages_to_a_callable():
+    from onlinesparse import warm_up
+
+    lines = []
+    warm_up(progress=lines.append)
+    assert lines[-1].startswith("compiled core ready")

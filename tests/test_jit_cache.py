@@ -13,8 +13,11 @@ def _package(root: pathlib.Path) -> pathlib.Path:
     """A package laid out as onlinesparse is, with cached machine code beside two modules."""
     package = root / "pkg"
     for name, text in (("_jit.py", "jit = None\n"),
-                       ("core/selection.py", "from onlinesparse._jit import jit\nA = 1\n"),
-                       ("vbls/_compiled.py", "from onlinesparse._jit import jit\nB = 2\n"),
+                       ("core/selection.py", "from onlinesparse._jit import jit\n@jit\n"
+                                             "def a():\n    return 1\n"),
+                       ("vbls/_compiled.py", "from onlinesparse._jit import jit_numpy_errors"
+                                             " as _jit\n@_jit\ndef b():\n    return 2\n"),
+                       ("orr/rbf.py", "from onlinesparse._jit import entry_point\n"),
                        ("replay/report.py", "X = 3\n")):
         path = package / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -39,9 +42,11 @@ def test_a_changed_core_function_clears_the_cache_of_vbls_too(tmp_path):
     cached = _cache(package)
     assert not _jit.drop_stale_cache(package)  # (nothing changed: the cache stays)
     assert all(path.exists() for path in cached)
-    (package / "replay/report.py").write_text("X = 4\n")  # (no compiled code: no effect)
-    assert not _jit.drop_stale_cache(package)
-    (package / "core/selection.py").write_text("from onlinesparse._jit import jit\nA = 2\n")
+    for name in ("replay/report.py", "orr/rbf.py"):  # (no compiled function: no effect)
+        (package / name).write_text("X = 4\n")
+        assert not _jit.drop_stale_cache(package)
+    (package / "core/selection.py").write_text("from onlinesparse._jit import jit\n@jit\n"
+                                               "def a():\n    return 2\n")
     assert _jit.drop_stale_cache(package)
     assert not any(path.exists() for path in cached)
 

@@ -586,7 +586,7 @@ def test_the_first_predictions_start_at_the_mean_of_the_target():
 
 def test_intervals_are_calibrated_on_a_heavy_tailed_stream():
     """Issue 18: the 95 % interval covers 93–97 % after the first 100 samples even where
-    the noise is Student-t with 3 degrees of freedom (the calibration, core.calibrate)."""
+    the noise is Student-t with 3 degrees of freedom (stream.calibration.calibrate)."""
     rng = np.random.default_rng(3)
     model = SparseRBFRegressor(max_basis=20, window_size=200)
     covered = []

@@ -152,8 +152,8 @@ def model_row(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray, inv_r2: np.
 def predict_mean(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
                  features: np.ndarray, weights: np.ndarray) -> float:
     """``h(x)ᵀw`` over the columns of ``weights``: the prediction of a model whose basis and
-    weights are all that is kept (a concept the stream has left, :mod:`onlinesparse.concepts`).
-    O(M·d)."""
+    weights are all that is kept (a concept the stream has left,
+    :mod:`onlinesparse.stream.concepts`). O(M·d)."""
     m = weights.shape[0]
     return inner(model_row(x, kinds, centres, inv_r2, features, m), weights, m)
 

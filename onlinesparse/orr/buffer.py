@@ -81,7 +81,7 @@ class BufferManager:
         ridge state, the VBLS state) shares this pool. ``column=False`` computes none this
         time (the caller's sample already did heavy work); proposals still queue.
         ``nearest`` is the novelty distance, ``proposal`` the verdict, if the caller has
-        them already (``core.stream_sample`` makes both).
+        them already (``orr.sample.stream_sample`` makes both).
         """
         if proposal is None:
             if nearest is None:

@@ -3,7 +3,7 @@ compiled sample tracks it, and the diagonal metric made of it.
 
 The mathematics is in :mod:`onlinesparse.core.relevance` (Kpotufe and Boularias's gradient
 weights); this is the estimator's record of it: the running mean of each input's squared
-slope, which ``core.stream_sample`` advances in place, and the metric handed to the buffer
+slope, which ``orr.sample.stream_sample`` advances in place, and the metric handed to the buffer
 manager with each proposal.
 """
 

@@ -105,12 +105,12 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
     comes, so it must not decide what the model does); at the budget, a sample that adds
     or trades a basis function computes no new column.
 
-    A sample is one compiled call (``core.stream_sample``: the pattern, the accounts, the
+    A sample is one compiled call (``orr.sample.stream_sample``: the pattern, the accounts, the
     pruner's evaluations and their common moves, the buffer manager's test of the input),
     made of the same compiled operations :class:`~onlinesparse.orr.ridge.IncrementalRidge` and
     :class:`~onlinesparse.orr.pruner.GCVPruner` use; what it cannot do (a refresh of S, a move
     that needs the stored rows) it hands back by a status, and the model's own operations
-    do it before the sample continues (``core.continue_sample``). ``docs/architecture.md``
+    do it before the sample continues (``orr.sample.continue_sample``). ``docs/architecture.md``
     follows a sample through the layers.
 
     Kernel width: candidates are proposed at several radii (``radii``, by default
@@ -125,7 +125,7 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
     mean rather than at 0; GCV on a handful of patterns is easily fooled, so the model
     holds at most half as many basis functions as it has patterns, and its predictions
     are averaged with the running mean's by the prequential evidence for each
-    (``core.weigh_against_mean``): the model takes over as it proves the better. Inputs
+    (``stream.baseline.weigh_against_mean``): the model takes over as it proves the better. Inputs
     far outside what a young scaler has seen can still be extrapolated far by the linear
     basis functions while the model's weight is high; predictions are not clipped, but
     ``with_dist=True`` widens the interval there (see below).
@@ -134,7 +134,7 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
     the unit of its target and to a shift of it (targets enter as differences from the
     first one); ``memory="adaptive"`` forgets the patterns before a change of
     the stream; errors that wander together from sample to sample (a stream in time
-    order) are followed by a level added to the predictions (``core.level``), which fades
+    order) are followed by a level added to the predictions (``stream.level``), which fades
     to 0 where they do not; the predictive deviation of ``predict_one(x, with_dist=True)``
     is calibrated online to 95 % coverage.
 
@@ -423,7 +423,7 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
         return None if frozen is None else (frozen, self._noise_level())
 
     def _judge_concepts(self, x: np.ndarray, target: float) -> None:
-        """The evidence of this sample for the concepts kept (:mod:`onlinesparse.concepts`)
+        """The evidence of this sample for the concepts kept (:mod:`onlinesparse.stream.concepts`)
         against the model, scored by the model's calibrated predictive variance κ²σ²
         (``calibrated_spread`` at leverage 0); a change building up
         (``change_underway``) wakes them."""
@@ -465,7 +465,7 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
     # Whether the basis set changed since the buffer last looked: a deleted constant or
     # linear function returns to the pool, which may then hold more than its capacity.
     _overfilled = False
-    # The concepts the stream has left (onlinesparse.concepts); None before the first
+    # The concepts the stream has left (onlinesparse.stream.concepts); None before the first
     # sample, and for a model built from a batch fit.
     _concepts: ConceptMemory | None = None
     # The first target learned: every target enters the window as its difference from it
@@ -772,7 +772,7 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
             "n_deleted": float(self._pruner.n_deleted),
             "memory": float(model.window.n_stored),
             "memory_cuts": float(getattr(self, "n_memory_cuts", 0)),
-            # (onlinesparse.concepts: how many are kept, and their share of predictions)
+            # (onlinesparse.stream.concepts: how many are kept, and their share of predictions)
             "concepts": float(len(self._concepts.concepts) if self._concepts else 0),
             "concept_weight": self._concepts.weight() if self._concepts else 0.0,
         }

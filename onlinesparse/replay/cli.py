@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -638,6 +639,33 @@ def _unknown_options(args: argparse.Namespace, unknown: list[str]) -> None:
               + (f" ({'; '.join(hints)})" if hints else ""))
 
 
+def compile_first(stream=None) -> bool:
+    """On a machine whose compiled core is not cached yet, compile it now, saying so with
+    progress on standard error, rather than spend a minute in silence inside the first
+    sample; returns whether it compiled. (Workers then load it from the cache.)"""
+    from onlinesparse.warm import COLD_SECONDS, cache_is_cold, warm_up
+
+    if not cache_is_cold():
+        return False
+    stream = sys.stderr if stream is None else stream
+    print(f"onlinesparse: compiling the numerical core for this machine, once (about "
+          f"{COLD_SECONDS} s on two cores); later runs load it from the cache",
+          file=stream, flush=True)
+    started, count = time.perf_counter(), [0]
+
+    def progress(line: str) -> None:
+        if not line.startswith("compiling "):
+            print(f"onlinesparse: {line}", file=stream, flush=True)
+            return
+        count[0] += 1
+        if count[0] % 40 == 0:  # (a line every few seconds, not one per function)
+            print(f"onlinesparse: {count[0]} functions compiled "
+                  f"({time.perf_counter() - started:.0f} s)", file=stream, flush=True)
+
+    warm_up(progress=progress)
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``onlinesparse`` command with ``argv`` (default: ``sys.argv[1:]``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -651,6 +679,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command != "models":
             require_replay_extra(f"onlinesparse {args.command}")
+            compile_first()
         if args.command == "replay":
             return _cmd_replay(args, argv)
         if args.command == "grid":
