@@ -139,3 +139,21 @@ def test_the_wrapper_gives_adaptive_memory_to_a_model_that_can_forget():
             assert wrapped.n_memory_cuts == 0
     assert wrapped.n_memory_cuts >= 1
     assert wrapped.regressor.n_stored < 1000
+
+
+def test_the_wrapper_gives_the_kernel_model_adaptive_memory_and_calibrated_intervals():
+    """VBLSKernelRegressor does not build the layer in; wrapped, its window is cut after a
+    change (it implements the Forgetful protocol) and its intervals are calibrated."""
+    from onlinesparse import VBLSKernelRegressor
+
+    wrapped = StreamRegressor(VBLSKernelRegressor(max_basis=10, window_size=400))
+    assert wrapped._memory is not None
+    data = _linear(1600, 7, flip_at=1200)
+    errors, hits = _run(wrapped, data[:1200])
+    assert wrapped.n_memory_cuts == 0 and 0.9 <= hits[200:].mean() <= 0.99
+    for t, (x, y) in enumerate(data[1200:]):
+        wrapped.learn_one(x, y)
+        if wrapped.n_memory_cuts:
+            break
+    assert t < 150 and wrapped.regressor.n_stored < 200
+    assert np.all(np.isfinite(errors))

@@ -501,6 +501,23 @@ class VBLSKernelRegressor(Versioned, base.Regressor):
         mean = float(centred @ state.weights)
         return mean, state.total_noise + float(centred @ self._covariance @ centred)
 
+    # -- the adaptive memory's protocol (stream.memory.Forgetful; stream.StreamRegressor) ---
+    @property
+    def n_stored(self) -> int:
+        return 0 if self._stats is None else int(self._stats.n_stored)
+
+    @property
+    def n_parameters(self) -> int:
+        return 0 if self._stats is None else int(self._stats.n_model)
+
+    def forget_oldest(self, k: int) -> None:
+        """Forget the ``k`` oldest patterns (the window's statistics recomputed from the
+        rest) and sweep on what is left; the posterior's batch covariance no longer holds."""
+        self._stats.drop_oldest(k)
+        self._covariance = None
+        if self._state is not None:
+            self._sweep(max(self.sweeps_per_sample, 1))
+
     # -- river API --------------------------------------------------------------------------
     @single_blas_thread
     def learn_one(self, x: dict, y: float) -> None:
