@@ -32,10 +32,13 @@ _DECORATED = re.compile(r"^@_?jit\b", re.MULTILINE)
 
 def compiled_sources(package: pathlib.Path = PACKAGE) -> list[pathlib.Path]:
     """Every module of the package with a function compiled by this rule (decorated
-    ``@jit``, or ``@_jit`` where VBLS names the NumPy-error variant so), and this module
-    itself: a module that only calls compiled code does not decide the cache."""
+    ``@jit``, or ``@_jit`` where VBLS names the NumPy-error variant so), every module of
+    ``core/`` (compiled code freezes the constants it reads there, such as
+    ``core.state``'s codes), and this module itself. A module that only calls compiled
+    code does not decide the cache."""
     return sorted(path for path in package.rglob("*.py")
-                  if path.name == "_jit.py" or _DECORATED.search(path.read_text()))
+                  if path.name == "_jit.py" or path.parent.name == "core"
+                  or _DECORATED.search(path.read_text()))
 
 
 def sources_digest(package: pathlib.Path = PACKAGE) -> str:

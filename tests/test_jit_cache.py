@@ -38,6 +38,8 @@ def test_a_changed_core_function_clears_the_cache_of_vbls_too(tmp_path):
     package = _package(tmp_path)
     assert {p.name for p in _jit.compiled_sources(package)} == {"_jit.py", "selection.py",
                                                                  "_compiled.py"}
+    (package / "core/state.py").write_text("REFRESH = 1\n")  # (constants compiled code reads)
+    assert (package / "core/state.py") in _jit.compiled_sources(package)
     _jit.drop_stale_cache(package)
     cached = _cache(package)
     assert not _jit.drop_stale_cache(package)  # (nothing changed: the cache stays)

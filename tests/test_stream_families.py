@@ -159,3 +159,25 @@ def test_the_wrapper_gives_the_kernel_model_adaptive_memory_and_calibrated_inter
             break
     assert cut_after is not None and cut_after < 150 and wrapped.regressor.n_stored < 200
     assert np.all(np.isfinite(errors))
+
+
+@pytest.mark.parametrize("params", [{"coverage": 0.9}, {"memory": "adaptive"}])
+def test_a_vbls_batch_fit_with_the_layer_predicts_with_its_fit(params):
+    """learn_many sweeps to the batch fixed point without the layer judging each row: the
+    fit then predicts on its own (not averaged with a running mean it never weighed: that
+    answered the first target whatever x), with a spread; as the same memory without the
+    layer does, but for the layer's shrink toward the targets' mean where x extrapolates."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)})
+    y = 10 + 3 * X.a - 2 * X.b + 0.1 * rng.normal(size=200)
+    memory = "window" if params.get("memory") == "adaptive" else "forgetting"
+    plain, layered = VBLSRegressor(memory=memory), VBLSRegressor(**params)
+    plain.learn_many(X, y)
+    layered.learn_many(X, y)
+    x = {"a": -3.0, "b": 2.0}
+    assert layered.predict_one(x) == pytest.approx(plain.predict_one(x), rel=0.01)
+    assert layered.predict_one(x, with_dist=True).sigma > 0.0
+    layered.learn_one(x, 10 - 9 - 4)
+    assert abs(layered.predict_one(x) - (10 - 9 - 4)) < 1.0

@@ -410,8 +410,13 @@ class VBLSRegressor(Versioned, base.Regressor):
             self._push(stats, vector, target - self._target_reference)
         self._stats = stats
         self._features = features
+        self._n_learned += len(vectors)
         self._ensure_state()
         self.refine()
+        if self._layer is not None:
+            # (a batch fit did not earn its weight against the running mean sample by
+            # sample: it predicts with its own fit, as SparseRBFRegressor.from_batch does)
+            self._layer.trust_the_model()
 
     @single_blas_thread
     def refine(self, max_sweeps: int | None = None) -> int:
