@@ -109,8 +109,9 @@ class StreamRegressor(base.Wrapper, base.Regressor):
         self._after_learning(variance)
 
     def _after_learning(self, variance: float) -> None:
-        """An alarm: the memory cut (a model that forgets), the level restarted and the
-        targets' statistics started again from the samples after the change."""
+        """An alarm: the memory cut (a model that forgets and holds more than the patterns
+        after the change), the level restarted and the targets' statistics started again
+        from the samples after the change — whether or not the model could forget."""
         alarm = bool(self._layer.bundle.change[0]["keep"])
         if not alarm and self._memory is None:
             return
@@ -121,10 +122,12 @@ class StreamRegressor(base.Wrapper, base.Regressor):
         if self._memory is None:
             self._concepts.after_alarm(freeze, self.n_learned)
             self._layer.take_alarm()
-            self._layer.restart_level()
         elif self._layer.after_learning(self._memory, self._concepts, self.regressor, freeze,
                                         self.n_learned):
             self.n_memory_cuts += 1
+            return
+        if alarm:  # (no cut: a model that cannot forget, or nothing to cut)
+            self._layer.restart_level()
 
     def predict_one(self, x: dict, with_dist: bool = False, **kwargs
                     ) -> float | proba.Gaussian:
