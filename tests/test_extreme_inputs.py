@@ -140,6 +140,10 @@ def _scaler_healthy(scaler) -> bool:
 # compiled division by 0 raised ZeroDivisionError; numerics.md §11)
 @example(operations=[(0.0, 0.0, 0.0, None), (0.0, 1.0, 0.0, None),
                      (1.0, 0.0, 0.0, ("y", 1e50))], unit=1e-100)
+# (a model extrapolated 1e195 away from a running mean of 2.5e49: the stream layer's
+# mixture variance overflowed to an infinite σ; found by hypothesis)
+@example(operations=[(0.0, 0.0, 0.0, None), (0.0, 0.0, 0.0, None), (0.0, 1.0, 0.0, None),
+                     (0.0, 0.0, 0.0, ("y", 1e50))], unit=1e-160)
 @given(operations=st.lists(operation, min_size=1, max_size=24), unit=UNITS)
 def test_extreme_numbers_never_poison(name: str, scaled: bool, operations, unit: float) -> None:
     # ``unit`` scales the whole stream's normal samples, so that "normal" also covers data

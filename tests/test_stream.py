@@ -58,6 +58,8 @@ def test_the_mixture_is_its_definition(data):
     assert variance == pytest.approx(float(p @ (v + m * m) - (p @ m) ** 2), rel=1e-6,
                                      abs=1e-6 * (1.0 + float(p @ (v + m * m))))
     assert variance >= 0.0
+    far = mixture.mixture_of_two(0.5, 1e200, 1.0, -1e200, 1.0)  # (a variance beyond floats)
+    assert far == (0.0, mixture.FLOAT_MAX)
     two = mixture.mixture_of_two(0.3, 1.0, 2.0, -1.0, 0.5)
     assert two == pytest.approx(mixture.mixture(np.array([0.3, 0.7]), np.array([1.0, -1.0]),
                                                 np.array([2.0, 0.5])))

@@ -8,6 +8,8 @@ import numpy as np
 
 from onlinesparse._jit import jit
 
+FLOAT_MAX = float(np.finfo(np.float64).max)
+
 __all__ = ["mixture", "mixture_of_two"]
 
 
@@ -16,7 +18,9 @@ def mixture(weights: np.ndarray, means: np.ndarray, variances: np.ndarray
             ) -> tuple[float, float]:
     """The mixture's mean ``μ = Σ wᵢμᵢ / Σ wᵢ`` and variance ``Σ wᵢ(vᵢ + (μᵢ − μ)²) / Σ wᵢ``
     for unnormalised weights ``wᵢ`` (the second form has no cancellation, unlike
-    ``E[x²] − μ²``)."""
+    ``E[x²] − μ²``). A variance beyond the floats (components more than about 1e154
+    apart, a model extrapolated far past its data) is held at the largest float, so that
+    the prediction's deviation stays a number."""
     total = 0.0
     first = 0.0
     for i in range(weights.shape[0]):
@@ -27,7 +31,7 @@ def mixture(weights: np.ndarray, means: np.ndarray, variances: np.ndarray
     for i in range(weights.shape[0]):
         gap = means[i] - mean
         spread += weights[i] * (variances[i] + gap * gap)
-    return mean, spread / total
+    return mean, min(spread / total, FLOAT_MAX)
 
 
 @jit
