@@ -151,3 +151,16 @@ def prequential_errors(model: object, stream: Iterable[tuple[dict, float]]) -> n
         errors.append(y - model.predict_one(x))
         model.learn_one(x, y)
     return np.array(errors)
+
+
+def assert_continues_exactly(model, stream) -> None:
+    """A pickle of ``model`` predicts (mean and deviation) and learns ``stream`` exactly as
+    the model does."""
+    import pickle
+
+    clone = pickle.loads(pickle.dumps(model))
+    for x, y in stream:
+        a, b = model.predict_one(x, with_dist=True), clone.predict_one(x, with_dist=True)
+        assert (a.mu, a.sigma) == (b.mu, b.sigma)
+        model.learn_one(x, y)
+        clone.learn_one(x, y)

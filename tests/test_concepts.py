@@ -17,6 +17,7 @@ from onlinesparse.features import MAX_MAGNITUDE
 from onlinesparse.orr.kernels import Basis, BasisSpec, FrozenBasis
 from onlinesparse.stream.concepts import FORGET, SLEEP_LOG_ODDS, Concept, ConceptMemory
 from onlinesparse.stream.evidence import LOG_ODDS_LIMIT, PRIOR_LOG_ODDS
+from tests.reference import assert_continues_exactly
 
 Z95 = 1.959963984540054
 
@@ -226,12 +227,7 @@ def test_a_pickle_with_a_concept_in_use_continues_exactly():
     for x, y in stream[:1230]:
         model.learn_one(x, y)
     assert model.diagnostics()["concept_weight"] > 0.5  # (A is back: its model predicts)
-    clone = pickle.loads(pickle.dumps(model))
-    for x, y in stream[1230:]:
-        a, b = model.predict_one(x, with_dist=True), clone.predict_one(x, with_dist=True)
-        assert (a.mu, a.sigma) == (b.mu, b.sigma)
-        model.learn_one(x, y)
-        clone.learn_one(x, y)
+    assert_continues_exactly(model, stream[1230:])
 
 
 def test_both_predictions_are_the_blend_of_the_live_models_prediction():

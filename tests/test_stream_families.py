@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import math
-import pickle
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ from river import base, checks
 from onlinesparse._distributions import gaussian
 from onlinesparse.stream import StreamRegressor
 from onlinesparse.vbls import VBLSRegressor
+from tests.reference import assert_continues_exactly
 
 
 def _linear(n: int, seed: int, flip_at: int | None = None, back_at: int | None = None,
@@ -83,12 +83,7 @@ def test_a_vbls_pickle_with_the_layer_continues_exactly():
     for x, y in data[:600]:
         model.learn_one(x, y)
     assert model.n_memory_cuts >= 1
-    clone = pickle.loads(pickle.dumps(model))
-    for x, y in data[600:]:
-        a, b = model.predict_one(x, with_dist=True), clone.predict_one(x, with_dist=True)
-        assert (a.mu, a.sigma) == (b.mu, b.sigma)
-        model.learn_one(x, y)
-        clone.learn_one(x, y)
+    assert_continues_exactly(model, data[600:])
 
 
 def test_a_vbls_concept_predicts_when_its_stretch_returns():

@@ -30,9 +30,7 @@ from onlinesparse.orr.kernels import KERNELS, BasisSpec, FrozenBasis
 from onlinesparse.orr.pruner import GCVPruner
 from onlinesparse.orr.ridge import IllConditionedError, IncrementalRidge
 from onlinesparse.stream import AdaptiveMemory, ConceptMemory, StreamLayer
-from onlinesparse.stream.change import change_underway
 from onlinesparse.stream.concepts import LASTED
-from onlinesparse.stream.layer import calibrated_spread
 
 __all__ = ["SparseRBFRegressor"]
 
@@ -408,7 +406,9 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
             self._start_with_the_mean()
         busy = added >= 0 and pruner.n_added != added
         if self._concepts is not None and self._concepts.kept:
-            self._judge_concepts(vector, target)
+            self._stream.judge_concepts(self._concepts, vector, target, self._error,
+                                        self._noise_level(), self._model.window.count,
+                                        self._n_learned)
         self._consider(vector, busy)
         memory = self._adaptive if self.memory == "adaptive" else None
         if self._stream.after_learning(memory, self._concepts, self._model, self._freeze,
@@ -421,18 +421,6 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
         model = self._model
         frozen = FrozenBasis.of(model.window.basis, model.state.weights)
         return None if frozen is None else (frozen, self._noise_level())
-
-    def _judge_concepts(self, x: np.ndarray, target: float) -> None:
-        """The evidence of this sample for the concepts kept (:mod:`onlinesparse.stream.concepts`)
-        against the model, scored by the model's calibrated predictive variance κ²σ²
-        (``calibrated_spread`` at leverage 0); a change building up
-        (``change_underway``) wakes them."""
-        window = self._model.window
-        stream = self._stream.bundle
-        self._concepts.judge(x, target, self._error,
-                             calibrated_spread(stream.calibration, self._noise_level(), 0.0),
-                             window.count - 2.0, change_underway(stream.change),
-                             self._n_learned)
 
     def _start_with_the_mean(self) -> None:
         """Cold start: a model without basis functions takes the constant at λ = 0 as soon
@@ -481,10 +469,6 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
             self._pruner.adopt(self._model, self._spares)
             self._spares = None
             self._overfilled = True
-
-    def _bundle(self) -> fused.SampleState:
-        """Everything a compiled sample reads and writes (``orr.sample.SampleState``)."""
-        return self._compiled().bundle
 
     def _compiled(self) -> _Compiled:
         """The bundle and the entry points of the three compiled calls for it

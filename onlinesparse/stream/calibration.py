@@ -27,7 +27,7 @@ from scipy.stats import norm
 
 from onlinesparse._jit import jit
 
-__all__ = ["CALIBRATION", "CALIBRATION_STEP", "CALIBRATION_LIMIT", "new_calibration",
+__all__ = ["CALIBRATION", "CALIBRATION_STEP", "CALIBRATION_LIMIT", "aim", "new_calibration",
            "calibration_step", "calibrate"]
 
 CALIBRATION = np.dtype([("log_scale", np.float64), ("outer_log_scale", np.float64),
@@ -39,15 +39,19 @@ CALIBRATION_STEP = 0.1
 CALIBRATION_LIMIT = 5.0  # |log κ| at most: κ within [0.007, 148]
 
 
-def new_calibration(coverage: float = 0.95) -> np.ndarray:
-    """A calibration record aiming at ``coverage`` (the central interval's probability):
-    quantile ``Φ⁻¹(½ + coverage/2)`` and miss rate ``1 − coverage`` (rounded to 15 digits,
-    so that 0.95 gives the decimal 0.05)."""
+def aim(coverage: float = 0.95) -> tuple[float, float]:
+    """What calibrating to ``coverage`` (the central interval's probability) means: the
+    quantile ``Φ⁻¹(½ + coverage/2)`` and the miss rate ``1 − coverage`` (rounded to 15
+    digits, so that 0.95 gives the decimal 0.05)."""
     if not 0.0 < coverage < 1.0:
         raise ValueError(f"coverage must lie strictly between 0 and 1, got {coverage!r}")
+    return float(norm.ppf(0.5 + coverage / 2.0)), round(1.0 - coverage, 15)
+
+
+def new_calibration(coverage: float = 0.95) -> np.ndarray:
+    """A calibration record aiming at ``coverage`` (:func:`aim`)."""
     record = np.zeros(1, dtype=CALIBRATION)
-    record[0]["quantile"] = norm.ppf(0.5 + coverage / 2.0)
-    record[0]["miss_rate"] = round(1.0 - coverage, 15)
+    record[0]["quantile"], record[0]["miss_rate"] = aim(coverage)
     return record
 
 

@@ -32,7 +32,7 @@ from typing import Protocol
 
 import numpy as np
 
-from onlinesparse.stream.calibration import calibration_step
+from onlinesparse.stream.calibration import aim, calibration_step
 from onlinesparse.stream.evidence import PRIOR_LOG_ODDS, accumulate, log_ratio
 from onlinesparse.stream.mixture import mixture
 
@@ -108,17 +108,19 @@ class ConceptMemory:
         its predictions per ``learn_one`` and ``predict_one`` while it is awake.
     lasted
         Samples without a change after which the outgoing model is kept.
-    quantile, miss_rate
-        The calibration's aim (:func:`~onlinesparse.stream.calibration.new_calibration`),
-        the live model's.
+    coverage
+        The central probability each concept's interval is calibrated to, the live
+        model's (:func:`~onlinesparse.stream.calibration.aim`).
     """
 
     capacity: int = 3
     lasted: int = LASTED
-    quantile: float = 1.959963984540054
-    miss_rate: float = 0.05
+    coverage: float = 0.95
     concepts: list[Concept] = field(default_factory=list)
     last_alarm: int = 0
+
+    def __post_init__(self) -> None:
+        self.quantile, self.miss_rate = aim(self.coverage)
 
     @property
     def kept(self) -> bool:

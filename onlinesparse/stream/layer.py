@@ -114,6 +114,7 @@ class StreamLayer:
     """
 
     def __init__(self, coverage: float = 0.95) -> None:
+        self.coverage = coverage
         self.bundle = Stream(new_calibration(coverage), new_change(), new_baseline(),
                              new_levels(), new_level_state())
 
@@ -146,6 +147,17 @@ class StreamLayer:
         """:func:`predictive`: the prediction as made from the model's mean and variance."""
         return predictive(self.bundle, mean, variance, novelty)
 
+    def judge_concepts(self, concepts: ConceptMemory, x: object, target: float,
+                       error: float, noise: float, count: float, learned: int) -> None:
+        """Sample ``learned``'s evidence for the kept ``concepts`` against the model whose
+        error at ``x`` was ``error``: both scored by the model's calibrated predictive
+        variance κ²σ² (:func:`calibrated_spread` at leverage 0, σ² = ``noise``) and a
+        Student-t of ``count − 2`` degrees of freedom; a change building up wakes them."""
+        if concepts.kept:
+            concepts.judge(x, target, error,
+                           calibrated_spread(self.bundle.calibration, noise, 0.0),
+                           count - 2.0, self.change_underway, learned)
+
     @property
     def change_underway(self) -> bool:
         """Whether a change is building up (a change statistic past half its threshold)."""
@@ -154,8 +166,7 @@ class StreamLayer:
     def concept_memory(self, capacity: int, lasted: int) -> ConceptMemory:
         """A :class:`~onlinesparse.stream.concepts.ConceptMemory` calibrated to this
         layer's coverage."""
-        c = self.bundle.calibration[0]
-        return ConceptMemory(capacity, lasted, float(c["quantile"]), float(c["miss_rate"]))
+        return ConceptMemory(capacity, lasted, self.coverage)
 
     def after_learning(self, memory: AdaptiveMemory | None, concepts: ConceptMemory | None,
                        model: Forgetful,

@@ -102,10 +102,8 @@ class StreamRegressor(base.Wrapper, base.Regressor):
             self._layer.learn_without_model(y, count, total, spread)
         else:
             self._layer.learn(y - mean, variance, 0.0, y, count, total, spread)
-            if self._concepts.kept:
-                self._concepts.judge(x, y, y - mean, variance * math.exp(
-                    2.0 * self._layer.log_scale), count - 2.0, self._layer.change_underway,
-                    self.n_learned)
+            self._layer.judge_concepts(self._concepts, x, y, y - mean, variance, count,
+                                       self.n_learned)
         self._after_learning(variance)
 
     def _after_learning(self, variance: float) -> None:

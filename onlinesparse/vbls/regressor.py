@@ -320,10 +320,8 @@ class VBLSRegressor(Versioned, base.Regressor):
             mean, var, noise = made
             layer.learn(target - mean, noise, max(var - noise, 0.0) / noise, target, count,
                         total, variance)
-            if self._concepts.kept:
-                spread = math.exp(2.0 * layer.log_scale) * noise
-                self._concepts.judge(vector, target, target - mean, spread, count - 2.0,
-                                     layer.change_underway, self._n_learned)
+            layer.judge_concepts(self._concepts, vector, target, target - mean, noise, count,
+                                 self._n_learned)
         if layer.after_learning(self._adaptive, self._concepts, self, self._freeze,
                                 self._n_learned):
             self.n_memory_cuts += 1
@@ -616,8 +614,7 @@ class VBLSRegressor(Versioned, base.Regressor):
                     "lower_bound": 0.0}
         state, stats = self._state, self._stats
         ratios = self._ratios()
-        noise = (state.output_noise + float(np.sum(state.branch_noise / state.precisions))
-                 if self._student else state.total_noise)
+        noise = self._noise()
         return {
             "n_basis": float(np.sum(ratios < self.relevance_threshold)),
             "noise_std": math.sqrt(noise),
