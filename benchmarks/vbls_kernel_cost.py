@@ -3,7 +3,8 @@
 Both models at the same ``max_basis`` (100, both defaults) behind
 ``preprocessing.StandardScaler()``, progressive validation (``predict_one`` then
 ``learn_one`` on every sample, ``benchmarks/harness.py``'s loop: the first prediction is not
-scored) on river's TrumpApproval (1001 samples) and Friedman #1
+scored; the running mean and the last target run once beside them, for their RMSE) on
+river's TrumpApproval (1001 samples) and Friedman #1
 (``synth.Friedman(seed=42)``, 3000 samples). Printed per stream and model: the RMSE, the
 median and 99th percentile of the thread's CPU time of ``predict_one`` + ``learn_one``
 (``time.thread_time``: on a shared machine the wall clock mostly measures the other
@@ -49,8 +50,11 @@ def one_stream(report: harness.Report, name: str, data: list, repeats: int) -> N
         for model in MODELS:
             runs[model.label].append(harness.progressive(data, [model], baselines=False)
                                      [model.label])
+    # The harness's baselines, once (nothing to time in alternation): the RMSE a model
+    # that learned nothing from the inputs gets on this stream.
+    baselines = harness.progressive(data, [])
     # (the RMSE and sizes are the last round's: every round computes the same)
-    report.add_stream(name, {k: r[-1] for k, r in runs.items()})
+    report.add_stream(name, {**{k: r[-1] for k, r in runs.items()}, **baselines})
     medians, rows = {}, []
     for label, rounds in runs.items():
         cpu = np.concatenate([r.cpu for r in rounds]) * 1e6
@@ -59,6 +63,8 @@ def one_stream(report: harness.Report, name: str, data: list, repeats: int) -> N
         rows.append([label, f"{rounds[-1].rmse():.3f}", f"{medians[label]:.1f}",
                      f"{np.percentile(cpu, 99):.1f}", str(int(model.n_basis)),
                      harness.fmt(getattr(model, "n_admitted", None), 6)])
+    rows += [[label, f"{run.rmse():.3f}", f"{run.latency(50, cpu=True):.1f}",
+              f"{run.latency(99, cpu=True):.1f}", "—", "—"] for label, run in baselines.items()]
     report.table(f"{name} ({len(data)} samples, {repeats} rounds)",
                  ["model", "RMSE", "CPU µs median", "CPU µs p99", "M", "admitted"], rows)
     ratio = medians["VBLSKernelRegressor"] / medians["SparseRBFRegressor"]
