@@ -5,5 +5,7 @@ from onlinesparse.datasets.motor_cortex import (
     MotorCortexSession,
     make_motor_cortex_session,
 )
+from onlinesparse.datasets.spike_counts import make_spike_count_session
 
-__all__ = ["MUSCLES", "MotorCortexSession", "make_motor_cortex_session"]
+__all__ = ["MUSCLES", "MotorCortexSession", "make_motor_cortex_session",
+           "make_spike_count_session"]
