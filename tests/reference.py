@@ -104,19 +104,23 @@ def shrunk_prediction(model, vector: np.ndarray) -> float:
 
 def averaged_prediction(model, prediction: float, vector: np.ndarray | None = None) -> float:
     """A ``SparseRBFRegressor`` model prediction plus the errors' level (stream.level),
-    averaged with the running mean's by the model's weight (stream.baseline), then
+    averaged with the running mean's and the last target's by their shares
+    (stream.baseline), then
     with the awake concepts' predictions at ``vector`` (stream.concepts: weights ∝ 1
     for the live model and e^log-odds for each), as predict_one gives it: all measured
     from the first target, which is added back."""
     stream = model._stream.bundle
-    w = float(stream.baseline[0]["weight"])
+    shares = [float(w) for w in stream.baseline["weight"]]
     prediction += float(stream.level[0]["offset"])
-    prediction = w * prediction + (1.0 - w) * float(stream.baseline[0]["mean"])
+    prediction = ((1.0 - sum(shares)) * prediction
+                  + sum(w * float(m) for w, m in zip(shares, stream.baseline["mean"],
+                                                     strict=True)))
     memory = getattr(model, "_concepts", None)
     awake = [c for c in memory.concepts if c.awake] if memory is not None else []
     if awake:
         assert vector is not None, "a model with awake concepts needs the input"
-        weights = np.exp([0.0] + [c.log_odds for c in awake])
+        share = 1.0 - sum(shares)  # (the concepts' odds scale with the model's share)
+        weights = np.array([1.0] + [share * math.exp(c.log_odds) for c in awake])
         predictions = [prediction] + [c.predict(vector) for c in awake]
         prediction = float(weights @ predictions / weights.sum())
     return prediction + model.target_reference

@@ -120,7 +120,9 @@ def test_a_stuck_sensor_rarely_sends_the_predictions_off_the_scale():
                 raw_out += not low - margin <= raw <= high + margin
             model.learn_one(x, y)
         samples += len(data)
-        assert rbf.n_memory_cuts >= 3  # (every outage is taken for a change, at least)
+        # (the outages at 220 and 400 are taken for changes; the one at 100 may find a
+        # memory under twice its floor, which is not cut)
+        assert rbf.n_memory_cuts >= 2
     assert raw_out >= 20  # (the fault is there: the raw fit leaves the range)
     assert shrunk <= 0.005 * samples
     assert 2 * shrunk <= raw_out

@@ -58,11 +58,9 @@ def test_the_mixture_is_its_definition(data):
     assert variance == pytest.approx(float(p @ (v + m * m) - (p @ m) ** 2), rel=1e-6,
                                      abs=1e-6 * (1.0 + float(p @ (v + m * m))))
     assert variance >= 0.0
-    far = mixture.mixture_of_two(0.5, 1e200, 1.0, -1e200, 1.0)  # (a variance beyond floats)
+    far = mixture.mixture(np.array([0.5, 0.5]), np.array([1e200, -1e200]),
+                          np.array([1.0, 1.0]))  # (a variance beyond floats)
     assert far == (0.0, mixture.FLOAT_MAX)
-    two = mixture.mixture_of_two(0.3, 1.0, 2.0, -1.0, 0.5)
-    assert two == pytest.approx(mixture.mixture(np.array([0.3, 0.7]), np.array([1.0, -1.0]),
-                                                np.array([2.0, 0.5])))
 
 
 @pytest.mark.parametrize("coverage", [0.8, 0.9, 0.95, 0.99])
@@ -119,7 +117,7 @@ def _cusum(zs: list[float]) -> list[int]:
         for i, increment in enumerate(increments):
             sums[i] = max(sums[i] + increment(z), 0.0)
             runs[i] = runs[i] + 1 if sums[i] > 0 else 0
-        alarmed = [runs[i] for i in range(3) if sums[i] > 10.0]
+        alarmed = [runs[i] for i in range(3) if sums[i] > change.CHANGE_THRESHOLD]
         keeps.append(max(max(alarmed), 1) if alarmed else 0)
         if alarmed:
             sums, runs = [0.0] * 3, [0] * 3
@@ -134,12 +132,13 @@ def test_the_change_statistics_are_pages_cusum_and_the_hold_waits_for_half(zs, s
     keeps = []
     for z in zs:
         record[0]["keep"] = 0
-        change.watch_for_change(record, z)
+        change.watch_for_change(record, z, 0.375 * z * z - math.log(2.0))
         keeps.append(int(record[0]["keep"]))
         top = max(record[0]["up"], record[0]["down"], record[0]["scale"])
-        assert change.change_underway(record) == (top > 5.0)
+        assert change.change_underway(record) == (top > 0.5 * change.CHANGE_THRESHOLD)
         assert change.hold_noise_estimate(record, 59.0, 1.0) is False  # (young memory)
-        assert change.hold_noise_estimate(record, 60.0, 1.0) == (top > 5.0)
+        assert change.hold_noise_estimate(record, 60.0, 1.0) == (
+            top > 0.5 * change.CHANGE_THRESHOLD)
     assert keeps == _cusum(zs)
 
 
@@ -191,7 +190,8 @@ def test_the_running_mean_is_weighed_by_scipys_student_t():
         targets.append(y)
         p = len(targets)
         variance = float(np.var(targets))
-        baseline.weigh_against_mean(record, y, error, float(p), float(sum(targets)), variance)
+        baseline.weigh_baselines(record, y, error, float(p), float(sum(targets)), variance,
+                                 True)
         if before[1] > 0.0:
             s = math.sqrt(before[1])
             expected += (stats.t.logpdf(error / s, p - 2.0)
@@ -262,19 +262,146 @@ def test_observe_and_predictive_are_the_steps_called_one_by_one():
         layer.observe(composed, error, noise, leverage, y, count, total, variance, k > 5)
         spread = math.exp(2.0 * parts.calibration[0]["log_scale"]) * noise * (1 + leverage)
         made = error - parts.level[0]["offset"]
+        own = noise * (1 + leverage) + parts.level[0]["variance"] * math.exp(
+            -2.0 * parts.calibration[0]["log_scale"])
         if calibration.calibrate(parts.calibration, spread, error, made,
                                  parts.level[0]["variance"]):
-            change.watch_for_change(parts.change, parts.calibration[0]["z"])
-        baseline.weigh_against_mean(parts.baseline, y, made, count, total, variance)
+            c = parts.calibration[0]
+            change.watch_errors(parts.change, made, own, c["quantile"], c["miss_rate"])
+        baseline.weigh_baselines(parts.baseline, y, made, count, total, variance, True)
         if k > 5:
             level.track_level(parts.levels, error, spread, noise)
             parts.level[0] = level.level_mixture(parts.levels)
         for a, b in zip(composed, parts, strict=True):
             np.testing.assert_array_equal(a, b)
     mean, var = layer.predictive(composed, 1.5, 0.4, 0.1)
-    c, lv, b = parts.calibration[0], parts.level[0], parts.baseline[0]
+    c, lv, b = parts.calibration[0], parts.level[0], parts.baseline
     own = ((0.4 * math.exp(2 * c["log_scale"]) + lv["variance"])
            * math.exp(2 * c["outer_log_scale"]) + 0.1)
-    expected = mixture.mixture_of_two(b["weight"], 1.5 + lv["offset"], own, b["mean"],
-                                      b["variance"])
+    expected = mixture.mixture(np.array([1.0 - b["weight"].sum(), *b["weight"]]),
+                               np.array([1.5 + lv["offset"], *b["mean"]]),
+                               np.array([own, *b["variance"]]))
     assert (mean, var) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_last_target_is_weighed_by_scipys_student_t_on_its_differences():
+    """stream.baseline's persistence expert from scratch: its prediction is the last target,
+    its scale² the mean square of the successive differences (a running mean, then
+    exponentially weighted at PERSISTENCE_RATE), its evidence the Student-t log-likelihood
+    ratio with one degree of freedom fewer than the differences, from even odds; the
+    mixture's shares are the three-way posterior of the two pairwise odds."""
+    rng = np.random.default_rng(4)
+    record = baseline.new_baseline()
+    targets: list[float] = []
+    square, expected = 0.0, 0.0
+    for k in range(300):
+        y = float(np.sin(k / 20.0) + 0.1 * rng.normal())
+        error = float(rng.normal(0.0, 0.5))
+        before = (record[1]["mean"], record[1]["variance"], k)
+        targets.append(y)
+        baseline.weigh_baselines(record, y, error, float(k + 1), float(sum(targets)),
+                                 float(np.var(targets)), True)
+        if k > baseline.MIN_WEIGHED:
+            s = math.sqrt(before[1])
+            expected += (stats.t.logpdf(error / s, k - 2.0)
+                         - stats.t.logpdf((y - before[0]) / s, k - 2.0))
+            expected = min(max(expected, -40.0), 40.0)
+        if k:
+            step = y - targets[-2]
+            square += max(1.0 / k, baseline.PERSISTENCE_RATE) * (step * step - square)
+        assert record[1]["log_odds"] == pytest.approx(expected, rel=1e-9, abs=1e-9)
+        assert record[1]["mean"] == y
+        assert record[1]["variance"] == pytest.approx(square, rel=1e-12)
+        odds = [math.exp(-record[0]["log_odds"]) if record[0]["variance"] > 0 else 0.0,
+                math.exp(-record[1]["log_odds"]) if k + 1 > baseline.MIN_WEIGHED else 0.0]
+        total = 1.0 + sum(odds)
+        assert list(record["weight"]) == pytest.approx([o / total for o in odds])
+        assert baseline.model_share(record) == pytest.approx(1.0 / total)
+    assert baseline.model_share(record) < 1e-6  # (the slow sine: persistence wins)
+
+
+def _persistence_from_scratch(values: np.ndarray, mean: float, variance: float) -> float:
+    a, b = change.RECENT_RATE, change.IN_CONTROL_RATE
+    centre, recent = mean, 0.0
+    recent_square, square = variance * a / (2.0 - a), variance
+    for v in values:
+        d = v - centre
+        centre += b * d
+        recent += a * (d - recent)
+        recent_square += b * (recent * recent - recent_square)
+        square += b * (d * d - square)
+    return min(max(recent_square * (2.0 - a) / (a * square), 1.0), change.MAX_PERSISTENCE)
+
+
+@pytest.mark.parametrize("phi", [0.0, 0.5, 0.95])
+def test_persistence_is_the_long_run_variance_ratio_it_is_written_as(phi):
+    """change.persistence from scratch, and what it measures: about 1 for independent
+    errors, about the AR(1) long-run variance ratio over a window of 1/RECENT_RATE samples
+    for autocorrelated ones."""
+    rng = np.random.default_rng(1)
+    z = np.zeros(20_000)
+    for t in range(1, z.size):
+        z[t] = phi * z[t - 1] + math.sqrt(1 - phi * phi) * rng.normal()
+    tracker = change.new_change()[0]["persistence"][0].copy()
+    for v in z:
+        change.track_persistence(tracker, v)
+    assert change.persistence(tracker) == pytest.approx(
+        _persistence_from_scratch(z, 0.0, 1.0), rel=1e-9)
+    ratio = change.persistence(tracker)
+    # (an exponentially weighted mean of an AR(1) varies (1 + rφ)/(1 − rφ) times as much
+    # as one of independent values, r = 1 − RECENT_RATE)
+    rphi = (1.0 - change.RECENT_RATE) * phi
+    assert 0.7 * (1 + rphi) / (1 - rphi) < ratio < 1.3 * (1 + rphi) / (1 - rphi) + 0.1
+
+
+def test_the_detector_runs_pages_statistics_on_errors_shrunk_by_their_persistence():
+    """change.watch_errors composed by hand: z is the error in units of the in-control
+    deviation (clipped), z and the scale increment shrunk by their persistence step
+    watch_for_change, and only while no change is underway do the factor and the trackers
+    learn — a change's errors do not teach the detector that they are normal."""
+    rng = np.random.default_rng(2)
+    composed, parts = change.new_change(), change.new_change()
+    q, alpha = calibration.aim(0.95)
+    alarms = 0
+    for k in range(600):
+        error = float(rng.normal(0.0, 1.0 if k < 400 else 4.0))
+        variance = 0.8
+        composed[0]["keep"] = parts[0]["keep"] = 0
+        change.watch_errors(composed, error, variance, q, alpha)
+        p = parts[0]
+        deviation = math.exp(p["log_scale"]) * math.sqrt(variance)
+        z = p["z"] = min(max(error / deviation, -3.0), 3.0)
+        increment = 0.375 * z * z - math.log(2.0)
+        f_z, f_s = (change.persistence(p["persistence"][i]) for i in range(2))
+        change.watch_for_change(parts, z / math.sqrt(f_z), change.SCALE_MEAN
+                                + (increment - change.SCALE_MEAN) / math.sqrt(f_s))
+        held = change.change_underway(parts)
+        if not held:
+            p["log_scale"] = calibration.calibration_step(p["log_scale"], error, deviation,
+                                                          q, alpha, change.IN_CONTROL_STEP)
+            change.track_persistence(p["persistence"][0], z)
+            change.track_persistence(p["persistence"][1], increment)
+        np.testing.assert_array_equal(composed, parts)
+        assert composed[0]["z"] == z
+        alarms += bool(composed[0]["keep"])
+    assert alarms >= 1  # (the errors four times wider from sample 400)
+
+
+def test_a_change_of_scale_is_caught_although_the_interval_widens_at_once():
+    """The interval's own factor κ follows a change of scale within a few dozen samples;
+    the detector's factor is held while the change builds, so a mixture of old and new
+    errors (half of the samples four times wider, gsg's transition) still raises an
+    alarm within a hundred samples, and independent errors of one scale raise none in
+    20 000."""
+    rng = np.random.default_rng(7)
+    record = change.new_change()
+    q, alpha = calibration.aim(0.95)
+    alarms = []
+    for k in range(21_000):
+        wide = k >= 20_000 and rng.random() < 0.5
+        record[0]["keep"] = 0
+        change.watch_errors(record, float(rng.normal(0.0, 4.0 if wide else 1.0)), 1.0, q,
+                            alpha)
+        if record[0]["keep"]:
+            alarms.append(k)
+    assert alarms and 20_000 <= alarms[0] < 20_100

@@ -659,18 +659,15 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
         vector = self._features.transform(x)
         model = self._model
         if model is None or not model.size:
-            if not with_dist:
-                return self._empty_prediction()
-            noise = self._noise_level()
-            return gaussian(self._empty_prediction(),
-                            noise + self._novelty_variance(vector, noise))
+            return self._predict_without_model(vector, with_dist)
         novelty = self._novelty_variance(vector, self._noise_level()) if with_dist else 0.0
         # The model's prediction, returned toward the targets' mean where it knows little,
         # then calibration, the errors' level and the running mean (orr.sample.prediction).
         compiled = self._compiled()
         mean, variance = compiled.predict(vector, *compiled.reads, novelty)
         if self._concepts is not None and self._concepts.kept:
-            mean, variance = self._concepts.blend(vector, mean, variance)
+            mean, variance = self._concepts.blend(vector, mean, variance,
+                                                   self._stream.model_weight)
         mean += self._target_reference
         return gaussian(mean, variance) if with_dist else mean
 
@@ -698,13 +695,21 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
         near = window.support(vector, self._buffer.reference_radius, KERNELS[self.kernel])
         return 1.0 / (1.0 / prior + near / noise)
 
-    def _empty_prediction(self) -> float:
-        """A model without basis functions predicts the mean of the targets in memory
-        (0 before any)."""
+    def _predict_without_model(self, vector: np.ndarray, with_dist: bool
+                               ) -> float | proba.Gaussian:
+        """A model without basis functions predicts what the stream layer's experts do (the
+        running mean and the last target, by their evidence), else the mean of the targets
+        in memory (0 before any)."""
         window = None if self._model is None else self._model.window
         if window is None or not window.count:
-            return 0.0
-        return window.sum_y / window.count + self._target_reference
+            mean = 0.0
+        else:
+            mean = window.sum_y / window.count
+        noise = self._noise_level()
+        variance = noise + self._novelty_variance(vector, noise) if with_dist else noise
+        mean, variance = self._stream.predict_without_model(mean, variance)
+        mean += self._target_reference
+        return gaussian(mean, variance) if with_dist else mean
 
     def predict_many(self, X: pd.DataFrame) -> pd.Series:
         return pd.Series([self.predict_one(row.to_dict()) for _, row in X.iterrows()],

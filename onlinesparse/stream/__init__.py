@@ -11,8 +11,9 @@ model implements (:class:`~onlinesparse.stream.memory.Forgetful`: ``n_stored``,
                     optionally forgetting, log-odds accumulator
 ``mixture``         the mean and variance of a mixture of predictive distributions
 ``calibration``     the interval's calibration to one ``coverage`` (adaptive conformal)
-``change``          CUSUM change detection on the calibrated errors; the noise hold
-``baseline``        the running mean as an expert, weighed by the evidence
+``change``          CUSUM change detection on the errors, whitened by their persistence;
+                    the noise hold
+``baseline``        the running mean and the last target as experts, weighed by the evidence
 ``level``           the errors' wandering level: local-level Kalman filters, mixed
 ``prior``           the prediction returned toward the targets' mean where the model
                     knows little

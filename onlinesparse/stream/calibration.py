@@ -57,12 +57,13 @@ def new_calibration(coverage: float = 0.95) -> np.ndarray:
 
 @jit
 def calibration_step(log_scale: float, error: float, deviation: float, quantile: float,
-                     miss_rate: float) -> float:
-    """One step of a factor's logarithm: up by ``η(1 − α)`` when ``error`` fell outside
-    ``±quantile·deviation``, down by ``ηα`` when inside, bounded by ±``CALIBRATION_LIMIT``."""
+                     miss_rate: float, step: float = CALIBRATION_STEP) -> float:
+    """One step of a factor's logarithm (η = ``step``): up by ``η(1 − α)`` when ``error``
+    fell outside ``±quantile·deviation``, down by ``ηα`` when inside, bounded by
+    ±``CALIBRATION_LIMIT``."""
     miss = abs(error) > quantile * deviation
-    step = CALIBRATION_STEP * ((1.0 if miss else 0.0) - miss_rate)
-    return min(max(log_scale + step, -CALIBRATION_LIMIT), CALIBRATION_LIMIT)
+    log_scale += step * ((1.0 if miss else 0.0) - miss_rate)
+    return min(max(log_scale, -CALIBRATION_LIMIT), CALIBRATION_LIMIT)
 
 
 @jit

@@ -174,13 +174,17 @@ class ConceptMemory:
         top = max([0.0] + [c.log_odds for c in awake])
         return math.exp(-top), [(math.exp(c.log_odds - top), c) for c in awake]
 
-    def blend(self, x: np.ndarray, mean: float, variance: float) -> tuple[float, float]:
-        """The mixture of the live model's prediction (``mean``, ``variance``) and the
-        awake concepts' at x."""
+    def blend(self, x: np.ndarray, mean: float, variance: float, share: float = 1.0
+              ) -> tuple[float, float]:
+        """The mixture of the live prediction (``mean``, ``variance``) and the awake
+        concepts' at x. ``share`` is the model's share of the live prediction (the rest is
+        the stream's experts', :func:`~onlinesparse.stream.baseline.model_share`): the
+        concepts were judged against the model, so their odds scale with its share, and a
+        stream the experts predict better is not handed to an old model."""
         live, shares = self._shares()
         if not shares:
             return mean, variance
-        weights = np.array([live] + [w for w, _ in shares])
+        weights = np.array([live] + [share * w for w, _ in shares])
         means = np.array([mean] + [c.predict(x) for _, c in shares])
         variances = np.array([variance] + [c.spread for _, c in shares])
         blended, spread = mixture(weights, means, variances)

@@ -20,18 +20,24 @@ from typing import NamedTuple
 import numpy as np
 
 from onlinesparse._jit import jit
-from onlinesparse.stream.baseline import new_baseline, weigh_against_mean
+from onlinesparse.stream.baseline import (
+    LAST_EXPERT,
+    MEAN_EXPERT,
+    model_share,
+    new_baseline,
+    weigh_baselines,
+)
 from onlinesparse.stream.calibration import calibrate, new_calibration
-from onlinesparse.stream.change import change_underway, new_change, watch_for_change
+from onlinesparse.stream.change import change_underway, new_change, watch_errors
 from onlinesparse.stream.concepts import ConceptMemory, Predictor
 from onlinesparse.stream.evidence import LOG_ODDS_LIMIT
 from onlinesparse.stream.level import level_mixture, new_level_state, new_levels, track_level
 from onlinesparse.stream.memory import AdaptiveMemory, Forgetful
-from onlinesparse.stream.mixture import mixture_of_two
+from onlinesparse.stream.mixture import mixture
 from onlinesparse.stream.prior import shrink_to_prior
 
 __all__ = ["Stream", "StreamLayer", "calibrated_spread", "observe", "observe_without_model",
-           "predictive"]
+           "predictive", "predictive_without_model"]
 
 
 class Stream(NamedTuple):
@@ -66,9 +72,13 @@ def observe(stream: Stream, error: float, noise: float, leverage: float, y: floa
     spread = calibrated_spread(stream.calibration, noise, leverage)  # (κ before this step)
     level = stream.level[0]
     made = error - level.offset
+    # (the detector's variance leaves κ out: it calibrates its own factor, held in a change)
+    own = noise * (1.0 + leverage) + level.variance * math.exp(
+        -2.0 * stream.calibration[0].log_scale)
     if calibrate(stream.calibration, spread, error, made, level.variance):
-        watch_for_change(stream.change, stream.calibration[0].z)
-    weigh_against_mean(stream.baseline, y, made, count, total, variance)
+        c = stream.calibration[0]
+        watch_errors(stream.change, made, own, c.quantile, c.miss_rate)
+    weigh_baselines(stream.baseline, y, made, count, total, variance, True)
     if noise_known:
         track_level(stream.levels, error, spread, noise)
         level.offset, level.variance = level_mixture(stream.levels)
@@ -80,8 +90,7 @@ def observe_without_model(stream: Stream, y: float, count: float, total: float,
     """A target seen while there is no model (nothing to judge): the running mean's
     prediction moves on, no statistic does."""
     stream.calibration[0].z = 0.0
-    weigh_against_mean(stream.baseline, y, y - stream.baseline[0].mean, count, total,
-                       variance)
+    weigh_baselines(stream.baseline, y, 0.0, count, total, variance, False)
 
 
 @jit
@@ -96,11 +105,37 @@ def predictive(stream: Stream, mean: float, variance: float, novelty: float
     variance *= math.exp(2.0 * c.log_scale)
     variance = (variance + level.variance) * math.exp(2.0 * c.outer_log_scale) + novelty
     mean += level.offset
-    w = stream.baseline[0].weight
+    w = model_share(stream.baseline)
     if w != 1.0:
-        mean, variance = mixture_of_two(w, mean, variance, stream.baseline[0].mean,
-                                        stream.baseline[0].variance)
+        mean, variance = mixture_of_baselines(stream.baseline, w, mean, variance)
     return mean, variance
+
+
+@jit
+def predictive_without_model(stream: Stream, mean: float, variance: float
+                             ) -> tuple[float, float]:
+    """The prediction while there is no model: the experts' mixture by their odds
+    (:mod:`~onlinesparse.stream.baseline`); before either predicts, the family's own
+    ``mean`` and ``variance``."""
+    b = stream.baseline
+    if not b[MEAN_EXPERT].weight + b[LAST_EXPERT].weight > 0.0:
+        return mean, variance
+    return mixture_of_baselines(b, 0.0, mean, variance)
+
+
+@jit
+def mixture_of_baselines(baseline: np.ndarray, w: float, mean: float, variance: float
+                         ) -> tuple[float, float]:
+    """:func:`~onlinesparse.stream.mixture.mixture` of the model's prediction (share ``w``)
+    and the experts' (:mod:`~onlinesparse.stream.baseline`)."""
+    weights = np.empty(3)
+    means = np.empty(3)
+    variances = np.empty(3)
+    weights[0], means[0], variances[0] = w, mean, variance
+    for k in (MEAN_EXPERT, LAST_EXPERT):
+        e = baseline[k]
+        weights[k + 1], means[k + 1], variances[k + 1] = e.weight, e.mean, e.variance
+    return mixture(weights, means, variances)
 
 
 class StreamLayer:
@@ -129,6 +164,11 @@ class StreamLayer:
                             variance: float) -> None:
         """:func:`observe_without_model`: a target seen before there is a model."""
         observe_without_model(self.bundle, y, count, total, variance)
+
+    def predict_without_model(self, mean: float, variance: float) -> tuple[float, float]:
+        """:func:`predictive_without_model`: the experts' prediction while there is no
+        model, else the family's ``mean`` and ``variance``."""
+        return predictive_without_model(self.bundle, mean, variance)
 
     def shrink(self, mean: float, variance: float, noise: float, count: float, total: float,
                target_variance: float) -> tuple[float, float]:
@@ -201,8 +241,8 @@ class StreamLayer:
     def trust_the_model(self) -> None:
         """A model that did not earn its weight sample by sample (built from a batch fit)
         predicts with its own fit alone."""
-        self.bundle.baseline[0]["log_odds"] = LOG_ODDS_LIMIT
-        self.bundle.baseline[0]["weight"] = 1.0
+        self.bundle.baseline["log_odds"] = LOG_ODDS_LIMIT
+        self.bundle.baseline["weight"] = 0.0
 
     def take_alarm(self) -> int:
         """The change-point estimate of an alarm the last step raised (0: none), cleared.
@@ -225,7 +265,7 @@ class StreamLayer:
 
     @property
     def model_weight(self) -> float:
-        return float(self.bundle.baseline[0]["weight"])
+        return float(model_share(self.bundle.baseline))
 
     def summary(self) -> dict[str, float]:
         """The calibration factors, the level and the model's weight against the mean."""

@@ -5,7 +5,8 @@ The change statistics (:mod:`~onlinesparse.stream.change`: Page's CUSUM on the c
 prequential errors) raise an alarm with an estimate of how many samples ago the stream
 changed. :meth:`AdaptiveMemory.after_alarm` then has the model forget every pattern before
 that sample, keeping at least as many patterns as it has parameters plus ten, and
-``MIN_MEMORY``. For the Orr family this is ``IncrementalRidge.forget_oldest``,
+``MIN_MEMORY`` (the floor); a memory holding fewer than twice its floor is not cut. For
+the Orr family this is ``IncrementalRidge.forget_oldest``,
 O(W·n² + M³): that sample's heavy work.
 
 A stream that keeps changing is best fitted on about the stretch between its changes.
@@ -75,7 +76,13 @@ class AdaptiveMemory:
         """An alarm at sample ``learned`` dating the change ``since`` samples back: cut the
         window of ``model`` to the patterns after it (module docstring). Returns whether
         patterns were forgotten."""
-        keep = max(since, _floor(model))
+        floor = _floor(model)
+        stored = model.n_stored
+        if stored < 2 * floor:
+            # (a memory short of twice its floor is young, or just cut: its model's errors
+            # are still falling, and a cut would keep most of it)
+            return False
+        keep = max(since, floor)
         interval = learned - self.last_alarm
         # (an alarm within two floors of the last is the same change, still settling: it
         # cuts, and leaves the interval between changes as it was)
@@ -84,7 +91,6 @@ class AdaptiveMemory:
                 self.cap = interval
                 self.cap_since = learned
             self.last_alarm = learned
-        stored = model.n_stored
         cut = keep < stored
         if cut:
             model.forget_oldest(stored - keep)

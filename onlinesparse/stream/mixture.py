@@ -10,7 +10,7 @@ from onlinesparse._jit import jit
 
 FLOAT_MAX = float(np.finfo(np.float64).max)
 
-__all__ = ["mixture", "mixture_of_two"]
+__all__ = ["mixture"]
 
 
 @jit
@@ -32,16 +32,3 @@ def mixture(weights: np.ndarray, means: np.ndarray, variances: np.ndarray
         gap = means[i] - mean
         spread += weights[i] * (variances[i] + gap * gap)
     return mean, min(spread / total, FLOAT_MAX)
-
-
-@jit
-def mixture_of_two(w: float, mean: float, variance: float, other: float,
-                   other_variance: float) -> tuple[float, float]:
-    """:func:`mixture` of two components with weights ``w`` and ``1 − w``."""
-    weights = np.empty(2)
-    means = np.empty(2)
-    variances = np.empty(2)
-    weights[0], weights[1] = w, 1.0 - w
-    means[0], means[1] = mean, other
-    variances[0], variances[1] = variance, other_variance
-    return mixture(weights, means, variances)

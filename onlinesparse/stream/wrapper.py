@@ -134,7 +134,8 @@ class StreamRegressor(base.Wrapper, base.Regressor):
         if self.n_learned:
             mean, variance = self._layer.predict(mean, variance)
             if self._concepts.kept:
-                mean, variance = self._concepts.blend(x, mean, variance)
+                mean, variance = self._concepts.blend(x, mean, variance,
+                                                      self._layer.model_weight)
         return gaussian(mean, variance) if with_dist else mean
 
     def diagnostics(self) -> dict[str, float]:

@@ -506,7 +506,7 @@ class VBLSRegressor(Versioned, base.Regressor):
             raise self._features.overflow(vector)
         mean, var = self._layer.predict(mean, var)
         if self._concepts.kept:
-            mean, var = self._concepts.blend(vector, mean, var)
+            mean, var = self._concepts.blend(vector, mean, var, self._layer.model_weight)
         mean += self._target_reference
         if not with_dist:
             return mean
