@@ -50,7 +50,7 @@ bench: $(VENV)/.installed-bench
 # The benchmarks whose results files docs/performance.md is generated from, each run in full.
 RESULT_BENCHMARKS := stream_real river_more robot_panda stream_friedman friedman_seeds \
 	rbf_metric vbls_stream vbls_kernel_cost target_offset target_units stream_memory \
-	vbls_synthetic vbls_kernel memory_alarms
+	vbls_synthetic vbls_kernel memory_alarms neural_decoding control_panda
 
 bench-all: $(VENV)/.installed-bench
 	for b in $(RESULT_BENCHMARKS); do $(BIN)/python benchmarks/$$b.py || exit 1; done

@@ -114,25 +114,12 @@ def periodic_reference(n: int, lower: np.ndarray, upper: np.ndarray,
 
 
 def panda(n: int, seed: int = SEED) -> Stream:
-    import pybullet as p
-    import pybullet_data
-    from robot_panda import ARM, feature_dicts, joint_limits
+    from robot_panda import feature_dicts, inverse_dynamics, joint_limits, panda_robot
 
     rng = np.random.default_rng(seed)
-    client = p.connect(p.DIRECT)
-    try:
-        p.setAdditionalSearchPath(pybullet_data.getDataPath(), physicsClientId=client)
-        p.setGravity(0, 0, -9.81, physicsClientId=client)
-        robot = p.loadURDF("franka_panda/panda.urdf", useFixedBase=True,
-                           physicsClientId=client)
+    with panda_robot() as (p, robot, client):
         q, qd, qdd = periodic_reference(n, *joint_limits(p, robot, client), rng)
-        rest = [0.0, 0.0]  # the two finger joints
-        tau = np.array([
-            p.calculateInverseDynamics(robot, list(q[i]) + rest, list(qd[i]) + rest,
-                                       list(qdd[i]) + rest, physicsClientId=client)[:ARM]
-            for i in range(n)])[:, PANDA_JOINT - 1]
-    finally:
-        p.disconnect(client)
+        tau = inverse_dynamics(p, robot, client, q, qd, qdd)[:, PANDA_JOINT - 1]
     y = tau + rng.normal(size=n) * PANDA_NOISE * tau.std()
     data = list(zip(feature_dicts(np.hstack([q, qd, qdd])), map(float, y), strict=True))
     about = (f"period {PANDA_PERIOD:g} s = {PANDA_PERIOD * PANDA_RATE:g} samples, "

@@ -26,7 +26,7 @@ stationary stream; every change of the drifting streams caught within 150 sample
 Models, each behind its own ``preprocessing.StandardScaler()`` as a river user would put
 them and as every benchmark of ``benchmarks/harness.py`` does, with default parameters:
 ``SparseRBFRegressor()`` and ``VBLSRegressor(memory="adaptive")``; ``--models`` adds
-``VBLSRegressor()`` (memory "forgetting": it never cuts) as ``vbls-forgetting``. The cuts
+``VBLSRegressor(memory="forgetting")`` (it never cuts) as ``vbls-forgetting``. The cuts
 are read from the model's ``n_memory_cuts`` after every ``learn_one`` (a harness
 checkpoint, outside the timed calls). The loop is the harness's progressive validation
 (predict, then learn; the first prediction is not scored), with its running-mean and
@@ -70,7 +70,8 @@ DELAY_TARGET = 150  # samples
 MODELS: dict[str, tuple[str, Callable[[], Any]]] = {
     "rbf": ("SparseRBFRegressor()", SparseRBFRegressor),
     "vbls": ('VBLSRegressor(memory="adaptive")', lambda: VBLSRegressor(memory="adaptive")),
-    "vbls-forgetting": ("VBLSRegressor()", VBLSRegressor)}
+    "vbls-forgetting": ('VBLSRegressor(memory="forgetting")',
+                        lambda: VBLSRegressor(memory="forgetting"))}
 DEFAULT_MODELS = ("rbf", "vbls")
 
 

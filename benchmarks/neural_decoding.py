@@ -24,8 +24,9 @@ its first 1 % of rows, so every model learns every input from its first sample o
 
 Models:
 
-* ours with defaults: ``SparseRBFRegressor()`` (adaptive memory), ``VBLSRegressor()``
-  (forgetting memory) and ``VBLSRegressor(memory="adaptive")``;
+* ours with defaults: ``SparseRBFRegressor()`` and ``VBLSRegressor()`` (both with the
+  adaptive memory and the stream layer), and ``VBLSRegressor(memory="forgetting")`` (the
+  Bayesian family's former default, without the layer);
 * river ``linear_model.LinearRegression`` with ``optim.SGD(lr)`` and with
   ``optim.AdaGrad(lr)``, ``intercept_lr=lr``, the rate of each chosen per target among
   1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1 by the lowest progressive nMSE on a *different
@@ -91,8 +92,8 @@ GOAL = 0.95  # ours ≤ 0.95 × the best river linear model's nMSE, on every tar
 
 RBF = "ours SparseRBF()"
 VBLS = "ours VBLS()"
-VBLS_ADAPTIVE = "ours VBLS(memory='adaptive')"
-OURS = (RBF, VBLS, VBLS_ADAPTIVE)
+VBLS_FORGETTING = "ours VBLS(memory='forgetting')"
+OURS = (RBF, VBLS, VBLS_FORGETTING)
 LIN1 = "lin-1"
 RIVER_DEFAULT = "LinearRegression() (SGD 0.01)"
 
@@ -148,7 +149,7 @@ def models(rates: dict[str, dict[str, Any]]) -> list[harness.Model]:
 
     ours = [harness.Model(RBF, SparseRBFRegressor, with_dist=True),
             harness.Model(VBLS, VBLSRegressor, with_dist=True),
-            harness.Model(VBLS_ADAPTIVE, lambda: VBLSRegressor(memory="adaptive"),
+            harness.Model(VBLS_FORGETTING, lambda: VBLSRegressor(memory="forgetting"),
                           with_dist=True)]
     river = [harness.Model(f"LinearRegression {opt}({rates[opt]['rate']:g})",
                            river_linear(opt, rates[opt]["rate"]), peer=True)

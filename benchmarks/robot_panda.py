@@ -48,6 +48,9 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+from typing import Any  # noqa: E402
 
 import harness  # noqa: E402
 import numpy as np  # noqa: E402
@@ -108,8 +111,10 @@ def trajectory(n: int, lower: np.ndarray, upper: np.ndarray,
     return q, qd, qdd
 
 
-def panda_stream(n: int, noise: float, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
-    """(features n × 21, torques n × 7) of the Panda on the wandering trajectory."""
+@contextmanager
+def panda_robot() -> Iterator[tuple[Any, int, int]]:
+    """A DIRECT pybullet client with gravity and the fixed-base Franka Panda loaded:
+    ``(pybullet, robot, client)``, disconnected on exit."""
     # Imported here so that the trajectory can be built (and tested) without pybullet.
     import pybullet as p
     import pybullet_data
@@ -120,15 +125,28 @@ def panda_stream(n: int, noise: float, seed: int = SEED) -> tuple[np.ndarray, np
         p.setGravity(0, 0, -9.81, physicsClientId=client)
         robot = p.loadURDF("franka_panda/panda.urdf", useFixedBase=True,
                            physicsClientId=client)
-        rng = np.random.default_rng(seed)
-        q, qd, qdd = trajectory(n, *joint_limits(p, robot, client), rng)
-        fingers = [0.0, 0.0]  # the two prismatic finger joints, at rest
-        tau = np.array([
-            p.calculateInverseDynamics(robot, list(q[i]) + fingers, list(qd[i]) + fingers,
-                                       list(qdd[i]) + fingers, physicsClientId=client)[:ARM]
-            for i in range(n)])
+        yield p, robot, client
     finally:
         p.disconnect(client)
+
+
+def inverse_dynamics(p: Any, robot: int, client: int, q: np.ndarray, qd: np.ndarray,
+                     qdd: np.ndarray) -> np.ndarray:
+    """The arm's joint torques (n × 7) along (q, q̇, q̈), the two prismatic finger joints at
+    rest."""
+    fingers = [0.0, 0.0]
+    return np.array([
+        p.calculateInverseDynamics(robot, list(q[i]) + fingers, list(qd[i]) + fingers,
+                                   list(qdd[i]) + fingers, physicsClientId=client)[:ARM]
+        for i in range(q.shape[0])])
+
+
+def panda_stream(n: int, noise: float, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
+    """(features n × 21, torques n × 7) of the Panda on the wandering trajectory."""
+    rng = np.random.default_rng(seed)
+    with panda_robot() as (p, robot, client):
+        q, qd, qdd = trajectory(n, *joint_limits(p, robot, client), rng)
+        tau = inverse_dynamics(p, robot, client, q, qd, qdd)
     tau += rng.normal(size=tau.shape) * noise * tau.std(axis=0)
     return np.hstack([q, qd, qdd]), tau
 

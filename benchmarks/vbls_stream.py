@@ -9,9 +9,10 @@ the thread's CPU time of ``predict_one`` + ``learn_one`` (``time.thread_time``: 
 machine the wall clock mostly measures the other processes), for
 
 * the candidates for VBLS's default memory: ``VBLSRegressor()`` (its default,
-  ``memory="forgetting"``: five patterns per weight, the fixed-point schedule with restarts),
-  ``VBLSRegressor(memory="adaptive")`` (a window cut at the changes the stream layer
-  detects) and ``VBLSRegressor(memory="window")`` (the last 1000 patterns); and the same
+  ``memory="adaptive"``: a window cut at the changes the stream layer detects),
+  ``VBLSRegressor(memory="forgetting")`` (five patterns per weight, the fixed-point
+  schedule with restarts) and ``VBLSRegressor(memory="window")`` (the last 1000 patterns);
+  and the same
   with ``memory="unbounded"``;
 * ``VBLSRegressor(factorisation="student_t")``;
 * ``Lin1Regressor`` (DELVE lin-1, least squares on every pattern) and river's
@@ -125,9 +126,9 @@ STREAMS: dict[str, tuple[Callable[[], Iterable], bool]] = {
     "robot (wandering)": (lambda: robot(), True),
 }
 
-DEFAULT = "VBLS (defaults)"  # memory="forgetting"
+DEFAULT = "VBLS (defaults)"  # memory="adaptive"
 #: The candidates for the default memory, by label.
-CANDIDATES = {DEFAULT: "forgetting", "VBLS adaptive": "adaptive", "VBLS window": "window"}
+CANDIDATES = {DEFAULT: "adaptive", "VBLS forgetting": "forgetting", "VBLS window": "window"}
 MODELS = (*(harness.Model(label, lambda memory=memory: VBLSRegressor(memory=memory))
             for label, memory in CANDIDATES.items()),
           harness.Model("VBLS unbounded", lambda: VBLSRegressor(memory="unbounded")),

@@ -3,7 +3,6 @@ with the API it shows is a bug a new user meets first."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +13,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 @pytest.mark.parametrize(("script", "arguments"), [
-    # (the robot is pybullet's: the bench extra)
-    pytest.param("control_loop.py", ["1"], marks=pytest.mark.skipif(
-        importlib.util.find_spec("pybullet") is None, reason="needs pybullet (bench extra)")),
+    ("control_loop.py", ["1"]),  # (the robot is pybullet's: in the test extra)
     ("river_pipeline.py", []),
     ("replay_csv.py", ["{tmp}"]),
     ("export_river_dataset.py", ["TrumpApproval", "{tmp}/trump.csv"]),

@@ -321,10 +321,11 @@ def test_the_last_target_is_weighed_by_scipys_student_t_on_its_differences():
 
 
 def _persistence_from_scratch(values: np.ndarray, mean: float, variance: float) -> float:
-    a, b = change.RECENT_RATE, change.IN_CONTROL_RATE
+    a = change.RECENT_RATE
     centre, recent = mean, 0.0
     recent_square, square = variance * a / (2.0 - a), variance
-    for v in values:
+    for k, v in enumerate(values):
+        b = max(1.0 / (k + 1 + change.PRIOR_SAMPLES), change.IN_CONTROL_RATE)
         d = v - centre
         centre += b * d
         recent += a * (d - recent)
@@ -373,8 +374,9 @@ def test_the_detector_runs_pages_statistics_on_errors_shrunk_by_their_persistenc
         z = p["z"] = min(max(error / deviation, -3.0), 3.0)
         increment = 0.375 * z * z - math.log(2.0)
         f_z, f_s = (change.persistence(p["persistence"][i]) for i in range(2))
-        change.watch_for_change(parts, z / math.sqrt(f_z), change.SCALE_MEAN
-                                + (increment - change.SCALE_MEAN) / math.sqrt(f_s))
+        if p["persistence"][0][change.SAMPLES] >= change.WARM_UP:
+            change.watch_for_change(parts, z / math.sqrt(f_z), change.SCALE_MEAN
+                                    + (increment - change.SCALE_MEAN) / math.sqrt(f_s))
         held = change.change_underway(parts)
         if not held:
             p["log_scale"] = calibration.calibration_step(p["log_scale"], error, deviation,

@@ -148,9 +148,10 @@ def test_missing_features_are_imputed_unless_strict():
         strict.predict_one({k: v for k, v in rows[0].items() if k != "b"})
 
 
-def test_default_memory_forgets_five_patterns_per_weight():
+def test_forgetting_memory_forgets_five_patterns_per_weight_by_default():
     rows, y = _data(9, n=50)
-    model = VBLSRegressor()
+    assert VBLSRegressor().effective_forgetting_factor == 1.0  # (adaptive: no forgetting)
+    model = VBLSRegressor(memory="forgetting")
     assert model.effective_forgetting_factor == 1.0  # before any data
     for x, target in zip(rows, y, strict=True):
         model.learn_one(x, target)
@@ -159,7 +160,8 @@ def test_default_memory_forgets_five_patterns_per_weight():
     # The statistics hold the geometric sum of the weights, not the count.
     factor = model.effective_forgetting_factor
     assert model.diagnostics()["n_patterns"] == pytest.approx((1 - factor**50) / (1 - factor))
-    assert VBLSRegressor(forgetting_factor=0.9).effective_forgetting_factor == 0.9
+    assert VBLSRegressor(memory="forgetting",
+                         forgetting_factor=0.9).effective_forgetting_factor == 0.9
 
 
 def _friedman(n: int, seed: int) -> list[tuple[dict, float]]:

@@ -54,7 +54,7 @@ __all__ = ["CHANGE", "CHANGE_ALLOWANCE", "CHANGE_THRESHOLD", "YOUNG_WINDOW", "ne
 CHANGE = np.dtype([("up", np.float64), ("down", np.float64), ("scale", np.float64),
                    ("run_up", np.int64), ("run_down", np.int64), ("run_scale", np.int64),
                    ("keep", np.int64), ("log_scale", np.float64), ("z", np.float64),
-                   ("persistence", np.float64, (2, 4))])
+                   ("persistence", np.float64, (2, 5))])
 # The allowance k (a shift of the errors' mean by 2k deviations is what the bias statistics
 # are tuned to) and the threshold h: with k = 0.5 and h = 12 a one-sided statistic of
 # independent standard normal errors raises a false alarm about once in 10⁶ samples
@@ -80,8 +80,16 @@ RECENT_RATE = 1.0 / 20.0
 IN_CONTROL_RATE = 1.0 / 500.0
 MAX_PERSISTENCE = 25.0
 # The trackers' fields: the value's mean, the recent mean of its deviation from it, the
-# recent mean's mean square, and the deviation's mean square.
-MEAN, RECENT, RECENT_SQUARE, SQUARE = range(4)
+# recent mean's mean square, the deviation's mean square, and the values tracked. The
+# starting point (independent values) counts as PRIOR_SAMPLES values: until the tracked ones
+# outnumber them by 1/IN_CONTROL_RATE the averages are running means from it, so that a
+# stream's persistence is known within some dozens of samples, not hundreds.
+MEAN, RECENT, RECENT_SQUARE, SQUARE, SAMPLES = range(5)
+PRIOR_SAMPLES = 2.0 / RECENT_RATE
+# The statistics start once the references have this many in-control samples: a change in
+# the first hundred samples of a stream finds a young model, whose errors are no
+# reference yet.
+WARM_UP = 100.0
 # Patterns a memory holds before a building change holds its noise estimate back: a
 # younger model is still learning and its errors are biased.
 YOUNG_WINDOW = 60.0
@@ -94,7 +102,7 @@ def new_change() -> np.ndarray:
     for tracker, mean, variance in ((0, 0.0, 1.0), (1, SCALE_MEAN, SCALE_VARIANCE)):
         record[0]["persistence"][tracker] = (mean, 0.0,
                                              variance * RECENT_RATE / (2.0 - RECENT_RATE),
-                                             variance)
+                                             variance, 0.0)
     return record
 
 
@@ -106,7 +114,8 @@ def watch_errors(change: np.ndarray, error: float, variance: float, quantile: fl
 
     The error in units of the in-control deviation ``e^log_scale·√variance``, clipped at
     ±3, is ``z``; ``z`` and the scale increment, each shrunk by the square root of its
-    :func:`persistence`, step the statistics (:func:`watch_for_change`). While no change is
+    :func:`persistence`, step the statistics (:func:`watch_for_change`) once the references
+    have ``WARM_UP`` in-control samples. While no change is
     underway the factor is calibrated to the interval's ``quantile`` and ``miss_rate`` as
     the interval's own is (:func:`~onlinesparse.stream.calibration.calibration_step`) and
     the persistence trackers learn: held while a change builds up, neither can absorb the
@@ -118,9 +127,10 @@ def watch_errors(change: np.ndarray, error: float, variance: float, quantile: fl
     deviation = math.exp(s.log_scale) * math.sqrt(variance)
     z = s.z = min(max(error / deviation, -3.0), 3.0)
     increment = SCALE_WEIGHT * z * z - SCALE_OFFSET
-    watch_for_change(change, z / math.sqrt(persistence(s.persistence[0])),
-                     SCALE_MEAN + (increment - SCALE_MEAN)
-                     / math.sqrt(persistence(s.persistence[1])))
+    if s.persistence[0][SAMPLES] >= WARM_UP:  # (before, no reference to judge by)
+        watch_for_change(change, z / math.sqrt(persistence(s.persistence[0])),
+                         SCALE_MEAN + (increment - SCALE_MEAN)
+                         / math.sqrt(persistence(s.persistence[1])))
     if not change_underway(change):
         s.log_scale = calibration_step(s.log_scale, error, deviation, quantile, miss_rate,
                                        IN_CONTROL_STEP)
@@ -131,12 +141,13 @@ def watch_errors(change: np.ndarray, error: float, variance: float, quantile: fl
 @jit
 def track_persistence(tracker: np.ndarray, value: float) -> None:
     """One in-control ``value`` for a persistence tracker (:func:`persistence`)."""
+    tracker[SAMPLES] += 1.0
+    rate = max(1.0 / (tracker[SAMPLES] + PRIOR_SAMPLES), IN_CONTROL_RATE)
     deviation = value - tracker[MEAN]
-    tracker[MEAN] += IN_CONTROL_RATE * deviation
+    tracker[MEAN] += rate * deviation
     tracker[RECENT] += RECENT_RATE * (deviation - tracker[RECENT])
-    tracker[RECENT_SQUARE] += IN_CONTROL_RATE * (tracker[RECENT] ** 2
-                                                 - tracker[RECENT_SQUARE])
-    tracker[SQUARE] += IN_CONTROL_RATE * (deviation * deviation - tracker[SQUARE])
+    tracker[RECENT_SQUARE] += rate * (tracker[RECENT] ** 2 - tracker[RECENT_SQUARE])
+    tracker[SQUARE] += rate * (deviation * deviation - tracker[SQUARE])
 
 
 @jit
