@@ -345,8 +345,9 @@ def _finite(value: Any) -> Any:
 
 def _git(*args: str) -> str:
     try:
-        return subprocess.run(["git", *args], cwd=BENCHMARKS, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        # (from the repository's root: the dirty check's paths are relative to it)
+        return subprocess.run(["git", *args], cwd=BENCHMARKS.parent, capture_output=True,
+                              text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return ""
 

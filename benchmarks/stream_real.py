@@ -515,7 +515,7 @@ def main() -> None:
         # (only river's two real streams have their own tables on the page; the others'
         # stay in the results file, the summary has them all: the page's length. Friedman
         # #1's full table is stream_friedman.py's section.)
-        rows.append(report_stream(report, title, runs, doc=key in ("trump", "chick")))
+        rows.append(report_stream(report, title, runs, doc=False))
         if key == "gra":
             recovered = report_drift_blocks(report, runs, position)
             fresh_batch_bound(report, data, position)

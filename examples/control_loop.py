@@ -77,7 +77,9 @@ def learned_loop(seconds: float) -> dict:
     noise = sensor_noise(n, SEED)  # what the sensors add, tick by tick
     inputs = Inputs(reference)  # (q, q̇, q̈) → 21 inputs scaled by fixed constants
     kp, kd = sim.gains(reference.centre)
-    model = PerJoint(SparseRBFRegressor)
+    # (last_target=False: the feed-forward is asked at the desired state and the applied torque
+    # comes back as the target; the last-target expert would feed the loop's output back)
+    model = PerJoint(lambda: SparseRBFRegressor(last_target=False))
     sim.reset(reference.centre)
 
     errors, tick_ns = np.empty((n, ARM)), np.zeros(n, dtype=np.int64)
@@ -125,7 +127,7 @@ def rms(e: np.ndarray) -> float:
 
 def main(seconds: float) -> None:
     print(f"Franka Panda, 7 joints, torque control at {1 / DT:.0f} Hz for {seconds:g} s; "
-          "SparseRBFRegressor() per joint as the feed-forward")
+          "SparseRBFRegressor(last_target=False) per joint as the feed-forward")
     warm_up()  # every compiled loop loaded now, not in the first ticks
     started = time.perf_counter()
     pd_only = run("pd", seconds, SEED).errors

@@ -6,8 +6,13 @@ shares no code with the incremental core it checks.
 
 from __future__ import annotations
 
+import importlib
 import math
+import os
+import sys
 from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -168,3 +173,20 @@ def assert_continues_exactly(model, stream) -> None:
         assert (a.mu, a.sigma) == (b.mu, b.sigma)
         model.learn_one(x, y)
         clone.learn_one(x, y)
+
+
+def import_benchmarks(*names: str) -> list[ModuleType]:
+    """The scripts of ``benchmarks/`` by name, imported with this process's environment as
+    it was: they pin BLAS to one thread through the environment when imported, as a
+    real-time user would, which would otherwise change the environment of every later test
+    (and of the processes they spawn) after this process's BLAS has started with its own
+    count."""
+    benchmarks = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    if benchmarks not in sys.path:
+        sys.path.insert(0, benchmarks)
+    environment = dict(os.environ)
+    try:
+        return [importlib.import_module(name) for name in names]
+    finally:
+        os.environ.clear()
+        os.environ.update(environment)

@@ -9,22 +9,11 @@ models' runs are left to the script.
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
 import numpy as np
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-# (the scripts pin BLAS through the environment when imported: keep this process's as it was,
-# as tests/test_bench_streams.py does)
-_environment = dict(os.environ)
-import alarm_streams  # noqa: E402
-import memory_alarms  # noqa: E402
+from tests.reference import import_benchmarks
 
-os.environ.clear()
-os.environ.update(_environment)
+alarm_streams, memory_alarms = import_benchmarks("alarm_streams", "memory_alarms")
 
 
 def test_a_delay_is_the_first_cut_at_or_after_the_change_and_the_rest_are_false_alarms():

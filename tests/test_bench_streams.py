@@ -9,25 +9,12 @@ themselves are run from ``benchmarks/``, not here.
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-# The scripts pin BLAS to one thread through the environment when they start, as a real-time
-# user would; imported here, that would change the environment of every later test (and of
-# the processes they spawn) after this process's BLAS has started with its own count. Keep
-# the environment as it was.
-_environment = dict(os.environ)
-import robot_panda  # noqa: E402
-import stream_real  # noqa: E402
+from tests.reference import import_benchmarks
 
-os.environ.clear()
-os.environ.update(_environment)
+robot_panda, stream_real = import_benchmarks("robot_panda", "stream_real")
 
 
 def test_drift_geometry_keeps_rivers_default_proportions():

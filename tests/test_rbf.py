@@ -520,6 +520,10 @@ def test_the_model_is_equivariant_to_the_units_of_its_target(factor, stream):
     scale, so over 2000 samples of Friedman #1 (and all of ChickWeights) every prediction
     scales by the factor and the basis set is the same."""
     make, params = _UNITS_STREAMS[stream]
+    # (the rounding of the two runs grows about tenfold per hundred samples on ChickWeights,
+    # whose few distinct inputs make S ill-conditioned, since its memory is no longer cut:
+    # 1.8e-5 relative at the end; Friedman #1 stays within 1e-6)
+    rel = 1e-4 if stream == "chickweights" else 1e-6
     scaler_a, scaler_b = preprocessing.StandardScaler(), preprocessing.StandardScaler()
     a, b = SparseRBFRegressor(**params), SparseRBFRegressor(**params)
     for k, (x, y) in enumerate(make()):
@@ -527,21 +531,22 @@ def test_the_model_is_equivariant_to_the_units_of_its_target(factor, stream):
         scaler_b.learn_one(x)
         xa, xb = scaler_a.transform_one(x), scaler_b.transform_one(x)
         pa, pb = a.predict_one(xa, with_dist=True), b.predict_one(xb, with_dist=True)
-        assert pb.mu == pytest.approx(factor * pa.mu, rel=1e-6, abs=1e-9 * factor)
+        assert pb.mu == pytest.approx(factor * pa.mu, rel=rel, abs=1e-9 * factor)
         if k:  # (before any pattern there is no scale: σ = 1 in any unit)
-            assert pb.sigma == pytest.approx(factor * pa.sigma, rel=1e-6)
+            assert pb.sigma == pytest.approx(factor * pa.sigma, rel=rel)
         a.learn_one(xa, y)
         b.learn_one(xb, factor * y)
     # The same columns: kinds and centres exactly; radii and metrics to the rounding of
     # the weights they come from (the gradient weights' slopes scale with the target and
-    # are normalised away; measured up to 1.2e-8 relative on ChickWeights).
+    # are normalised away; measured 1e-11 relative on Friedman #1, and ChickWeights' rounding
+    # above).
     basis_a, basis_b = a.basis_functions(), b.basis_functions()
     assert [(f["kind"], f["centre"]) for f in basis_a] == [(f["kind"], f["centre"])
                                                            for f in basis_b]
     for fa, fb in zip(basis_a, basis_b, strict=True):
-        assert fb["radius"] == pytest.approx(fa["radius"], rel=1e-8)
+        assert fb["radius"] == pytest.approx(fa["radius"], rel=max(rel, 1e-8))
         assert len(fa["metric"]) == len(fb["metric"])
-        np.testing.assert_allclose(fb["metric"], fa["metric"], rtol=1e-7)
+        np.testing.assert_allclose(fb["metric"], fa["metric"], rtol=max(rel, 1e-7))
     assert any(f["metric"] for f in basis_a)  # (the gradient metric is in use)
     assert a.n_memory_cuts == b.n_memory_cuts
 

@@ -407,3 +407,18 @@ def test_a_change_of_scale_is_caught_although_the_interval_widens_at_once():
         if record[0]["keep"]:
             alarms.append(k)
     assert alarms and 20_000 <= alarms[0] < 20_100
+
+
+def test_without_the_last_target_expert_it_never_predicts():
+    """``last_target=False`` (a model queried at inputs of its owner's choosing, a control
+    loop): the last target is never judged nor given a share, whatever the stream."""
+    rng = np.random.default_rng(4)
+    record = baseline.new_baseline(False)
+    targets: list[float] = []
+    for k in range(300):
+        y = float(np.sin(k / 20.0) + 0.01 * rng.normal())  # (persistence would win)
+        targets.append(y)
+        baseline.weigh_baselines(record, y, float(rng.normal(0.0, 0.5)), float(k + 1),
+                                 float(sum(targets)), float(np.var(targets)), True)
+        assert record[1]["weight"] == 0.0 and record[1]["log_odds"] == 0.0
+    assert baseline.model_share(record) == pytest.approx(1.0 - record[0]["weight"])

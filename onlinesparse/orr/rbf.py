@@ -205,6 +205,15 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
         The central probability of the interval ``predict_one(x, with_dist=True)`` is
         calibrated to (:mod:`onlinesparse.stream.calibration`): 0.95 makes mean ± 1.96σ a
         95 % interval. A higher coverage widens the intervals.
+    last_target
+        Whether the last target joins the running mean as an expert beside the model
+        (:mod:`onlinesparse.stream.baseline`). True (default) suits a stream predicted one
+        sample ahead — replay, progressive validation, a recording in time order — where a
+        slowly moving target is often best predicted by its last value. Pass False when the
+        model is queried at inputs of your choosing and its output comes back as the
+        target, as a controller's feedforward at the desired state does: there the last
+        applied torque would feed the loop's own output back (a 7-joint Panda loop tracked
+        at 0.27 rad with it, 0.10 without).
 
     Attributes
     ----------
@@ -230,7 +239,7 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
                  evaluations_per_sample: int = 1, candidate_every: int = 3,
                  linear: bool = True, novelty: float = 0.25, error_threshold: float = 2.0,
                  noise_every: int = 1, strict: bool = False, metric: str = "gradient",
-                 concepts: int = 3, coverage: float = 0.95):
+                 concepts: int = 3, coverage: float = 0.95, last_target: bool = True):
         self.max_basis = max_basis
         self.window_size = window_size
         self.memory = memory
@@ -247,6 +256,7 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
         self.metric = metric
         self.concepts = concepts
         self.coverage = coverage
+        self.last_target = last_target
         self._validate_parameters()
         self._model: IncrementalRidge | None = None
         self._features = FeatureMap(strict=strict)
@@ -255,7 +265,7 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
         # the origin of the target's unit (core.selection.intercept_move).
         self._pruner = GCVPruner(max_basis=max_basis, free_intercept=True)
         self.record = self._new_record()
-        self._stream = StreamLayer(coverage)
+        self._stream = StreamLayer(coverage, last_target)
         self._spares = None
 
     def _validate_parameters(self) -> None:

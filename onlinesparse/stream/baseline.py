@@ -36,7 +36,7 @@ __all__ = ["BASELINE", "MEAN_EXPERT", "LAST_EXPERT", "MIN_WEIGHED", "new_baselin
 
 BASELINE = np.dtype([("log_odds", np.float64), ("weight", np.float64),
                      ("mean", np.float64), ("variance", np.float64),
-                     ("samples", np.float64)])
+                     ("samples", np.float64), ("enabled", np.bool_)])
 MEAN_EXPERT, LAST_EXPERT = 0, 1
 # An expert is not judged before its variance rests on this many values.
 MIN_WEIGHED = 3
@@ -44,11 +44,16 @@ MIN_WEIGHED = 3
 PERSISTENCE_RATE = 1.0 / 200.0
 
 
-def new_baseline() -> np.ndarray:
+def new_baseline(last_target: bool = True) -> np.ndarray:
     """Both experts before any target: the mean at prior odds e^``PRIOR_LOG_ODDS`` for the
-    model, the last target at even odds; neither predicts yet (weight 0)."""
+    model, the last target at even odds; neither predicts yet (weight 0). ``last_target``
+    False leaves the last target out (a model queried at inputs of its own choosing, not
+    at the stream's next sample: a controller's feedforward at the desired state, which
+    the last applied torque would feed back into the loop)."""
     record = np.zeros(2, dtype=BASELINE)
     record[MEAN_EXPERT]["log_odds"] = PRIOR_LOG_ODDS
+    record[MEAN_EXPERT]["enabled"] = True
+    record[LAST_EXPERT]["enabled"] = last_target
     return record
 
 
@@ -63,7 +68,7 @@ def weigh_baselines(baseline: np.ndarray, y: float, error: float, count: float,
     if judge and mean.variance > 0.0:
         ratio = log_ratio(error, y - mean.mean, mean.variance, count - 2.0)
         mean.log_odds = accumulate(mean.log_odds, ratio, PRIOR_LOG_ODDS, 1.0)
-    if judge and last.samples > MIN_WEIGHED and last.variance > 0.0:
+    if judge and last.enabled and last.samples > MIN_WEIGHED and last.variance > 0.0:
         ratio = log_ratio(error, y - last.mean, last.variance, last.samples - 2.0)
         last.log_odds = accumulate(last.log_odds, ratio, 0.0, 1.0)
     mean.mean = total / count if count > 0.0 else 0.0
@@ -86,7 +91,7 @@ def _weigh(baseline: np.ndarray) -> None:
     shares = np.zeros(2)
     for k in range(2):
         e = baseline[k]
-        if e.variance > 0.0 and (k == MEAN_EXPERT or e.samples > MIN_WEIGHED):
+        if e.enabled and e.variance > 0.0 and (k == MEAN_EXPERT or e.samples > MIN_WEIGHED):
             shares[k] = math.exp(-e.log_odds)  # (the expert's odds against the model)
     total = model + shares[0] + shares[1]
     for k in range(2):

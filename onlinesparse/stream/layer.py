@@ -146,11 +146,15 @@ class StreamLayer:
     coverage
         The central probability the predictive intervals are calibrated to (0.95: the
         95 % interval). A higher coverage widens every interval.
+    last_target
+        Whether the last target is an expert (:mod:`~onlinesparse.stream.baseline`): right
+        for a model that predicts a stream's next sample, wrong for one queried at inputs
+        of its owner's choosing whose output comes back as the target (a control loop).
     """
 
-    def __init__(self, coverage: float = 0.95) -> None:
+    def __init__(self, coverage: float = 0.95, last_target: bool = True) -> None:
         self.coverage = coverage
-        self.bundle = Stream(new_calibration(coverage), new_change(), new_baseline(),
+        self.bundle = Stream(new_calibration(coverage), new_change(), new_baseline(last_target),
                              new_levels(), new_level_state())
 
     def learn(self, error: float, noise: float, leverage: float, y: float, count: float,

@@ -53,10 +53,14 @@ class StreamRegressor(base.Wrapper, base.Regressor):
         How many of the models a change ended are kept (deep copies) to predict again if
         their stretch returns; each costs a copy of the model and one of its predictions per
         sample while it is awake.
+    last_target
+        Whether the last target is an expert beside the model (see
+        :class:`~onlinesparse.SparseRBFRegressor`): False for a model queried at inputs of
+        its owner's choosing whose output comes back as the target (a control loop).
     """
 
     def __init__(self, regressor: base.Regressor, coverage: float = 0.95,
-                 window_size: int = 1000, concepts: int = 0) -> None:
+                 window_size: int = 1000, concepts: int = 0, last_target: bool = True) -> None:
         check_real("coverage", coverage, 0.0, 1.0, low_open=True, high_open=True)
         check_int("window_size", window_size, 2)
         check_int("concepts", concepts, 0)
@@ -64,7 +68,8 @@ class StreamRegressor(base.Wrapper, base.Regressor):
         self.coverage = coverage
         self.window_size = window_size
         self.concepts = concepts
-        self._layer = StreamLayer(coverage)
+        self.last_target = last_target
+        self._layer = StreamLayer(coverage, last_target)
         forgetful = all(hasattr(regressor, name)
                         for name in ("n_stored", "n_parameters", "forget_oldest"))
         self._memory = AdaptiveMemory(window_size) if forgetful else None

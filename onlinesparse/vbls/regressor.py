@@ -129,6 +129,10 @@ class VBLSRegressor(Versioned, base.Regressor):
         :class:`~onlinesparse.SparseRBFRegressor` does (O(M²) more per sample). ``None``
         (default): 0.95 with ``memory="adaptive"``, which needs the layer; with another
         memory, no layer (``with_dist=True`` is the model's own predictive, eq. 4.12).
+    last_target
+        With the layer, whether the last target is an expert beside the model
+        (:class:`~onlinesparse.SparseRBFRegressor`'s ``last_target``): False for a model
+        queried at inputs of its owner's choosing whose output comes back as the target.
     concepts
         With ``memory="adaptive"``, how many of the models a change ended are kept frozen
         to predict again if their stretch returns (:mod:`onlinesparse.stream.concepts`);
@@ -164,7 +168,8 @@ class VBLSRegressor(Versioned, base.Regressor):
                  relevance_threshold: float = 1.0, tol: float = 1e-10,
                  max_sweeps: int = 20_000, restart_every: int = 20,
                  factorisation: str = "gaussian", strict: bool = False,
-                 coverage: float | None = None, concepts: int = 0) -> None:
+                 coverage: float | None = None, concepts: int = 0,
+                 last_target: bool = True) -> None:
         check_choice("prior", prior, engine.PRIORS)
         check_choice("memory", memory, (*MEMORY_POLICIES, "adaptive"))
         if coverage is not None:
@@ -193,10 +198,11 @@ class VBLSRegressor(Versioned, base.Regressor):
         self.strict = strict
         self.coverage = coverage
         self.concepts = concepts
+        self.last_target = last_target
         self._features = FeatureMap(strict=strict)
         self._layer: StreamLayer | None = None
         if coverage is not None or memory == "adaptive":
-            self._layer = StreamLayer(0.95 if coverage is None else coverage)
+            self._layer = StreamLayer(0.95 if coverage is None else coverage, last_target)
             self._adaptive = AdaptiveMemory(window_size) if memory == "adaptive" else None
             self._concepts = self._layer.concept_memory(concepts, min(LASTED, window_size))
         self._n_learned = 0
