@@ -87,15 +87,19 @@ def _weigh(baseline: np.ndarray) -> None:
     """Each expert's share of the mixture, the model's being the rest (:func:`model_share`):
     the posterior of three by the two pairwise log-odds, an expert whose variance is no
     estimate yet left out."""
-    model = 1.0
-    shares = np.zeros(2)
-    for k in range(2):
-        e = baseline[k]
-        if e.enabled and e.variance > 0.0 and (k == MEAN_EXPERT or e.samples > MIN_WEIGHED):
-            shares[k] = math.exp(-e.log_odds)  # (the expert's odds against the model)
-    total = model + shares[0] + shares[1]
-    for k in range(2):
-        baseline[k].weight = shares[k] / total
+    mean, last = _odds(baseline, MEAN_EXPERT), _odds(baseline, LAST_EXPERT)
+    total = 1.0 + mean + last  # (the model's odds against itself: 1)
+    baseline[MEAN_EXPERT].weight = mean / total
+    baseline[LAST_EXPERT].weight = last / total
+
+
+@jit
+def _odds(baseline: np.ndarray, k: int) -> float:
+    """Expert ``k``'s odds against the model, 0 while it does not predict."""
+    e = baseline[k]
+    if e.enabled and e.variance > 0.0 and (k == MEAN_EXPERT or e.samples > MIN_WEIGHED):
+        return math.exp(-e.log_odds)
+    return 0.0
 
 
 @jit

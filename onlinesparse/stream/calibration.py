@@ -7,9 +7,9 @@ outside whatever the stream: a noise estimate from few patterns, heavy tails, dr
 far from the data (Gibbs and Candès 2021, adaptive conformal inference, on the logarithm of
 a scale). Two factors are kept:
 
-* κ (``log_scale``), of the model's own deviation, on the model's own error; that error in
-  units of the calibrated deviation, clipped at ±3, is ``z``, which the change detector
-  (:mod:`~onlinesparse.stream.change`) accumulates;
+* κ (``log_scale``), of the model's own deviation, on the model's own error (the change
+  detector, :mod:`~onlinesparse.stream.change`, measures errors in a slower factor of its
+  own, which a change cannot absorb);
 * κ_o (``outer_log_scale``), of the deviation of the prediction as made (the model plus the
   errors' level, :mod:`~onlinesparse.stream.level`), on that prediction's error: where the
   level explains part of the errors, κ alone would leave the interval too wide.
@@ -31,8 +31,7 @@ __all__ = ["CALIBRATION", "CALIBRATION_STEP", "CALIBRATION_LIMIT", "aim", "new_c
            "calibration_step", "calibrate"]
 
 CALIBRATION = np.dtype([("log_scale", np.float64), ("outer_log_scale", np.float64),
-                        ("z", np.float64), ("quantile", np.float64),
-                        ("miss_rate", np.float64)])
+                        ("quantile", np.float64), ("miss_rate", np.float64)])
 # The step η of log κ: a few dozen samples to follow a change of scale, a wobble of about
 # ±0.1 in log κ on a stationary stream.
 CALIBRATION_STEP = 0.1
@@ -72,14 +71,12 @@ def calibrate(calibration: np.ndarray, spread: float, error: float, made: float,
     """One target's step of both factors (module docstring). ``spread`` is the model's
     calibrated predictive variance ``κ²σ²(1 + hᵀSh)`` before this step and ``error`` its
     error; ``made`` is the error of the prediction as made, whose deviation is
-    ``κ_o√(spread + level_variance)``. Sets ``z``; returns False (z 0, nothing stepped)
-    when there is no spread."""
+    ``κ_o√(spread + level_variance)``. Returns False (nothing stepped) when there is no
+    spread."""
     c = calibration[0]
     if not spread > 0.0:
-        c.z = 0.0
         return False
     deviation = math.sqrt(spread)
-    c.z = min(max(error / deviation, -3.0), 3.0)
     outer = math.exp(c.outer_log_scale) * math.sqrt(spread + level_variance)
     c.log_scale = calibration_step(c.log_scale, error, deviation, c.quantile, c.miss_rate)
     c.outer_log_scale = calibration_step(c.outer_log_scale, made, outer, c.quantile,

@@ -89,7 +89,6 @@ def observe_without_model(stream: Stream, y: float, count: float, total: float,
                           variance: float) -> None:
     """A target seen while there is no model (nothing to judge): the running mean's
     prediction moves on, no statistic does."""
-    stream.calibration[0].z = 0.0
     weigh_baselines(stream.baseline, y, 0.0, count, total, variance, False)
 
 
