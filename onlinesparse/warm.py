@@ -58,7 +58,7 @@ def warm_up(seed: int = 0, progress: bool | Callable[[str], None] = False) -> No
         model.model.condition_bound()
         model.model.refresh()
         # Reached only after a change of the stream: the concepts kept (stream.concepts).
-        frozen = FrozenBasis.of(model.model.window.basis, model.model.state.weights)
+        frozen = FrozenBasis.of(model.model.window.basis, model.model.weights)
         memory = ConceptMemory(lasted=0)
         memory.after_alarm(lambda: (frozen, 1.0), learned=1)
         memory.judge(x, y, 0.0, 1.0, 10.0, True, 2)

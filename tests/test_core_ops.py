@@ -469,7 +469,7 @@ def test_the_rolling_refresh_keeps_a_full_window_exact(seed, size, n_columns, op
         gram, cross_y, yy = _statistics_from_scratch(window)
         scale = max(float(np.abs(gram).max()), 1.0)
         np.testing.assert_allclose(window.gram, gram, rtol=0, atol=1e-12 * scale * size)
-        np.testing.assert_allclose(window.cross_y_buffer[: window.n_columns], cross_y, rtol=0,
+        np.testing.assert_allclose(window.cross_y_buffer[: window.n_columns, 0], cross_y, rtol=0,
                                    atol=1e-12 * max(float(np.abs(cross_y).max()), 1.0) * size)
         assert window.yy == pytest.approx(yy, rel=1e-12, abs=1e-12)
     # A fixed set of n columns: n/size columns' worth per pattern, the stalest first.

@@ -46,13 +46,14 @@ def test_orr_section_4_5_incremental_quadratic():
     y = np.array([1.1, 1.8, 3.1])
     state = RidgeState()
     state.variance, state.weights, state.lambdas = (
-        np.linalg.inv(H.T @ H), np.array([0.0, 1.0]), np.zeros(2))
+        np.linalg.inv(H.T @ H), np.array([[0.0], [1.0]]), np.zeros(2))
     h3 = np.array([1.0, 4.0, 9.0])
-    state.add_basis(H.T @ h3, float(h3 @ h3), float(h3 @ y), 0.0)
+    state.add_basis(H.T @ h3, float(h3 @ h3), np.array([h3 @ y]), 0.0)
     H3 = np.column_stack([H, h3])
-    np.testing.assert_allclose(state.weights, np.linalg.solve(H3, y), rtol=1e-10)
+    weights = state.weights[:, 0]  # (the state's W has a column per target)
+    np.testing.assert_allclose(weights, np.linalg.solve(H3, y), rtol=1e-10)
     np.testing.assert_allclose(state.variance, np.linalg.inv(H3.T @ H3), rtol=1e-9)
-    assert np.sum((H3 @ state.weights - y) ** 2) == pytest.approx(0.0, abs=1e-20)
+    assert np.sum((H3 @ weights - y) ** 2) == pytest.approx(0.0, abs=1e-20)
 
 
 def test_effective_parameters_formulas_of_appendix_a8():

@@ -105,7 +105,8 @@ def test_the_model_gradient_is_the_derivative_of_its_prediction(seed, d, spread)
     weights = rng.normal(size=len(basis))
     x = rng.normal(size=d)
     gradient = np.empty(d)
-    core.model_gradient(*basis.arrays(), weights, x, basis.evaluate(x), gradient)
+    core.model_gradient(*basis.arrays(), weights.reshape(-1, 1), 0, x, basis.evaluate(x),
+                        gradient)
     step = 1e-6
     numeric = [(basis.evaluate(x + step * e) @ weights - basis.evaluate(x - step * e) @ weights)
                / (2 * step) for e in np.eye(d)]

@@ -159,15 +159,21 @@ def predict_mean(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray, inv_r2: 
 
 
 @jit
-def predict_mean_and_spread(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray,
-                            inv_r2: np.ndarray, features: np.ndarray, weights: np.ndarray,
-                            variance: np.ndarray) -> tuple[float, float]:
-    """``(h(x)ᵀw, h(x)ᵀSh(x))`` over the model's columns in one call
-    (``SparseRBFRegressor.predict_one``): the prediction, and the factor of σ² in its
+def predict_means_and_spread(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray,
+                             inv_r2: np.ndarray, features: np.ndarray, weights: np.ndarray,
+                             variance: np.ndarray, means: np.ndarray) -> float:
+    """``h(x)ᵀwₖ`` of each target (``weights`` M × K, a column per target) into ``means``,
+    and ``h(x)ᵀSh(x)``, which the targets share, returned, in one call
+    (``SparseRBFRegressor.predict_one``): the predictions, and the factor of σ² in their
     variance from the weights' uncertainty (σ²A⁻¹, the covariance of w: Orr (1996) appendix
-    A.5). O(M²)."""
+    A.5). O(M² + M·K)."""
     m = weights.shape[0]
     h = model_row(x, kinds, centres, inv_r2, features, m)
-    return inner(h, weights, m), symmetric_quadratic(variance, h, m)
+    for k in range(weights.shape[1]):
+        total = 0.0  # (summed in order, as inner)
+        for i in range(m):
+            total += h[i] * weights[i, k]
+        means[k] = total
+    return symmetric_quadratic(variance, h, m)
 
 

@@ -22,9 +22,19 @@ _INTERIOR, _ZERO, _INFINITE, _BOUNDARY = 0, 1, 2, 3
 
 
 # The slots of basis_quantities' `out` (Orr A.11's numbers for basis function j, the
-# arguments of optimal_lambda first), and of basis_optimum's (its decision).
+# arguments of optimal_lambda first, then target k's yᵀPh and yᵀP²h at Q_Y_PH + 2k and
+# Q_Y_P2H + 2k), and of basis_optimum's (its decision).
 Q_A, Q_B, Q_C, Q_ALPHA, Q_BETA, Q_PSI, Q_Y_PH, Q_Y_P2H = range(8)
 OPT_LAMBDA, OPT_GCV, OPT_WITHOUT, OPT_CASE = range(4)
+# The rows of candidate_quantities' `out`: γ, u, then r of each target, then ξ of each.
+CAND_GAMMA, CAND_U, CAND_R = range(3)
+
+
+@jit
+def quantity_slots(n_targets: int) -> int:
+    """The room :func:`basis_quantities` (and the optima built on it) needs for K
+    targets."""
+    return 6 + 2 * n_targets
 
 @jit
 def gcv(error: float, gamma: float, count: float) -> float:
@@ -61,84 +71,108 @@ def noise_estimate(error: float, gamma: float, count: float, current: float) -> 
 
 @jit
 def training_error(gram: np.ndarray, cross_y: np.ndarray, weights: np.ndarray,
-                   yy: float) -> float:
-    """``yᵀy − wᵀ(2c − Gw)`` (``IncrementalRidge.training_error``, Orr's yᵀP²y)."""
+                   yy: np.ndarray, k: int) -> float:
+    """``yₖᵀyₖ − wₖᵀ(2cₖ − Gwₖ)`` for target k (``IncrementalRidge.training_error``, Orr's
+    yᵀP²y)."""
     m = weights.shape[0]
+    w = weights[:, k].copy()
     g_w = np.empty(m)
-    symmetric_matvec(gram, weights, m, g_w)
+    symmetric_matvec(gram, w, m, g_w)
     total = 0.0
     for i in range(m):
-        total += weights[i] * (2.0 * cross_y[i] - g_w[i])
-    return yy - total
+        total += w[i] * (2.0 * cross_y[i, k] - g_w[i])
+    return yy[k] - total
 
 
 @jit
 def error_and_gamma(gram: np.ndarray, cross_y: np.ndarray, weights: np.ndarray,
-                    lambdas: np.ndarray, variance: np.ndarray, yy: float
-                    ) -> tuple[float, float]:
+                    lambdas: np.ndarray, variance: np.ndarray, yy: np.ndarray,
+                    scales: np.ndarray, errors: np.ndarray) -> tuple[float, float]:
     """The two numbers every criterion needs (``IncrementalRidge.summary``): the training
-    error ``yᵀP²y`` of :func:`training_error` clipped at 0 against rounding, and
-    ``γ = M − Σⱼ λⱼSⱼⱼ`` (Orr eq. 4.10)."""
+    error ``Σₖ ωₖ yₖᵀP²yₖ`` of the K targets, each target's (:func:`training_error`,
+    clipped at 0 against rounding, into ``errors``) weighed by ``scales`` (ω; 1 for a
+    single target), and ``γ = M − Σⱼ λⱼSⱼⱼ`` (Orr eq. 4.10), which P alone decides.
+
+    Several targets share the basis by the sum of their GCVs in units of their noise
+    levels, ``ωₖ = 1/σₖ²``: P is the same for every target, so the sum is GCV with the
+    error ``Σₖ ωₖ eₖ``, and no target's unit decides the basis."""
     m = weights.shape[0]
+    total = 0.0
+    for k in range(scales.shape[0]):
+        error = yy[k] if m == 0 else training_error(gram, cross_y, weights, yy, k)
+        errors[k] = max(error, 0.0)
+        total += scales[k] * errors[k]
     if m == 0:
-        return max(yy, 0.0), 0.0
+        return total, 0.0
     trace = 0.0
     for i in range(m):
         trace += lambdas[i] * variance[i, i]
-    return max(training_error(gram, cross_y, weights, yy), 0.0), m - trace
+    return total, m - trace
 
 
 @jit
 def basis_quantities(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
-                     weights: np.ndarray, lambdas: np.ndarray, yy: float, count: float,
-                     j: int, out: np.ndarray) -> None:
+                     weights: np.ndarray, lambdas: np.ndarray, yy: np.ndarray,
+                     scales: np.ndarray, count: float, j: int, out: np.ndarray) -> None:
     """The products of ``criteria.basis_quantities`` (Orr appendix A.11 for basis function
-    j, with S', w' the state without j), in four passes over M × M.
+    j, with S', w' the state without j): two passes over M × M shared by the targets, two
+    per target.
 
-    ``out`` receives ``[a, b, c, alpha, beta, psi, yPh, yP2h]``, the arguments of
-    :func:`optimal_lambda` first.
+    ``out`` (room for 6 + 2K) receives ``[a, b, c, alpha, beta, psi]``, the arguments of
+    :func:`optimal_lambda`, then ``yₖᵀPⱼhⱼ, yₖᵀPⱼ²hⱼ`` of each target. With K targets
+    weighed by ω (:func:`error_and_gamma`), GCV as a function of λⱼ keeps Orr's form
+    ``p(aΔ² − 2bΔ + c)/(αΔ − β)²``: its numerator is each target's error, quadratic in
+    yₖ, so ``a = Σ ωₖaₖ``, ``b = Σ ωₖbₖ``, ``c = Σ ωₖcₖ`` of the single-target numbers,
+    while α, β, ψ depend on P alone.
     """
     m = weights.shape[0]
     s_jj = variance[j, j]
     s_g = np.empty(m)  # S'gⱼ
-    w_rem = np.empty(m)  # w'
-    g_w_rem = np.empty(m)  # Gw'
     g_j = gram[j]  # gⱼ, read along the (symmetric) Gram's row: contiguous
-    # pass 1: S gⱼ, then S'gⱼ and w'
+    # pass 1: S gⱼ, then S'gⱼ and W'; pass 2: G S'gⱼ and Gw₁' in one sweep over G's rows
     symmetric_matvec(variance, g_j, m, s_g)
-    without_basis(variance, s_g, j)
-    w_rem[:] = weights
+    without_basis(variance, s_g.reshape((m, 1)), j)
+    w_rem = weights.copy()  # W'
     without_basis(variance, w_rem, j)
-    # pass 2: Gw' and G S'gⱼ in one sweep over G's rows
+    w_k = w_rem[:, 0].copy()
+    g_w_rem = np.empty(m)  # Gwₖ'
     g_s_g = np.empty(m)
-    symmetric_matvec_pair(gram, w_rem, s_g, m, g_w_rem, g_s_g)
+    symmetric_matvec_pair(gram, w_k, s_g, m, g_w_rem, g_s_g)
     g_sg = 0.0  # gⱼᵀS'gⱼ
     sg_g_sg = 0.0  # (S'gⱼ)ᵀG(S'gⱼ)
+    trace = 0.0
     for i in range(m):
         sg_g_sg += s_g[i] * g_s_g[i]
         g_sg += g_j[i] * s_g[i]
-    y_ph = cross_y[j] - g_w_rem[j]
-    residual_sg = 0.0
-    w_c = 0.0
-    w_g_w = 0.0
-    trace = 0.0
-    for i in range(m):
-        residual_sg += (cross_y[i] - g_w_rem[i]) * s_g[i]
-        w_c += w_rem[i] * cross_y[i]
-        w_g_w += w_rem[i] * g_w_rem[i]
         s_ij = variance[i, j]
         trace += lambdas[i] * (variance[i, i] - s_ij * s_ij / s_jj)
     g_jj = gram[j, j]
-    y_p2h = y_ph - residual_sg
     beta = g_jj - 2.0 * g_sg + sg_g_sg
-    out[Q_A] = max(yy - 2.0 * w_c + w_g_w, 0.0)  # (rounding can take it below 0)
-    out[Q_B] = y_p2h * y_ph
-    out[Q_C] = beta * y_ph * y_ph
+    a = b = c = 0.0
+    for k in range(scales.shape[0]):
+        if k > 0:  # (target 0's came with pass 2)
+            w_k[:] = w_rem[:, k]
+            symmetric_matvec(gram, w_k, m, g_w_rem)
+        y_ph = cross_y[j, k] - g_w_rem[j]
+        residual_sg = 0.0
+        w_c = 0.0
+        w_g_w = 0.0
+        for i in range(m):
+            residual_sg += (cross_y[i, k] - g_w_rem[i]) * s_g[i]
+            w_c += w_k[i] * cross_y[i, k]
+            w_g_w += w_k[i] * g_w_rem[i]
+        y_p2h = y_ph - residual_sg
+        a += scales[k] * max(yy[k] - 2.0 * w_c + w_g_w, 0.0)  # (rounding can take it below 0)
+        b += scales[k] * y_p2h * y_ph
+        c += scales[k] * beta * y_ph * y_ph
+        out[Q_Y_PH + 2 * k] = y_ph
+        out[Q_Y_P2H + 2 * k] = y_p2h
+    out[Q_A] = a
+    out[Q_B] = b
+    out[Q_C] = c
     out[Q_ALPHA] = count - ((m - 1) - trace)
     out[Q_BETA] = max(beta, 0.0)
     out[Q_PSI] = max(g_jj - g_sg, 0.0)
-    out[Q_Y_PH] = y_ph
-    out[Q_Y_P2H] = y_p2h
 
 
 @jit
@@ -146,22 +180,30 @@ def candidate_quantities(variance: np.ndarray, gram: np.ndarray, n_model: int,
                          cross_y: np.ndarray, weights: np.ndarray, columns: np.ndarray,
                          removed: int, out: np.ndarray) -> None:
     """FGCV's r, γ, ξ, u (eqs. 16–19) of ``criteria.candidate_quantities`` for the tracked
-    columns ``columns`` (positions in the Gram matrix), O(M²) each.
+    columns ``columns`` (positions in the Gram matrix), O(M²) each and O(M) more per
+    target: γ and u depend on P alone, r and ξ on each target.
 
     With ``removed = j ≥ 0`` they are those of the model without basis function j, through
-    ``S' = S − sⱼsⱼᵀ/sⱼⱼ`` and ``w' = w − sⱼwⱼ/sⱼⱼ`` (as in :func:`basis_quantities`):
-    ``S'k = Sk − sⱼ(Sk)ⱼ/sⱼⱼ`` is one more O(M) pass, and the model is not touched.
+    ``S' = S − sⱼsⱼᵀ/sⱼⱼ`` and ``W' = W − sⱼ(row j of W)/sⱼⱼ`` (as in
+    :func:`basis_quantities`): ``S'k = Sk − sⱼ(Sk)ⱼ/sⱼⱼ`` is one more O(M) pass, and the
+    model is not touched.
 
-    ``out[:, q]`` receives ``[r, γ, ξ, u]`` of ``columns[q]``.
+    ``out[:, q]`` (2 + 2K rows) receives ``[γ, u, r₁ … r_K, ξ₁ … ξ_K]`` of ``columns[q]``
+    (``CAND_GAMMA``, ``CAND_U``, ``CAND_R``; ξ from ``CAND_R + K``).
     """
     m = n_model
+    n_targets = weights.shape[1]
     w = weights.copy()
     if removed >= 0:
         without_basis(variance, w, removed)
-    residual = np.empty(m)  # c − Gw
-    symmetric_matvec(gram, w, m, residual)
-    for i in range(m):
-        residual[i] = cross_y[i] - residual[i]
+    residual = np.empty((m, n_targets))  # C − GW
+    column = np.empty(m)
+    g_col = np.empty(m)
+    for k in range(n_targets):
+        column[:] = w[:, k]
+        symmetric_matvec(gram, column, m, g_col)
+        for i in range(m):
+            residual[i, k] = cross_y[i, k] - g_col[i]
     sk = np.empty(m)  # S k
     g_sk = np.empty(m)  # G S k
     for q in range(columns.shape[0]):
@@ -169,23 +211,25 @@ def candidate_quantities(variance: np.ndarray, gram: np.ndarray, n_model: int,
         k_col = gram[col]  # k = Hᵀφ, read along the (symmetric) Gram's row: contiguous
         symmetric_matvec(variance, k_col, m, sk)
         if removed >= 0:
-            without_basis(variance, sk, removed)
+            without_basis(variance, sk.reshape((m, 1)), removed)
         symmetric_matvec(gram, sk, m, g_sk)
-        k_w = 0.0
         k_sk = 0.0
-        res_sk = 0.0
         sk_g_sk = 0.0
         for i in range(m):
-            k_w += w[i] * k_col[i]
             k_sk += k_col[i] * sk[i]
-            res_sk += residual[i] * sk[i]
             sk_g_sk += sk[i] * g_sk[i]
         phi_phi = gram[col, col]
-        r = cross_y[col] - k_w
-        out[0, q] = r
-        out[1, q] = phi_phi - k_sk
-        out[2, q] = r - res_sk
-        out[3, q] = phi_phi - 2.0 * k_sk + sk_g_sk
+        out[CAND_GAMMA, q] = phi_phi - k_sk
+        out[CAND_U, q] = phi_phi - 2.0 * k_sk + sk_g_sk
+        for k in range(n_targets):
+            k_w = 0.0
+            res_sk = 0.0
+            for i in range(m):
+                k_w += w[i, k] * k_col[i]
+                res_sk += residual[i, k] * sk[i]
+            r = cross_y[col, k] - k_w
+            out[CAND_R + k, q] = r
+            out[CAND_R + n_targets + k, q] = r - res_sk
 
 
 @jit
@@ -250,12 +294,13 @@ def floored_optimum(a: float, b: float, c: float, alpha: float, beta: float, psi
 
 @jit
 def basis_optimum(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
-                  weights: np.ndarray, lambdas: np.ndarray, yy: float, count: float, j: int,
-                  lambda_min: float, out: np.ndarray, zeros_only: bool = False) -> None:
+                  weights: np.ndarray, lambdas: np.ndarray, yy: np.ndarray,
+                  scales: np.ndarray, count: float, j: int, lambda_min: float,
+                  out: np.ndarray, zeros_only: bool = False) -> None:
     """:func:`basis_quantities` then :func:`floored_optimum` for basis function j, in one
     call (``criteria.basis_optimum``). ``out`` receives ``[λ, GCV, GCV without j, case]``
-    and needs room for the eight quantities."""
-    basis_quantities(variance, gram, cross_y, weights, lambdas, yy, count, j, out)
+    and needs room for the quantities (:func:`quantity_slots`)."""
+    basis_quantities(variance, gram, cross_y, weights, lambdas, yy, scales, count, j, out)
     lam, value, removed, case = floored_optimum(out[Q_A], out[Q_B], out[Q_C],
                                                 out[Q_ALPHA], out[Q_BETA], out[Q_PSI],
                                                 count, lambda_min, zeros_only)
@@ -267,27 +312,36 @@ def basis_optimum(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
 
 @jit
 def candidate_optima(variance: np.ndarray, gram: np.ndarray, n_model: int,
-                     cross_y: np.ndarray, weights: np.ndarray, columns: np.ndarray,
-                     removed: int, error: float, trace_p: float, count: float,
+                     cross_y: np.ndarray, weights: np.ndarray, scales: np.ndarray,
+                     columns: np.ndarray, removed: int, error: float, trace_p: float,
+                     count: float,
                      lambda_min: float, quantities: np.ndarray, out: np.ndarray,
                      zeros_only: bool = False) -> None:
     """:func:`candidate_quantities` then :func:`floored_optimum` for each column
     (``criteria.candidate_optima``): FGCV appendix IV's a = yᵀP²y (``error``), b = ξr,
     c = ur², α = tr(P) (``trace_p``), β = u, ψ = γ. ``out[:, q]`` receives
     ``[λ, GCV]``; a column in the model's span to rounding (γ ≤ 0 or u ≤ 0) gets
-    ``[∞, ∞]``: adding it changes nothing."""
+    ``[∞, ∞]``: adding it changes nothing. With K targets weighed by ``scales`` (ω,
+    :func:`error_and_gamma`; ``error`` is the weighed sum) the same form holds with
+    ``b = Σ ωₖξₖrₖ`` and ``c = u·Σ ωₖrₖ²`` (each target's numerator is quadratic in it,
+    as in :func:`basis_quantities`); ``quantities`` has 2 + 2K rows."""
     candidate_quantities(variance, gram, n_model, cross_y, weights, columns, removed,
                          quantities)
+    n_targets = scales.shape[0]
     for q in range(columns.shape[0]):
-        r = quantities[0, q]
-        gamma = quantities[1, q]
-        xi = quantities[2, q]
-        u = quantities[3, q]
+        gamma = quantities[CAND_GAMMA, q]
+        u = quantities[CAND_U, q]
         if gamma <= 0.0 or u <= 0.0:
             out[0, q] = math.inf
             out[1, q] = math.inf
             continue
-        lam, value, _, _ = floored_optimum(error, xi * r, u * r * r, trace_p, u, gamma,
+        b = 0.0
+        r2 = 0.0
+        for k in range(n_targets):
+            r = quantities[CAND_R + k, q]
+            b += scales[k] * quantities[CAND_R + n_targets + k, q] * r
+            r2 += scales[k] * r * r
+        lam, value, _, _ = floored_optimum(error, b, u * r2, trace_p, u, gamma,
                                            count, lambda_min, zeros_only)
         out[0, q] = lam
         out[1, q] = value
@@ -295,13 +349,14 @@ def candidate_optima(variance: np.ndarray, gram: np.ndarray, n_model: int,
 
 @jit
 def basis_optima(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
-                 weights: np.ndarray, lambdas: np.ndarray, yy: float, count: float,
-                 lambda_min: float, out: np.ndarray, zeros_only: bool = False) -> None:
+                 weights: np.ndarray, lambdas: np.ndarray, yy: np.ndarray,
+                 scales: np.ndarray, count: float, lambda_min: float, out: np.ndarray,
+                 zeros_only: bool = False) -> None:
     """:func:`basis_optimum` of every basis function of the model, in one call
-    (``criteria.basis_optima``). Row j of ``out`` (M × 8) receives
+    (``criteria.basis_optima``). Row j of ``out`` (M × :func:`quantity_slots`) receives
     ``[λ, GCV, GCV without j, case]`` of basis function j (the rest is working room)."""
     for j in range(weights.shape[0]):
-        basis_optimum(variance, gram, cross_y, weights, lambdas, yy, count, j, lambda_min,
-                      out[j], zeros_only)
+        basis_optimum(variance, gram, cross_y, weights, lambdas, yy, scales, count, j,
+                      lambda_min, out[j], zeros_only)
 
 

@@ -89,10 +89,13 @@ def measured_estimate(gram: np.ndarray, variance: np.ndarray, lambdas: np.ndarra
 
 @jit
 def is_healthy(variance: np.ndarray, weights: np.ndarray) -> bool:
-    """The O(M) check after every update: ``diag S > 0`` and finite weights."""
+    """The O(M·K) check after every update: ``diag S > 0`` and finite weights (M × K)."""
     for i in range(weights.shape[0]):
-        if not (variance[i, i] > 0.0 and math.isfinite(weights[i])):
+        if not variance[i, i] > 0.0:
             return False
+        for k in range(weights.shape[1]):
+            if not math.isfinite(weights[i, k]):
+                return False
     return True
 
 

@@ -24,7 +24,7 @@ from onlinesparse._jit import jit
 from onlinesparse.core.basis import CONSTANT
 from onlinesparse.core.criteria import error_and_gamma
 from onlinesparse.core.health import REFRESH_NOW, account, decide
-from onlinesparse.core.linalg import swap_symmetric
+from onlinesparse.core.linalg import swap_rows, swap_symmetric
 from onlinesparse.core.selection import (
     BASIS_FACTOR,
     BASIS_USEFULNESS,
@@ -43,6 +43,7 @@ from onlinesparse.core.selection import (
     intercept_move,
     model_budget,
 )
+from onlinesparse.core.state import YY, Targets
 from onlinesparse.core.statistics import swap_columns
 from onlinesparse.core.updates import (
     MIN_RELATIVE_DELTA,
@@ -93,15 +94,17 @@ def swap_tracked(t: Tracked, i: int, j: int, n: int) -> None:
 
 
 @jit
-def criteria_now(ridge_record: np.ndarray, window_record: np.ndarray, gram: np.ndarray,
+def criteria_now(ridge_record: np.ndarray, targets: Targets, gram: np.ndarray,
                  cross_y: np.ndarray, variance: np.ndarray, weights: np.ndarray,
                  lambdas: np.ndarray) -> tuple[float, float]:
-    """``(yᵀP²y, γ)`` of the current model (:func:`error_and_gamma`), computed once per
-    version of it and kept in the ridge's record (``IncrementalRidge.summary``)."""
+    """``(Σₖ ωₖyₖᵀP²yₖ, γ)`` of the current model (:func:`error_and_gamma`; each target's
+    error into ``targets.errors``), computed once per version of it and kept in the
+    ridge's record (``IncrementalRidge.summary``)."""
     r = ridge_record[0]
     if r.summary_version != r.version:
         r.training_error, r.gamma = error_and_gamma(gram, cross_y, weights, lambdas,
-                                                    variance, window_record[0].yy)
+                                                    variance, targets.moments[YY],
+                                                    targets.scales, targets.errors)
         r.summary_version = r.version
     return r.training_error, r.gamma
 
@@ -145,14 +148,16 @@ def intercept_position(pruner_record: np.ndarray, kinds: np.ndarray, m: int) -> 
 
 @jit
 def evaluate(pruner_record: np.ndarray, ridge_record: np.ndarray, window_record: np.ndarray,
-             t: Tracked, s: Ridge, spare: Ridge, protected: np.ndarray, move: np.ndarray,
-             lambda_min: float, evaluations: int, first: int) -> int:
+             targets: Targets, t: Tracked, s: Ridge, spare: Ridge, protected: np.ndarray,
+             move: np.ndarray, lambda_min: float, evaluations: int, first: int) -> int:
     """Run up to ``evaluations`` of the pruner's evaluations in the order ``first``
     (``TURN_ORDER``, ``CANDIDATE_FIRST`` or ``BASIS_FIRST``); returns why it stopped
     (``FINISHED``, ``HAND_BACK``, ``REFRESH``), with ``pruner_record.done`` the
     evaluations completed.
 
-    ``t`` is the window's tracked columns, ``s`` the ridge state. The first addition or
+    ``targets`` is the window's targets (``core.state.Targets``: their moments and
+    weights in the criteria), ``t`` its tracked columns, ``s`` the ridge state. The first
+    addition or
     deletion of a call writes the new state into the ``spare`` arrays (its ``variance``
     flat, with room for (M + 1)² numbers) and sets
     ``pruner_record.resized``: the caller's state is then views of them, M being
@@ -175,11 +180,11 @@ def evaluate(pruner_record: np.ndarray, ridge_record: np.ndarray, window_record:
         if kind == NO_MOVE:
             break
         if kind == CANDIDATE_MOVE:
-            stop, s = _candidate_step(pruner_record, ridge_record, window_record, t, s,
-                                      spare, move, lambda_min)
+            stop, s = _candidate_step(pruner_record, ridge_record, window_record, targets,
+                                      t, s, spare, move, lambda_min)
         else:
-            stop, s = _basis_step(pruner_record, ridge_record, window_record, t, s, spare,
-                                  protected, move, lambda_min)
+            stop, s = _basis_step(pruner_record, ridge_record, window_record, targets, t, s,
+                                  spare, protected, move, lambda_min)
         if stop == HAND_BACK:
             p.stop = HAND_BACK
             p.move_kind = kind
@@ -193,8 +198,8 @@ def evaluate(pruner_record: np.ndarray, ridge_record: np.ndarray, window_record:
 
 @jit
 def _candidate_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
-                    window_record: np.ndarray, t: Tracked, s: Ridge, spare: Ridge,
-                    move: np.ndarray, lambda_min: float) -> tuple[int, Ridge]:
+                    window_record: np.ndarray, targets: Targets, t: Tracked, s: Ridge,
+                    spare: Ridge, move: np.ndarray, lambda_min: float) -> tuple[int, Ridge]:
     """One candidate move (``GCVPruner``'s candidate turn): score the next few
     candidates round robin (:func:`candidate_move`), then add the best or trade it for the
     least useful basis function. Returns ``(FINISHED | HAND_BACK | REFRESH, ridge)``."""
@@ -207,12 +212,13 @@ def _candidate_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
     for q in range(count):
         columns[q] = m + (p.candidate_cursor + q) % n_candidates
     p.candidate_cursor = (p.candidate_cursor + count - 1) % n_candidates + 1
-    training, gamma = criteria_now(ridge_record, window_record, t.gram, t.cross_y,
+    training, gamma = criteria_now(ridge_record, targets, t.gram, t.cross_y,
                                    s.variance, s.weights, s.lambdas)
     budget = model_budget(p.max_basis, w.count)
     action = candidate_move(s.variance, t.gram, t.cross_y, s.weights, s.lambdas, t.merit,
-                            w.yy, w.count, training, gamma, columns, lambda_min, p.min_gain,
-                            m >= budget, intercept_position(pruner_record, t.kinds, m), move)
+                            targets.moments[YY], targets.scales, w.count, training, gamma,
+                            columns, lambda_min, p.min_gain, m >= budget,
+                            intercept_position(pruner_record, t.kinds, m), move)
     p.action = action
     if action == NO_CANDIDATE:
         return FINISHED, s
@@ -240,9 +246,10 @@ def _candidate_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
         return HAND_BACK, s
     grown = Ridge(spare.variance[:(m + 1) * (m + 1)].reshape((m + 1, m + 1)),
                   spare.weights[:m + 1], spare.lambdas[:m + 1])
-    delta, status = add_basis(s.variance, s.weights, g, g_jj, t.cross_y[position], lam,
-                              math.nan, math.nan, MIN_RELATIVE_DELTA, PROJECT_BELOW,
-                              grown.variance, grown.weights)
+    c_j = t.cross_y[position]
+    delta, status = add_basis(s.variance, s.weights, g, g_jj, c_j, lam, math.nan, c_j,
+                              MIN_RELATIVE_DELTA, PROJECT_BELOW, grown.variance,
+                              grown.weights)
     if status == 0:  # in the span after all: it stays in the pool
         return FINISHED, s
     if status < 0:  # hᵀPh is to come from the stored rows
@@ -260,8 +267,8 @@ def _candidate_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
 
 @jit
 def _basis_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
-                window_record: np.ndarray, t: Tracked, s: Ridge, spare: Ridge,
-                protected: np.ndarray, move: np.ndarray, lambda_min: float
+                window_record: np.ndarray, targets: Targets, t: Tracked, s: Ridge,
+                spare: Ridge, protected: np.ndarray, move: np.ndarray, lambda_min: float
                 ) -> tuple[int, Ridge]:
     """One basis move (``pruner.reestimate_basis`` on the next basis function, round
     robin): re-estimate its λ in place, or delete it when its optimum is λ = ∞; the
@@ -277,10 +284,11 @@ def _basis_step(pruner_record: np.ndarray, ridge_record: np.ndarray,
     if _is_intercept(pruner_record, t.kinds, j):
         action = intercept_move(s.variance, s.weights, s.lambdas, j, move)
     else:
-        training, gamma = criteria_now(ridge_record, window_record, t.gram, t.cross_y,
+        training, gamma = criteria_now(ridge_record, targets, t.gram, t.cross_y,
                                        s.variance, s.weights, s.lambdas)
-        action = basis_move(s.variance, t.gram, t.cross_y, s.weights, s.lambdas, w.yy,
-                            w.count, training, gamma, j, lambda_min, RELATIVE_GAIN, move)
+        action = basis_move(s.variance, t.gram, t.cross_y, s.weights, s.lambdas,
+                            targets.moments[YY], targets.scales, w.count, training, gamma,
+                            j, lambda_min, RELATIVE_GAIN, move)
     p.action = action
     if action == DELETE and m > 1 and not p.resized:
         return _delete(pruner_record, ridge_record, window_record, t, s, spare, j,
@@ -310,7 +318,7 @@ def _delete(pruner_record: np.ndarray, ridge_record: np.ndarray,
     m, n = w.n_model, w.n_columns
     last = m - 1
     swap_symmetric(s.variance, j, last, m)
-    s.weights[j], s.weights[last] = s.weights[last], s.weights[j]
+    swap_rows(s.weights, j, last)
     s.lambdas[j], s.lambdas[last] = s.lambdas[last], s.lambdas[j]
     swap_tracked(t, j, last, n)
     shrunk = Ridge(spare.variance[:last * last].reshape((last, last)),

@@ -58,22 +58,23 @@ RESIDUAL_CLIP = 2.5
 
 @jit
 def model_gradient(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
-                   features: np.ndarray, weights: np.ndarray, x: np.ndarray,
+                   features: np.ndarray, weights: np.ndarray, target: int, x: np.ndarray,
                    row: np.ndarray, out: np.ndarray) -> None:
-    """``out = ∇f(x)`` for ``f = Σ_k w_k h_k`` over the model's columns (the first
-    ``len(weights)``), ``row`` their values at x: a linear column adds its weight to its
-    input's slope, a radial one ``w·φ'(z)·2·inv_r2[k, f]·(x_f − c_f)`` with φ' from the
-    value (:func:`~onlinesparse.core.basis.profile_slope`)."""
+    """``out = ∇f(x)`` for target ``target``'s ``f = Σ_k w_k h_k`` over the model's columns
+    (the rows of ``weights``, M × K), ``row`` their values at x: a linear column adds its
+    weight to its input's slope, a radial one ``w·φ'(z)·2·inv_r2[k, f]·(x_f − c_f)`` with
+    φ' from the value (:func:`~onlinesparse.core.basis.profile_slope`)."""
     d = x.shape[0]
     out[:] = 0.0
     for k in range(weights.shape[0]):
         kind = kinds[k]
+        weight = weights[k, target]
         if kind == CONSTANT:
             continue
         if kind == LINEAR:
-            out[features[k]] += weights[k]
+            out[features[k]] += weight
             continue
-        slope = 2.0 * weights[k] * profile_slope(kind, row[k])
+        slope = 2.0 * weight * profile_slope(kind, row[k])
         for f in range(d):
             out[f] += slope * inv_r2[k, f] * (x[f] - centres[k, f])
 

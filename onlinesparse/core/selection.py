@@ -24,6 +24,7 @@ from onlinesparse.core.criteria import (
     candidate_optima,
     gcv,
     optimal_lambda,
+    quantity_slots,
 )
 from onlinesparse.core.updates import lambda_rank_one
 
@@ -174,8 +175,9 @@ def least_useful(merit: np.ndarray, ids: np.ndarray, start: int, stop: int,
 
 @jit
 def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
-                   weights: np.ndarray, lambdas: np.ndarray, merit: np.ndarray, yy: float,
-                   count: float, error: float, gamma: float, columns: np.ndarray,
+                   weights: np.ndarray, lambdas: np.ndarray, merit: np.ndarray,
+                   yy: np.ndarray, scales: np.ndarray, count: float, error: float,
+                   gamma: float, columns: np.ndarray,
                    lambda_min: float, min_gain: float, at_budget: bool, keep: int,
                    out: np.ndarray) -> int:
     """The decision of ``GCVPruner._candidate_move``, whose docstring gives the rules:
@@ -184,7 +186,9 @@ def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
     trading the least useful basis function for it (its usefulness refreshed first, then
     the candidate's optimum without it, :func:`candidate_quantities` with ``removed``).
     ``error`` and ``gamma`` are the current model's (``IncrementalRidge.summary``, computed
-    once per change of the model and shared with :func:`basis_move`).
+    once per change of the model and shared with :func:`basis_move`); ``yy`` and
+    ``scales`` each target's ``yᵀy`` and weight in the shared criteria
+    (:func:`~onlinesparse.core.criteria.error_and_gamma`).
 
     Returns ``NO_CANDIDATE``, ``ADD`` (add column ``out[MOVE_COLUMN]`` with λ
     ``out[MOVE_LAMBDA]``) or ``TRADE`` (remove basis function ``out[MOVE_TRADED]`` and add
@@ -194,10 +198,10 @@ def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
     m = weights.shape[0]
     current = gcv(error, gamma, count)
     k = columns.shape[0]
-    quantities = np.empty((4, k))
+    quantities = np.empty((2 + 2 * scales.shape[0], k))
     optima = np.empty((2, k))
-    candidate_optima(variance, gram, m, cross_y, weights, columns, -1, error, count - gamma,
-                     count, lambda_min, quantities, optima)
+    candidate_optima(variance, gram, m, cross_y, weights, scales, columns, -1, error,
+                     count - gamma, count, lambda_min, quantities, optima)
     threshold = min_gain * current
     best = -1
     best_gain = threshold
@@ -228,16 +232,16 @@ def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
         return NO_CANDIDATE
     # That usefulness may be many samples old: refresh it, so that a stale low value does
     # not invite the same failing trade again and again.
-    basis = np.empty(8)
-    basis_quantities(variance, gram, cross_y, weights, lambdas, yy, count, j, basis)
+    basis = np.empty(quantity_slots(scales.shape[0]))
+    basis_quantities(variance, gram, cross_y, weights, lambdas, yy, scales, count, j, basis)
     _, _, without_j, _ = optimal_lambda(basis[Q_A], basis[Q_B], basis[Q_C], basis[Q_ALPHA],
                                         basis[Q_BETA], basis[Q_PSI], count, lambda_min)
     merit[j] = without_j - current
     if best_gain <= merit[j] + threshold:
         return NO_CANDIDATE
     # The exact price: the candidate's optimum in the model without j.
-    candidate_optima(variance, gram, m, cross_y, weights, columns[best:best + 1], j,
-                     basis[Q_A], basis[Q_ALPHA], count, lambda_min, quantities, optima)
+    candidate_optima(variance, gram, m, cross_y, weights, scales, columns[best:best + 1],
+                     j, basis[Q_A], basis[Q_ALPHA], count, lambda_min, quantities, optima)
     if not (math.isfinite(optima[0, 0]) and optima[1, 0] < current - threshold):
         return NO_CANDIDATE
     out[MOVE_LAMBDA] = optima[0, 0]
@@ -247,14 +251,15 @@ def candidate_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
 
 @jit
 def basis_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
-               weights: np.ndarray, lambdas: np.ndarray, yy: float, count: float,
-               error: float, gamma: float, j: int, lambda_min: float,
-               relative_gain: float, out: np.ndarray) -> int:
+               weights: np.ndarray, lambdas: np.ndarray, yy: np.ndarray,
+               scales: np.ndarray, count: float, error: float, gamma: float, j: int,
+               lambda_min: float, relative_gain: float, out: np.ndarray) -> int:
     """The decision of ``pruner.reestimate_basis`` for basis function j, whose docstring
     gives the rules, with the common outcome carried out in place.
 
     ``error`` and ``gamma`` are the current model's (its GCV is compared against).
-    ``out`` (room for eight) receives the new λ (``BASIS_LAMBDA``), j's usefulness
+    ``out`` (room for :func:`~onlinesparse.core.criteria.quantity_slots`) receives the new λ
+    (``BASIS_LAMBDA``), j's usefulness
     (``BASIS_USEFULNESS``) and the re-estimation's rounding-error factor
     (``BASIS_FACTOR``). Returns ``KEEP_LAMBDA`` (leave j as it is), ``REESTIMATED`` (λⱼ
     re-estimated here by :func:`lambda_rank_one`), ``DELETE`` (its optimum is ∞ and GCV
@@ -262,7 +267,8 @@ def basis_move(variance: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
     which the caller takes).
     """
     current = gcv(error, gamma, count)
-    basis_optimum(variance, gram, cross_y, weights, lambdas, yy, count, j, lambda_min, out)
+    basis_optimum(variance, gram, cross_y, weights, lambdas, yy, scales, count, j,
+                  lambda_min, out)
     lam = out[OPT_LAMBDA]
     value = out[OPT_GCV]
     removed = out[OPT_WITHOUT]

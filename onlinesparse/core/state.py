@@ -24,10 +24,13 @@ record             owner                            what it holds
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 __all__ = ["WINDOW", "RIDGE", "PRUNER", "SAMPLE", "NO_REFRESH", "REFRESH_STATE",
-           "REFRESH_STATISTICS", "Field", "RecordOwner", "new_record"]
+           "REFRESH_STATISTICS", "YY", "SUM", "Field", "RecordOwner", "Targets", "new_record",
+           "new_targets"]
 
 
 def _dtype(ints: tuple[str, ...], floats: tuple[str, ...]) -> np.dtype:
@@ -37,7 +40,7 @@ def _dtype(ints: tuple[str, ...], floats: tuple[str, ...]) -> np.dtype:
 
 WINDOW = _dtype(
     ("n_seen", "head", "n_stored", "n_columns", "n_model", "exact_since", "store_capacity"),
-    ("count", "yy", "sum_y", "refresh_credit", "factor"))
+    ("count", "refresh_credit", "factor"))
 RIDGE = _dtype(
     ("since_refresh", "since_check", "round_start", "version", "refresh_every",
      "check_every", "defer_refreshes", "pending", "summary_version"),
@@ -65,6 +68,27 @@ SAMPLE = _dtype(
      "error_square"))
 # RIDGE.pending: no refresh waits, one of S alone, one of the statistics and S.
 NO_REFRESH, REFRESH_STATE, REFRESH_STATISTICS = -1, 0, 1
+# The rows of Targets.moments: each target's Σy² and Σy over the memory.
+YY, SUM = 0, 1
+
+
+class Targets(NamedTuple):
+    """What a window keeps of its K targets (a single-output model has K = 1): the stored
+    ring's targets ``values`` (K × W, one line per target), their ``moments`` (2 × K: Σy²
+    and Σy over the memory, forgetting's weights included), each target's weight ω in
+    the shared criteria (``scales``, :func:`~onlinesparse.core.criteria.error_and_gamma`)
+    and each target's training error as of the ridge's summary (``errors``)."""
+
+    values: np.ndarray
+    moments: np.ndarray
+    scales: np.ndarray
+    errors: np.ndarray
+
+
+def new_targets(n_targets: int, rows: int) -> Targets:
+    """Zeroed :class:`Targets` for K targets and a ring of ``rows`` slots, every ω 1."""
+    return Targets(np.zeros((n_targets, rows)), np.zeros((2, n_targets)),
+                   np.ones(n_targets), np.zeros(n_targets))
 
 
 def new_record(dtype: np.dtype) -> np.ndarray:

@@ -1,6 +1,10 @@
-"""Window statistics ``G = HᵀH``, ``c = Hᵀy`` of every tracked column: a pattern entering or
+"""Window statistics ``G = HᵀH``, ``C = HᵀY`` of every tracked column: a pattern entering or
 leaving (rank one), a new column over the stored patterns, the rolling recomputation of
 one column from the stored rows, swaps of two columns, and the inputs' running means.
+
+The targets carry a trailing axis (K of them; a single-output model is K = 1): ``C`` is
+n × K, a pattern's target a vector of K, the stored ring's targets ``YT`` K × W (one line
+per target, as ``HT`` keeps one per column).
 """
 
 from __future__ import annotations
@@ -16,14 +20,15 @@ from onlinesparse.core.linalg import swap_rows, swap_symmetric
 
 @jit
 def new_column(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
-               features: np.ndarray, XT: np.ndarray, y: np.ndarray, HT: np.ndarray,
+               features: np.ndarray, XT: np.ndarray, YT: np.ndarray, HT: np.ndarray,
                gram: np.ndarray, cross_y: np.ndarray, i: int, n: int, head: int,
                n_stored: int, factor: float) -> None:
     """The statistics of column ``i`` of the basis (just written there, ``i < n``) over
     the stored ring of patterns (``WindowStatistics.add_column`` / ``replace_column``):
     its values go to line ``i`` of ``HT``, its cross products with the ``n`` tracked
-    columns (itself included) to row and column ``i`` of the Gram matrix, ``φᵀy`` to
-    ``cross_y[i]``. With forgetting, a pattern of age a weighs ``factor**a``.
+    columns (itself included) to row and column ``i`` of the Gram matrix, ``φᵀyₖ`` of each
+    target (the lines of ``YT``) to ``cross_y[i]``. With forgetting, a pattern of age a weighs
+    ``factor**a``.
 
     The values are computed for every slot of the ring (``XT`` holds the inputs feature
     by feature, so each pass is over contiguous memory and vectorises; a slot that holds
@@ -32,7 +37,7 @@ def new_column(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
     walked in storage order, and the products with the tracked columns are one
     matrix-vector product over contiguous lines of ``HT``.
     """
-    cap = y.shape[0]
+    cap = YT.shape[1]
     line = HT[i]
     kind = kinds[i]
     full = n_stored == cap
@@ -57,17 +62,16 @@ def new_column(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
     if factor == 1.0 and full:
         # Every slot holds an unweighted pattern: the weights are the values themselves.
         cross = np.dot(HT[:n], line)
-        with_y = np.dot(line, y)
+        with_y = np.dot(YT, line)
     else:
         weighted = np.zeros(cap)
-        with_y = 0.0
         for t in range(n_stored):
             slot = (head + t) % cap
             weight = line[slot] if factor == 1.0 else (
                 line[slot] * factor ** (n_stored - 1 - t))
             weighted[slot] = weight
-            with_y += weight * y[slot]
         cross = np.dot(HT[:n], weighted)
+        with_y = np.dot(YT, weighted)
     for k in range(n):
         gram[k, i] = cross[k]
         gram[i, k] = cross[k]
@@ -75,48 +79,54 @@ def new_column(kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
 
 
 @jit
-def refresh_column(HT: np.ndarray, y: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
+def refresh_column(HT: np.ndarray, YT: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
                    traffic: np.ndarray, n: int, i: int) -> None:
     """Recompute column ``i``'s statistics from the stored rows of a full window
     (``WindowStatistics.refresh_step``): row and column ``i`` of the Gram matrix and
-    ``φᵢᵀy``, with every slot of the ring holding a pattern. One matrix-vector product
+    ``φᵢᵀyₖ`` of each target, with every slot of the ring holding a pattern. One matrix-vector
+    product
     over contiguous lines of ``HT``, as in :func:`new_column`."""
     line = HT[i]
     cross = np.dot(HT[:n], line)
     for k in range(n):
         gram[k, i] = cross[k]
         gram[i, k] = cross[k]
-    cross_y[i] = np.dot(line, y)
+    cross_y[i] = np.dot(YT, line)
     traffic[i] = 0.0
 
 
 @jit
-def rolling_refresh(HT: np.ndarray, y: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
+def rolling_refresh(HT: np.ndarray, YT: np.ndarray, gram: np.ndarray, cross_y: np.ndarray,
                     stamps: np.ndarray, traffic: np.ndarray, n: int, n_seen: int,
-                    credit: float,
-                    period: int) -> tuple[float, float, int]:
+                    credit: float, period: int, moments: np.ndarray) -> tuple[float, int]:
     """One pattern's share of the rolling refresh (``WindowStatistics.refresh_step``, whose
     docstring gives the rule): ``n/period`` columns' worth of credit, and for each whole
-    column owed, the stalest column (lowest stamp) recomputed by :func:`refresh_column`.
+    column owed, the stalest column (lowest stamp) recomputed by :func:`refresh_column`;
+    then each target's ``yₖᵀyₖ`` and ``Σyₖ`` recomputed into ``moments`` (2 × K) from the
+    stored ring (full: every slot holds a pattern).
 
-    Returns ``(credit left, yᵀy recomputed, pattern count since which every column is
-    exact)``, the last two ``(nan, −1)`` when no column was due.
+    Returns ``(credit left, pattern count since which every column is exact)``, the last
+    −1 (and ``moments`` untouched) when no column was due.
     """
     credit += n / period
     if credit < 1.0:
-        return credit, math.nan, -1
+        return credit, -1
     while credit >= 1.0:
         credit -= 1.0
         i = np.argmin(stamps[:n])
-        refresh_column(HT, y, gram, cross_y, traffic, n, i)
+        refresh_column(HT, YT, gram, cross_y, traffic, n, i)
         stamps[i] = n_seen
-    return credit, np.dot(y, y), stamps[:n].min()
+    for k in range(YT.shape[0]):
+        moments[0, k] = np.dot(YT[k], YT[k])
+        moments[1, k] = np.sum(YT[k])
+    return credit, stamps[:n].min()
 
 
 @jit
 def gram_rank_one(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n: int,
-                  h: np.ndarray, y: float, sign: float) -> None:
-    """``G[:n, :n] += sign·hhᵀ`` and ``c[:n] += sign·y·h``: a pattern enters (sign = 1) or
+                  h: np.ndarray, y: np.ndarray, sign: float) -> None:
+    """``G[:n, :n] += sign·hhᵀ`` and ``C[:n] += sign·h yᵀ`` (y: the pattern's K targets): a
+    pattern enters (sign = 1) or
     leaves (sign = −1) the statistics (``WindowStatistics.push`` / ``pop_oldest``); each
     column's ``traffic`` grows by what passed through its diagonal (:func:`column_error`)."""
     for i in range(n):
@@ -125,7 +135,9 @@ def gram_rank_one(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n:
         traffic[i] += h[i] * h[i] + abs(row[i])
         for j in range(n):
             row[j] += hi * h[j]
-        cross_y[i] += hi * y
+        line = cross_y[i]
+        for k in range(y.shape[0]):
+            line[k] += hi * y[k]
 
 
 @jit
@@ -188,7 +200,7 @@ def swap_columns(gram: np.ndarray, HT: np.ndarray, cross_y: np.ndarray, ids: np.
     swap_symmetric(gram, i, j, n)
     # Unused slots of the ring hold zeros or stale rows: swapping them too is harmless.
     swap_rows(HT, i, j)
-    cross_y[i], cross_y[j] = cross_y[j], cross_y[i]
+    swap_rows(cross_y, i, j)
     ids[i], ids[j] = ids[j], ids[i]
     merit[i], merit[j] = merit[j], merit[i]
     stamps[i], stamps[j] = stamps[j], stamps[i]

@@ -10,6 +10,10 @@ remove a basis function   ``S ← S − sⱼsⱼᵀ/sⱼⱼ`` (λⱼ → ∞)   
 change one λⱼ             rank one, ``Kⱼ = δ/(1 + δsⱼⱼ)``         FGCV App. V
 trade a basis function    remove j, add a column in its slot      FGCV App. V + Orr A.4
 ========================  ======================================  ========================
+
+The weights are ``W = SC``, a column per target (M × K; a single-output model is K = 1):
+S depends on the basis and the patterns only, so every operation updates S once and each
+target's weights by the same vector, ``W ← W + u·stepᵀ`` with a step per target.
 """
 
 from __future__ import annotations
@@ -39,10 +43,12 @@ PROJECT_BELOW = 1e-4
 SLIDE_REMOVAL, SLIDE_ADDITION, SLIDE_CANCELLATION, SLIDE_HEALTHY, SLIDE_LEVERAGE = range(5)
 
 @jit
-def sherman_morrison(variance: np.ndarray, weights: np.ndarray, h: np.ndarray, y: float,
-                     sign: float, min_denominator: float, work: np.ndarray) -> float:
+def sherman_morrison(variance: np.ndarray, weights: np.ndarray, h: np.ndarray,
+                     y: np.ndarray, sign: float, min_denominator: float, work: np.ndarray
+                     ) -> float:
     """The pattern update of ``RidgeState.add_pattern`` (sign = 1, Orr eq. (A.8)) and
-    ``remove_pattern`` (sign = −1, Orr eq. (A.11)), in place.
+    ``remove_pattern`` (sign = −1, Orr eq. (A.11)), in place; ``y`` the pattern's K
+    targets.
 
     ``u = Sh`` goes to ``work``; the denominator is ``1 + sign·hᵀu``. Returns it; when it is
     not above ``min_denominator`` nothing is changed (the caller raises).
@@ -50,26 +56,37 @@ def sherman_morrison(variance: np.ndarray, weights: np.ndarray, h: np.ndarray, y
     m = h.shape[0]
     symmetric_matvec(variance, h, m, work)
     hu = 0.0
-    hw = 0.0
     for i in range(m):
         hu += h[i] * work[i]
-        hw += h[i] * weights[i]
     denom = 1.0 + sign * hu
     if not denom > min_denominator:
         return denom
     coef = -sign / denom
     rank_one_update(variance, work, work, coef)
-    step = sign * (y - hw) / denom
-    for i in range(m):
-        weights[i] += work[i] * step
+    for k in range(y.shape[0]):
+        hw = 0.0
+        for i in range(m):
+            hw += h[i] * weights[i, k]
+        step = sign * (y[k] - hw) / denom
+        for i in range(m):
+            weights[i, k] += work[i] * step
     return denom
+
+
+@jit
+def fit(h: np.ndarray, weights: np.ndarray, m: int, k: int) -> float:
+    """``hᵀwₖ`` over the first m entries, summed in order (target k's output)."""
+    total = 0.0
+    for i in range(m):
+        total += h[i] * weights[i, k]
+    return total
 
 
 @jit
 def slide_window(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n: int,
                  variance: np.ndarray,
-                 weights: np.ndarray, m: int, h_new: np.ndarray, y_new: float,
-                 h_old: np.ndarray, y_old: float, min_denominator: float,
+                 weights: np.ndarray, m: int, h_new: np.ndarray, y_new: np.ndarray,
+                 h_old: np.ndarray, y_old: np.ndarray, min_denominator: float,
                  work: np.ndarray, out: np.ndarray) -> bool:
     """One step of a full window in one call: the oldest pattern leaves the ridge state
     (Orr A.11) and the statistics, the new one enters both (A.8) — what
@@ -92,33 +109,33 @@ def slide_window(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n: 
     u_new = np.empty(m)  # S h_new, then S₁ h_new
     symmetric_matvec_pair(variance, h_old, h_new, m, u_old, u_new)
     leverage = 0.0
-    fit_old = 0.0
     prior = 0.0  # hᵀSh of the new pattern before anything changes
     for i in range(m):
         leverage += h_old[i] * u_old[i]
-        fit_old += h_old[i] * weights[i]
         prior += h_new[i] * u_new[i]
     removal = 1.0 - leverage
     if not removal > min_denominator:
         return False
+    n_targets = y_new.shape[0]
     # A.11: the weights without the old pattern, and u₂ = S₁h_new.
-    step = (y_old - fit_old) / removal
+    for k in range(n_targets):
+        step = (y_old[k] - fit(h_old, weights, m, k)) / removal
+        for i in range(m):
+            weights[i, k] -= u_old[i] * step
     u1_h = 0.0
     for i in range(m):
-        weights[i] -= u_old[i] * step
         u1_h += u_old[i] * h_new[i]
     scale = u1_h / removal
     h_u2 = 0.0
-    fit_new = 0.0
     for i in range(m):
         u_new[i] += u_old[i] * scale
         h_u2 += h_new[i] * u_new[i]
-        fit_new += h_new[i] * weights[i]
     addition = 1.0 + h_u2
     # A.8 for the weights, then S₂ = S + u₁u₁ᵀ/d₁ − u₂u₂ᵀ/d₂ in one pass.
-    step = (y_new - fit_new) / addition
-    for i in range(m):
-        weights[i] += u_new[i] * step
+    for k in range(n_targets):
+        step = (y_new[k] - fit(h_new, weights, m, k)) / addition
+        for i in range(m):
+            weights[i, k] += u_new[i] * step
     c_old = 1.0 / removal
     c_new = -1.0 / addition
     for i in range(m):
@@ -137,7 +154,9 @@ def slide_window(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n: 
         traffic[i] += a * a + b * b + 2.0 * abs(row[i])
         for j in range(n):
             row[j] += a * h_new[j] - b * h_old[j]
-        cross_y[i] += a * y_new - b * y_old
+        line = cross_y[i]
+        for k in range(n_targets):
+            line[k] += a * y_new[k] - b * y_old[k]
     out[SLIDE_REMOVAL] = removal
     out[SLIDE_ADDITION] = addition
     out[SLIDE_CANCELLATION] = worst
@@ -149,13 +168,15 @@ def slide_window(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n: 
 @jit
 def symmetric_rank_one(variance: np.ndarray, weights: np.ndarray, j: int, coef: float
                        ) -> None:
-    """``S += coef·sⱼsⱼᵀ`` and ``w += coef·wⱼ·sⱼ`` with ``sⱼ`` column j of S, taken before
-    the update (``RidgeState.set_lambda``'s rank-one branch)."""
+    """``S += coef·sⱼsⱼᵀ`` and ``W += coef·sⱼ·(row j of W)`` with ``sⱼ`` column j of S,
+    taken before the update (``RidgeState.set_lambda``'s rank-one branch)."""
     s_j = variance[j].copy()  # row j of the symmetric S: contiguous
     rank_one_update(variance, s_j, s_j, coef)
-    step = coef * weights[j]
+    steps = coef * weights[j]
     for i in range(weights.shape[0]):
-        weights[i] += s_j[i] * step
+        line = weights[i]
+        for k in range(steps.shape[0]):
+            line[k] += s_j[i] * steps[k]
 
 
 @jit
@@ -177,28 +198,31 @@ def lambda_rank_one(variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarr
 
 
 @jit
-def without_basis(variance: np.ndarray, vector: np.ndarray, j: int) -> None:
-    """The λⱼ → ∞ downdate applied to a vector, in place: ``v ← v − sⱼvⱼ/sⱼⱼ`` with ``sⱼ``
-    row j of S, and ``vⱼ ← 0`` (FGCV appendix V with Kⱼ = 1/sⱼⱼ).
+def without_basis(variance: np.ndarray, vectors: np.ndarray, j: int) -> None:
+    """The λⱼ → ∞ downdate applied to the columns of ``vectors`` (M × K), in place:
+    ``v ← v − sⱼvⱼ/sⱼⱼ`` with ``sⱼ`` row j of S, and ``vⱼ ← 0`` (FGCV appendix V with
+    Kⱼ = 1/sⱼⱼ); a single vector is passed as M × 1 (``v.reshape((m, 1))``).
 
-    On ``v = w`` it gives the weights of the model without basis function j,
-    ``w' = w − sⱼwⱼ/sⱼⱼ``; on ``v = Sx`` it gives ``S'x`` with ``S' = S − sⱼsⱼᵀ/sⱼⱼ``,
-    without forming S'. (The matrix form is :func:`symmetric_rank_one` with
-    ``coef = −1/sⱼⱼ``.)"""
+    On ``V = W`` it gives the weights of the model without basis function j,
+    ``W' = W − sⱼ(row j of W)/sⱼⱼ``; on ``v = Sx`` it gives ``S'x`` with
+    ``S' = S − sⱼsⱼᵀ/sⱼⱼ``, without forming S'. (The matrix form is
+    :func:`symmetric_rank_one` with ``coef = −1/sⱼⱼ``.)"""
     s_j = variance[j]  # row j of the symmetric S: contiguous
-    ratio = vector[j] / s_j[j]
-    for i in range(vector.shape[0]):
-        vector[i] -= s_j[i] * ratio
-    vector[j] = 0.0
+    for k in range(vectors.shape[1]):
+        ratio = vectors[j, k] / s_j[j]
+        for i in range(vectors.shape[0]):
+            vectors[i, k] -= s_j[i] * ratio
+        vectors[j, k] = 0.0
 
 
 @jit
 def insert_column(variance: np.ndarray, weights: np.ndarray, l_vec: np.ndarray,
-                  delta: float, w_new: float, out_variance: np.ndarray,
+                  delta: float, w_new: np.ndarray, out_variance: np.ndarray,
                   out_weights: np.ndarray, slot: int) -> None:
     """Orr (1996) A.4, the partitioned inverse of a model with one more column: with
     ``l = Sg`` and ``Δ = λ + hᵀPh``, ``S ← [[S + llᵀ/Δ, −l/Δ], [−lᵀ/Δ, 1/Δ]]`` and
-    ``w ← [w − l·w_new, w_new]``, the new column at index ``slot``.
+    ``W ← [W − l·w_newᵀ; w_newᵀ]`` (``w_new``: the new column's weight for each target),
+    the new column at index ``slot``.
 
     ``slot = m`` (the state's size) appends into arrays one larger; ``slot = j < m``
     writes in place into the row and column of a basis function just removed (its
@@ -212,7 +236,8 @@ def insert_column(variance: np.ndarray, weights: np.ndarray, l_vec: np.ndarray,
         li = inv_delta * l_vec[i]
         for k in range(m):
             row[k] = source[k] + li * l_vec[k]
-        out_weights[i] = weights[i] - l_vec[i] * w_new
+        for k in range(w_new.shape[0]):
+            out_weights[i, k] = weights[i, k] - l_vec[i] * w_new[k]
     for i in range(m):
         value = -l_vec[i] / delta
         out_variance[i, slot] = value
@@ -223,13 +248,13 @@ def insert_column(variance: np.ndarray, weights: np.ndarray, l_vec: np.ndarray,
 
 @jit
 def add_basis(variance: np.ndarray, weights: np.ndarray, g: np.ndarray, g_jj: float,
-              c_j: float, lam: float, projected_hph: float, projected_yph: float,
+              c_j: np.ndarray, lam: float, projected_hph: float, projected_yph: np.ndarray,
               min_relative: float, project_below: float, out_variance: np.ndarray,
               out_weights: np.ndarray) -> tuple[float, int]:
     """Add a column (Orr (1996) A.4, :func:`insert_column`) into arrays one larger than
-    the state's: ``g = Hᵀh`` over the model, ``g_jj = hᵀh``, ``c_j = hᵀy``; ``l = Sg``,
-    ``Δ = λ + g_jj − gᵀl`` (or ``λ + projected_hph`` when the caller computed ``hᵀPh``
-    from the stored rows; NaN otherwise) and ``w_new = (c_j − gᵀw)/Δ`` (or
+    the state's: ``g = Hᵀh`` over the model, ``g_jj = hᵀh``, ``c_j = hᵀyₖ`` per target;
+    ``l = Sg``, ``Δ = λ + g_jj − gᵀl`` (or ``λ + projected_hph`` when the caller computed
+    ``hᵀPh`` from the stored rows; NaN otherwise) and ``w_new = (c_j − Wᵀg)/Δ`` (or
     ``projected_yph/Δ``).
 
     Returns ``(Δ, status)``: 1 when done; with nothing written, 0 when
@@ -256,7 +281,7 @@ def add_basis(variance: np.ndarray, weights: np.ndarray, g: np.ndarray, g_jj: fl
     if projected:
         w_new = projected_yph / delta
     else:
-        w_new = (c_j - (np.dot(g, weights) if m else 0.0)) / delta
+        w_new = (c_j - np.dot(g, weights)) / delta if m else c_j / delta
     insert_column(variance, weights, l_vec, delta, w_new, out_variance, out_weights, m)
     return delta, 1
 
@@ -286,14 +311,14 @@ def remove_basis(variance: np.ndarray, weights: np.ndarray, j: int,
 
 @jit
 def replace_basis(variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray, j: int,
-                  g: np.ndarray, g_kk: float, c_k: float, lam: float, min_relative: float,
-                  project_below: float, work: np.ndarray) -> float:
+                  g: np.ndarray, g_kk: float, c_k: np.ndarray, lam: float,
+                  min_relative: float, project_below: float, work: np.ndarray) -> float:
     """FGCV's trade in place: remove basis function j (λⱼ → ∞, FGCV appendix V) and add a
     column in its slot (Orr (1996) A.4).
 
     The new column's ``l = S'g`` and the weights ``w'`` of the model without j come from
     :func:`without_basis` (``g`` is its Gram row over the model, entry j ignored), so
-    that ``Δ = λ + g_kk − gᵀl`` and the column's weight ``(c_k − gᵀw')/Δ`` are known
+    that ``Δ = λ + g_kk − gᵀl`` and the column's weights ``(c_k − W'ᵀg)/Δ`` are known
     before anything changes; then the downdate (:func:`symmetric_rank_one`) and
     :func:`insert_column` into slot j.
 
@@ -312,11 +337,11 @@ def replace_basis(variance: np.ndarray, weights: np.ndarray, lambdas: np.ndarray
         row = variance[i]
         for k in range(m):
             l_vec[k] += gi * row[k]
-    without_basis(variance, l_vec, j)
+    without_basis(variance, l_vec.reshape((m, 1)), j)
     w_rem = weights.copy()
     without_basis(variance, w_rem, j)
     g_l = 0.0
-    g_w = 0.0
+    g_w = np.zeros(weights.shape[1])
     for i in range(m):
         if i != j:
             g_l += g[i] * l_vec[i]

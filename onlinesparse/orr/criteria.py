@@ -185,11 +185,16 @@ def basis_quantities(model: IncrementalRidge, j: int) -> dict[str, float]:
     # S' and w' are never formed: each product with them is a product with S or G plus a
     # correction along sⱼ, so the cost is four M × M matrix-vector products, run as one
     # compiled loop (the formulas above, in the same order).
-    out = np.empty(8)
-    core.basis_quantities(state.variance, window.gram_buffer, window.cross_y_buffer, state.weights,
-                            state.lambdas, window.yy, window.count, int(j), out)
-    return dict(zip(("a", "b", "c", "alpha", "beta", "psi", "yPh", "yP2h"), out.tolist(),
-                    strict=True))
+    out = np.empty(core.quantity_slots(model.n_targets))
+    targets = window.targets
+    core.basis_quantities(state.variance, window.gram_buffer, window.cross_y_buffer,
+                          state.weights, state.lambdas, targets.moments[core.YY],
+                          targets.scales, window.count, int(j), out)
+    quantities = dict(zip(("a", "b", "c", "alpha", "beta", "psi"), out[:6].tolist(),
+                          strict=True))
+    quantities["yPh"] = window._per_target(out[core.Q_Y_PH::2])
+    quantities["yP2h"] = window._per_target(out[core.Q_Y_P2H::2])
+    return quantities
 
 
 def basis_optimum(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
@@ -201,10 +206,12 @@ def basis_optimum(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
     if not 0 <= j < state.size:
         raise ValueError(f"basis index {j} is not in the model (it has {state.size} basis "
                          "functions)")
-    out = np.empty(8)
-    core.basis_optimum(state.variance, window.gram_buffer, window.cross_y_buffer, state.weights,
-                         state.lambdas, window.yy, window.count, int(j), float(lambda_min), out,
-                         bool(zeros_only))
+    out = np.empty(core.quantity_slots(model.n_targets))
+    targets = window.targets
+    core.basis_optimum(state.variance, window.gram_buffer, window.cross_y_buffer,
+                       state.weights, state.lambdas, targets.moments[core.YY],
+                       targets.scales, window.count, int(j), float(lambda_min), out,
+                       bool(zeros_only))
     return LocalOptimum(float(out[core.OPT_LAMBDA]), float(out[core.OPT_GCV]),
                         float(out[core.OPT_WITHOUT]), core.CASES[int(out[core.OPT_CASE])])
 
@@ -222,11 +229,16 @@ def candidate_quantities(model: IncrementalRidge, positions: np.ndarray | None =
     :func:`basis_quantities`), for pricing a trade without making it.
     """
     columns, removed = _candidate_columns(model, positions, without)
-    out = np.empty((4, len(columns)))
+    n_targets = model.n_targets
+    out = np.empty((2 + 2 * n_targets, len(columns)))
     core.candidate_quantities(model.state.variance, model.window.gram_buffer, model.state.size,
-                                model.window.cross_y_buffer, model.state.weights, columns, removed,
-                                out)
-    return {"r": out[0], "gamma": out[1], "xi": out[2], "u": out[3]}
+                              model.window.cross_y_buffer, model.state.weights, columns,
+                              removed, out)
+    r = out[core.CAND_R:core.CAND_R + n_targets]
+    xi = out[core.CAND_R + n_targets:]
+    per_target = model.window._per_target
+    return {"r": per_target(r.T).T, "gamma": out[core.CAND_GAMMA],
+            "xi": per_target(xi.T).T, "u": out[core.CAND_U]}
 
 
 def candidate_optima(model: IncrementalRidge, positions: np.ndarray,
@@ -246,10 +258,11 @@ def candidate_optima(model: IncrementalRidge, positions: np.ndarray,
         error, trace_p = model.training_error, model.n_patterns - model.effective_parameters
     out = np.empty((2, len(columns)))
     core.candidate_optima(model.state.variance, model.window.gram_buffer, model.state.size,
-                            model.window.cross_y_buffer, model.state.weights, columns, removed,
-                            float(error), float(trace_p), float(model.n_patterns),
-                            float(lambda_min), np.empty((4, len(columns))), out,
-                            bool(zeros_only))
+                          model.window.cross_y_buffer, model.state.weights,
+                          model.target_scales, columns, removed, float(error),
+                          float(trace_p), float(model.n_patterns), float(lambda_min),
+                          np.empty((2 + 2 * model.n_targets, len(columns))), out,
+                          bool(zeros_only))
     return out[0], out[1]
 
 
@@ -317,10 +330,11 @@ def basis_optima(model: IncrementalRidge, lambda_min: float = 0.0,
     ``zeros_only`` as in :func:`optimal_lambda`.
     """
     window, state = model.window, model.state
-    out = np.empty((state.size, 8))
-    core.basis_optima(state.variance, window.gram_buffer, window.cross_y_buffer, state.weights,
-                        state.lambdas, window.yy, window.count, float(lambda_min), out,
-                        bool(zeros_only))
+    out = np.empty((state.size, core.quantity_slots(model.n_targets)))
+    core.basis_optima(state.variance, window.gram_buffer, window.cross_y_buffer,
+                      state.weights, state.lambdas, window.targets.moments[core.YY],
+                      window.targets.scales, window.count, float(lambda_min), out,
+                      bool(zeros_only))
     return out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy()
 
 
@@ -336,13 +350,18 @@ def candidate_scores(model: IncrementalRidge, lambda_min: float = 0.0,
     :func:`optimal_lambda`.
     """
     columns, _ = _candidate_columns(model, None, None)
-    quantities = np.empty((4, len(columns)))
+    n_targets = model.n_targets
+    quantities = np.empty((2 + 2 * n_targets, len(columns)))
     out = np.empty((2, len(columns)))
     core.candidate_optima(model.state.variance, model.window.gram_buffer, model.state.size,
-                            model.window.cross_y_buffer, model.state.weights, columns, -1,
-                            float(model.training_error),
-                            float(model.n_patterns - model.effective_parameters),
-                            float(model.n_patterns), float(lambda_min), quantities, out,
-                            bool(zeros_only))
-    return {"lam": out[0], "gcv": out[1], "r": quantities[0], "gamma": quantities[1],
-            "xi": quantities[2], "u": quantities[3]}
+                          model.window.cross_y_buffer, model.state.weights,
+                          model.target_scales, columns, -1, float(model.training_error),
+                          float(model.n_patterns - model.effective_parameters),
+                          float(model.n_patterns), float(lambda_min), quantities, out,
+                          bool(zeros_only))
+    per_target = model.window._per_target
+    r = quantities[core.CAND_R:core.CAND_R + n_targets]
+    xi = quantities[core.CAND_R + n_targets:]
+    return {"lam": out[0], "gcv": out[1], "r": per_target(r.T).T,
+            "gamma": quantities[core.CAND_GAMMA], "xi": per_target(xi.T).T,
+            "u": quantities[core.CAND_U]}

@@ -48,10 +48,12 @@ def reestimate_basis(model: IncrementalRidge, j: int, lambda_min: float = 0.0,
     model.state.check_index(j)  # the compiled loop does not check bounds
     error, gamma = model.summary()
     state, window = model.state, model.window
-    out = np.empty(8)
+    out = np.empty(core.quantity_slots(model.n_targets))
+    targets = window.targets
     action = core.basis_move(state.variance, window.gram_buffer, window.cross_y_buffer,
-                             state.weights, state.lambdas, window.yy, window.count, error,
-                             gamma, int(j), float(lambda_min), core.RELATIVE_GAIN, out)
+                             state.weights, state.lambdas, targets.moments[core.YY],
+                             targets.scales, window.count, error, gamma, int(j),
+                             float(lambda_min), core.RELATIVE_GAIN, out)
     return _apply_basis_move(model, j, action, out, protected)
 
 
@@ -149,6 +151,12 @@ class GCVPruner(RecordOwner):
         self.min_gain = min_gain
         self.move = np.empty(8)  # (the decision of a move handed back)
 
+    def make_room(self, n_targets: int) -> None:
+        """Size the buffer a handed-back move's numbers go to for K targets
+        (``core.quantity_slots``)."""
+        if self.move.shape[0] < core.quantity_slots(n_targets):
+            self.move = np.empty(core.quantity_slots(n_targets))
+
     def __repr__(self) -> str:
         return (f"GCVPruner(max_basis={self.max_basis}, "
                 f"candidates_per_evaluation={self.candidates_per_evaluation}, "
@@ -162,12 +170,15 @@ class GCVPruner(RecordOwner):
         ``core.TURN_ORDER``), or starting with a candidate move (``CANDIDATE_FIRST``) or
         a basis move (``BASIS_FIRST``), for a caller that schedules them."""
         ids = np.fromiter(protected, dtype=np.int64, count=len(protected))
+        self.make_room(model.n_targets)
         done = 0
         while done < evaluations:
             size = model.size + 1
-            spares = (np.empty(size * size), np.empty(size), np.empty(size))
+            spares = (np.empty(size * size), np.empty((size, model.n_targets)),
+                      np.empty(size))
             stop = core.evaluate(self.record, model.record, model.window.record,
-                                 model.window.tracked(), core.Ridge(*model.state.arrays()),
+                                 model.window.targets, model.window.tracked(),
+                                 core.Ridge(*model.state.arrays()),
                                  core.Ridge(*spares), ids, self.move, float(lambda_min),
                                  evaluations - done, first)
             ran = self.finish(model, spares)

@@ -51,12 +51,13 @@ class _Compiled(NamedTuple):
         bundle has arrays of the same dtypes, dimensions and layout, so the same machine
         code: tests/test_rbf.py holds the bundle's numba type fixed over a stream), else
         resolved now (a few hundred µs, once per model)."""
-        reads = (bundle.record, bundle.window, bundle.stream, bundle.tracked, bundle.state)
+        reads = (bundle.record, bundle.window, bundle.ring.targets, bundle.stream,
+                 bundle.tracked, bundle.state)
         if before is not None:
             return before._replace(bundle=bundle, reads=reads)
         x = np.zeros(n_features)  # (the types of the calls' arguments)
         return cls(bundle,
-                   entry_point(fused.stream_sample, x, 0.0, x, 1, 1, 0, bundle),
+                   entry_point(fused.stream_sample, x, np.zeros(1), x, 1, 1, 0, bundle),
                    entry_point(fused.continue_sample, bundle, x, 1, 0),
                    entry_point(fused.prediction, x, *reads, 0.0), reads)
 
@@ -311,7 +312,7 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
-        for name in ("_spares", "_row_scratch", "_cached_bundle"):  # (made anew)
+        for name in ("_spares", "_row_scratch", "_cached_bundle", "_target_scratch"):  # (anew)
             state.pop(name, None)
         return state
 
@@ -353,13 +354,14 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
         target's variance before the first one; 1 before any pattern."""
         if self._model is None or not self._model.n_patterns:
             return 1.0
-        return fused.noise_level(self.record, self._model.window.record)
+        window = self._model.window
+        return fused.noise_level(self.record, window.record, window.targets)
 
     @property
     def _lambda_min(self) -> float:
         window = self._model.window
         return core.lambda_min(self._noise_level(), window.count,
-                               core.target_variance(window.record))
+                               core.target_variance(window.record, window.targets.moments, 0))
 
     @single_blas_thread
     def learn_one(self, x: dict, y: float) -> None:
@@ -390,7 +392,8 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
         fast = known and features.is_fitted
         means = features.means if fast else np.empty(len(vector))
         compiled = self._compiled()
-        status = compiled.sample(vector, target, means, features.n_committed + 1,
+        self._target_buffer[0] = target
+        status = compiled.sample(vector, self._target_buffer, means, features.n_committed + 1,
                                  evaluations, first, compiled.bundle)
         if status == core.SLIDE_REFUSED:  # the add-first order, by the model's operations
             row = self._row_buffer()[: model.window.n_columns].copy()
@@ -429,7 +432,7 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
         """The model as it stands, frozen (its basis functions and weights), and its noise
         variance; None while it has no basis function."""
         model = self._model
-        frozen = FrozenBasis.of(model.window.basis, model.state.weights)
+        frozen = FrozenBasis.of(model.window.basis, model.weights)
         return None if frozen is None else (frozen, self._noise_level())
 
     def _start_with_the_mean(self) -> None:
@@ -472,6 +475,14 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
     _target_reference = 0.0
     # The compiled calls' bundle, kept while the arrays stay (see _bundle).
     _cached_bundle = None
+
+    @property
+    def _target_buffer(self) -> np.ndarray:
+        """The target as the compiled sample takes it (a vector of one), reused."""
+        buffer = self.__dict__.get("_target_scratch")
+        if buffer is None:
+            buffer = self.__dict__["_target_scratch"] = np.zeros(1)
+        return buffer
 
     def _adopt_resized(self) -> None:
         """Take the state a compiled call resized into the spare arrays."""
@@ -522,7 +533,7 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
         resized state into (returning new arrays from every call cost more)."""
         if getattr(self, "_spares", None) is None:
             size = max(self.max_basis, self._model.size) + 1
-            self._spares = (np.empty(size * size), np.empty(size), np.empty(size))
+            self._spares = (np.empty(size * size), np.empty((size, 1)), np.empty(size))
         return self._spares
 
     def _consider(self, vector: np.ndarray, busy: bool) -> None:
@@ -699,7 +710,7 @@ class SparseRBFRegressor(Versioned, RecordOwner, base.Regressor):
         if model is None or not model.n_patterns:
             return 0.0
         window = model.window
-        prior = core.target_variance(window.record)
+        prior = core.target_variance(window.record, window.targets.moments, 0)
         if not (prior > 0.0 and noise > 0.0):
             return 0.0
         near = window.support(vector, self._buffer.reference_radius, KERNELS[self.kernel])

@@ -83,6 +83,11 @@ class IncrementalRidge(RecordOwner):
     check_every
         Probe ``‖S(G + Λ)v − v‖`` every this many operations; a drift above
         ``drift_tolerance`` triggers a refresh (FGCV section 3.2, point 5).
+    n_targets
+        K, the targets that share the basis and S (1: a single-output model, whose
+        ``weights`` is a vector and ``y`` a number; several: ``W`` has a column per target,
+        ``y`` is a vector of K, and the criteria sum the targets' errors weighed by
+        :meth:`set_target_scales`).
     defer_refreshes
         For real-time callers: a refresh that rounding calls for (not one that a broken
         state needs) is not done inside the operation that called for it but marked
@@ -123,12 +128,13 @@ class IncrementalRidge(RecordOwner):
     def __init__(self, n_features: int, memory: str = "window", size: int = 1000,
                  factor: float = 1.0, refresh_every: int | None = None,
                  check_every: int = 64, drift_tolerance: float = 1e-7,
-                 defer_refreshes: bool = False) -> None:
+                 defer_refreshes: bool = False, n_targets: int = 1) -> None:
         self.record = new_record(RIDGE)
         self.record[0]["pending"] = NO_REFRESH
         self.record[0]["summary_version"] = -1
-        self.window = WindowStatistics(n_features, memory=memory, size=size, factor=factor)
-        self.state = RidgeState()
+        self.window = WindowStatistics(n_features, memory=memory, size=size, factor=factor,
+                                       n_targets=n_targets)
+        self.state = RidgeState(n_targets)
         self.refresh_every = (
             refresh_every if refresh_every is not None
             else (size if memory == "window" else 10_000)
@@ -172,8 +178,29 @@ class IncrementalRidge(RecordOwner):
         return self.state.size
 
     @property
+    def n_targets(self) -> int:
+        return self.window.n_targets
+
+    @property
     def weights(self) -> np.ndarray:
-        return self.state.weights
+        """The weights (M × K; a vector for a single target)."""
+        return self.window._per_target(self.state.weights)
+
+    @property
+    def target_scales(self) -> np.ndarray:
+        """Each target's weight ω in the shared criteria (:meth:`set_target_scales`)."""
+        return self.window.targets.scales
+
+    def set_target_scales(self, scales: np.ndarray) -> None:
+        """Weigh each target's error in the shared criteria by ``scales`` (ω, positive and
+        finite; ``core.error_and_gamma``): ``ωₖ = 1/σₖ²`` puts every target in units of its
+        own noise level. Every criterion is recomputed at its next read."""
+        scales = np.asarray(scales, dtype=float).reshape(-1)
+        if scales.shape != (self.n_targets,) or not np.all(np.isfinite(scales) & (scales > 0)):
+            raise ValueError(f"expected {self.n_targets} positive finite target scales, "
+                             f"got {scales!r}")
+        self.window.targets.scales[:] = scales
+        self.record[0]["summary_version"] = -1
 
     @property
     def lambdas(self) -> np.ndarray:
@@ -206,20 +233,24 @@ class IncrementalRidge(RecordOwner):
         """Values of the model's basis functions at ``x``."""
         return self.window.basis.evaluate(np.asarray(x, dtype=float), 0, self.size)
 
-    def predict(self, x: np.ndarray) -> float:
-        return float(self.model_row(x) @ self.state.weights) if self.size else 0.0
+    def predict(self, x: np.ndarray) -> float | np.ndarray:
+        """``h(x)ᵀW``: the prediction (per target)."""
+        if not self.size:
+            return self.window._per_target(np.zeros(self.n_targets))
+        return self.window._per_target(self.model_row(x) @ self.state.weights)
 
     # -- the five operations --------------------------------------------------------------
-    def add_pattern(self, x: np.ndarray | list[float], y: float,
+    def add_pattern(self, x: np.ndarray | list[float], y: float | np.ndarray,
                     row: np.ndarray | None = None) -> np.ndarray:
-        """Add one pattern; a full window first drops its oldest (Orr eqs. (A.8), (A.11)).
+        """Add one pattern (``y``: its target, or K of them); a full window first drops its
+        oldest (Orr eqs. (A.8), (A.11)).
 
         ``row`` is the pattern's row over every tracked column if the caller already has it
         (``window.row(x)``). Returns that row. Invalid input raises ``ValueError`` and
         changes nothing.
         """
         x = _as_input(x, self.n_features)
-        y = _as_target(y)
+        y = self._as_targets(y)
         window = self.window
         h = window.row(x) if row is None else row
         if window.memory == "window":
@@ -237,7 +268,16 @@ class IncrementalRidge(RecordOwner):
         self._after_update(self.state.add_pattern(h[: self.size], y), pattern=True)
         return h
 
-    def _add_first(self, x: np.ndarray, y: float, h: np.ndarray) -> None:
+    def _as_targets(self, y: float | np.ndarray) -> np.ndarray:
+        """A pattern's targets, validated, as a vector of K (``features.as_target`` each)."""
+        if self.n_targets == 1 and np.ndim(y) == 0:
+            return np.array([_as_target(y)])
+        values = np.asarray(y, dtype=float).reshape(-1)
+        if values.shape[0] != self.n_targets:
+            raise ValueError(f"expected {self.n_targets} targets, got {values.shape[0]}")
+        return np.array([_as_target(v) for v in values.tolist()])
+
+    def _add_first(self, x: np.ndarray, y: np.ndarray, h: np.ndarray) -> None:
         """A full window whose oldest pattern is the only support of some direction: with
         the new pattern in, it may not be, so add first, then remove (Orr A.8, then A.11);
         restore and raise :class:`IllConditionedError` if the removal still fails."""
@@ -265,7 +305,7 @@ class IncrementalRidge(RecordOwner):
         get the smallest λ that makes it positive definite, 1e-12 of G's largest diagonal.
         O(W·n² + M³): for a stream that must go on where :meth:`add_pattern` refuses."""
         x = _as_input(x, self.n_features)
-        y = _as_target(y)
+        y = self._as_targets(y)
         window = self.window
         h = window.row(x) if h is None else h
         window.pop_oldest()
@@ -321,7 +361,7 @@ class IncrementalRidge(RecordOwner):
         gram = window.gram_buffer
         g = gram[position, :m].copy()  # row of the symmetric Gram: contiguous
         g_jj = float(gram[position, position])
-        c_j = float(window.cross_y_buffer[position])
+        c_j = window.cross_y_buffer[position].copy()
         # A window that stores its rows can recompute a cancelled hᵀPh from them.
         project_below = core.PROJECT_BELOW if self._can_project() else 0.0
         try:
@@ -340,8 +380,8 @@ class IncrementalRidge(RecordOwner):
         return column_id
 
     def _projection(self, position: int, g: np.ndarray, g_jj: float
-                    ) -> tuple[float, float] | None:
-        """``(hᵀPh, yᵀPh)`` of tracked column ``position`` from the stored rows, when the
+                    ) -> tuple[float, np.ndarray] | None:
+        """``(hᵀPh, YᵀPh)`` of tracked column ``position`` from the stored rows, when the
         Gram formula ``g_jj − gᵀSg`` would lose more than four digits (None otherwise, and
         for memories that do not store their rows).
 
@@ -361,8 +401,9 @@ class IncrementalRidge(RecordOwner):
             return None
         rows = window.stored_rows(model_only=False)  # (oldest first, one row per pattern)
         residual = rows[:, position] - rows[:, : state.size] @ l_vec
+        targets = window.targets.values[:, window._order()]
         return (float(residual @ residual + l_vec @ (state.lambdas * l_vec)),
-                float(residual @ window.stored_targets()))
+                targets @ residual)
 
     def _can_project(self) -> bool:
         """Whether :meth:`_projection` can use the stored rows (an unweighted window)."""
@@ -383,7 +424,7 @@ class IncrementalRidge(RecordOwner):
             raise ValueError(f"column {column_id} is already in the model")
         g = window.gram_buffer[position, : self.size].copy()  # row of the symmetric Gram
         account = self.state.replace_basis(j, g, float(window.gram_buffer[position, position]),
-                                           float(window.cross_y_buffer[position]), lam)
+                                           window.cross_y_buffer[position].copy(), lam)
         if account is not None:
             window.swap_columns(j, position)
             self._after_update(account)
@@ -450,7 +491,7 @@ class IncrementalRidge(RecordOwner):
         # (only the rare remove-and-add branch of RidgeState.set_lambda reads it).
         gram = self.window.gram_buffer
         account = self.state.set_lambda(j, lam, gram[j, : self.size], float(gram[j, j]),
-                                        float(self.window.cross_y_buffer[j]))
+                                        self.window.cross_y_buffer[j].copy())
         self._after_update(account)
 
     def scale_lambdas(self, factor: float) -> None:
@@ -591,7 +632,8 @@ class IncrementalRidge(RecordOwner):
             if self.window.refresh():
                 self._statistics_error = self._round_error = 0.0
                 self._round_start = self.window.n_seen
-        self.state.refresh(self.window.gram_model, self.window.cross_y_model)
+        window = self.window
+        self.state.refresh(window.gram_model, window.cross_y_buffer[: window.n_model])
         self._pending = None
         self._version += 1
         self.n_refreshes += 1
@@ -608,13 +650,20 @@ class IncrementalRidge(RecordOwner):
         record (``core.criteria_now``, which the compiled pruner shares).
         """
         window = self.window
-        return core.criteria_now(self.record, window.record, window.gram_buffer,
+        return core.criteria_now(self.record, window.targets, window.gram_buffer,
                                  window.cross_y_buffer, *self.state.arrays())
 
     @property
     def training_error(self) -> float:
-        """``yᵀP²y = yᵀy − 2wᵀc + wᵀGw`` (clipped at 0 against rounding)."""
+        """``yᵀP²y = yᵀy − 2wᵀc + wᵀGw`` (clipped at 0 against rounding); with several
+        targets ``Σₖ ωₖyₖᵀP²yₖ``, each target's in :attr:`target_errors`."""
         return self.summary()[0]
+
+    @property
+    def target_errors(self) -> np.ndarray:
+        """Each target's ``yₖᵀP²yₖ`` (a copy)."""
+        self.summary()
+        return self.window.targets.errors.copy()
 
     @property
     def effective_parameters(self) -> float:
@@ -656,13 +705,15 @@ class IncrementalRidge(RecordOwner):
         if self.window.n_stored == 0:
             raise ValueError("leave-one-out of an empty window is undefined")
         H = self.window.stored_rows()
-        y = self.window.stored_targets()
-        residuals = y - H @ self.state.weights if self.size else y
+        Y = self.window.targets.values[:, self.window._order()].T
+        residuals = Y - H @ self.state.weights if self.size else Y
         diag_p = 1.0 - np.einsum("ij,ij->i", H @ self.state.variance, H) if self.size else 1.0
-        diag_p = np.broadcast_to(diag_p, residuals.shape)
+        diag_p = np.broadcast_to(np.reshape(diag_p, (-1, 1)), residuals.shape)
         if np.any(diag_p <= core.MIN_RESIDUAL_LEVERAGE):
             return math.inf
-        return float(np.mean((residuals / diag_p) ** 2))
+        # (several targets: each target's weighed by ω, as every criterion)
+        per_target = np.mean((residuals / diag_p) ** 2, axis=0)
+        return float(per_target @ self.window.targets.scales)
 
     def predictive_variance(self, h: np.ndarray, noise_variance: float) -> float:
         """Variance of a prediction at a model row ``h``: ``σ²(1 + hᵀSh)``.

@@ -36,6 +36,15 @@ class IllConditionedError(np.linalg.LinAlgError):
     """
 
 
+def _columns(value: float | np.ndarray, n_targets: int, what: str) -> np.ndarray:
+    """A per-target number (``y``, ``hᵀy``) as the compiled core takes it: a vector of K
+    (a single-output caller may pass a number)."""
+    values = np.asarray(value, dtype=float).reshape(-1)
+    if values.shape[0] != n_targets:
+        raise ValueError(f"expected {what} for {n_targets} targets, got {values.shape[0]}")
+    return values
+
+
 class RidgeState:
     """Variance matrix, weights and regularisation parameters of a linear model.
 
@@ -44,14 +53,18 @@ class RidgeState:
     statistics. Operations either complete or raise before changing anything.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, n_targets: int = 1) -> None:
         self.variance = np.zeros((0, 0))
-        self.weights = np.zeros(0)
+        self.weights = np.zeros((0, n_targets))  # W: a column per target
         self.lambdas = np.zeros(0)
 
     @property
     def size(self) -> int:
-        return len(self.weights)
+        return self.weights.shape[0]
+
+    @property
+    def n_targets(self) -> int:
+        return self.weights.shape[1]
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(S, w, λ)``, in the order the compiled core takes them."""
@@ -63,7 +76,7 @@ class RidgeState:
         self.variance, self.weights, self.lambdas = variance, weights, lambdas
 
     # -- patterns (Orr A.7.3, A.7.4) -------------------------------------------------------
-    def add_pattern(self, h: np.ndarray, y: float) -> tuple[float, float]:
+    def add_pattern(self, h: np.ndarray, y: np.ndarray) -> tuple[float, float]:
         """Orr eq. (A.8): ``S ← S − uuᵀ/(1 + hᵀu)`` with ``u = Sh``;
         ``w ← w + u(y − hᵀw)/(1 + hᵀu)``.
 
@@ -75,11 +88,12 @@ class RidgeState:
         """
         if self.size == 0:
             return 1.0, 0.0
+        y = _columns(y, self.n_targets, "y")
         denom = core.sherman_morrison(self.variance, self.weights, h, y, 1.0, -math.inf,
                                         np.empty(self.size))
         return 1.0 / denom, denom
 
-    def remove_pattern(self, h: np.ndarray, y: float) -> tuple[float, float]:
+    def remove_pattern(self, h: np.ndarray, y: np.ndarray) -> tuple[float, float]:
         """Orr eq. (A.11): ``S ← S + uuᵀ/(1 − hᵀu)``; ``w ← w − u(y − hᵀw)/(1 − hᵀu)``.
 
         Raises :class:`IllConditionedError` (state unchanged) when the pattern's leverage is 1
@@ -89,6 +103,7 @@ class RidgeState:
         if self.size == 0:
             return 1.0, 0.0
         # The compiled loop changes nothing when the denominator fails the test.
+        y = _columns(y, self.n_targets, "y")
         denom = core.sherman_morrison(self.variance, self.weights, h, y, -1.0,
                                         core.MIN_RESIDUAL_LEVERAGE, np.empty(self.size))
         if not denom > core.MIN_RESIDUAL_LEVERAGE:
@@ -105,8 +120,9 @@ class RidgeState:
         self.lambdas *= factor
 
     # -- basis functions (Orr A.7.1, A.7.2; FGCV appendices V and VI) ----------------------
-    def add_basis(self, g: np.ndarray, g_jj: float, c_j: float, lam: float,
-                  projection: tuple[float, float] | None = None, project_below: float = 0.0
+    def add_basis(self, g: np.ndarray, g_jj: float, c_j: np.ndarray, lam: float,
+                  projection: tuple[float, np.ndarray] | None = None,
+                  project_below: float = 0.0
                   ) -> tuple[float, float] | None:
         """Orr eq. (A.4): append a column with ``g = Hᵀh``, ``g_jj = hᵀh``, ``c_j = hᵀy`` and λ.
 
@@ -124,8 +140,9 @@ class RidgeState:
         if not (lam >= 0.0 and math.isfinite(lam)):
             raise ValueError(f"λ must be finite and ≥ 0, got {lam}")
         m = self.size
-        variance, weights = np.empty((m + 1, m + 1)), np.empty(m + 1)
-        hph, yph = projection if projection is not None else (math.nan, math.nan)
+        c_j = _columns(c_j, self.n_targets, "hᵀy")
+        variance, weights = np.empty((m + 1, m + 1)), np.empty((m + 1, self.n_targets))
+        hph, yph = projection if projection is not None else (math.nan, c_j)
         delta, status = core.add_basis(self.variance, self.weights, g, g_jj, c_j, lam,
                                          hph, yph, core.MIN_RELATIVE_DELTA, project_below,
                                          variance, weights)
@@ -147,13 +164,13 @@ class RidgeState:
         """λⱼ → ∞ then drop j: ``S ← S − sⱼsⱼᵀ/sⱼⱼ``, ``w ← w − sⱼwⱼ/sⱼⱼ`` (FGCV App. V)."""
         self.check_index(j)
         m = self.size
-        variance, weights = np.empty((m - 1, m - 1)), np.empty(m - 1)
+        variance, weights = np.empty((m - 1, m - 1)), np.empty((m - 1, self.n_targets))
         core.remove_basis(self.variance, self.weights, j, variance, weights)
         self.variance, self.weights = variance, weights
         self.lambdas = np.delete(self.lambdas, j)
         return 1.0, 1.0
 
-    def set_lambda(self, j: int, lam: float, g: np.ndarray, g_jj: float, c_j: float
+    def set_lambda(self, j: int, lam: float, g: np.ndarray, g_jj: float, c_j: np.ndarray
                    ) -> tuple[float, float]:
         """Change λⱼ, FGCV App. V re-estimation: with ``δ = λ_new − λ_old`` and
         ``Kⱼ = δ/(1 + δsⱼⱼ)``, ``S ← S − Kⱼsⱼsⱼᵀ`` and ``w ← w − Kⱼwⱼsⱼ``.
@@ -176,15 +193,16 @@ class RidgeState:
         if factor > 0.0:
             return factor, factor
         # Remove j (λⱼ → ∞), then add it back in its slot with the new λ.
+        c_j = _columns(c_j, self.n_targets, "hᵀy")
         amplification = core.replace_basis(self.variance, self.weights, self.lambdas, j, g,
-                                             g_jj, c_j, lam, core.MIN_RELATIVE_DELTA, 0.0,
-                                             np.empty(self.size))
+                                           g_jj, c_j, lam, core.MIN_RELATIVE_DELTA, 0.0,
+                                           np.empty(self.size))
         if amplification == 0.0:
             raise IllConditionedError(
                 f"with λ = {lam:g} basis function {j} is a combination of the others")
         return amplification, amplification
 
-    def replace_basis(self, j: int, g: np.ndarray, g_kk: float, c_k: float, lam: float
+    def replace_basis(self, j: int, g: np.ndarray, g_kk: float, c_k: np.ndarray, lam: float
                       ) -> tuple[float, float] | None:
         """Exchange basis function j for a new column in its slot, FGCV's trade: remove j
         (appendix V with λⱼ → ∞) and add the column (Orr eq. (A.4)) in one O(M²) pass
@@ -200,7 +218,8 @@ class RidgeState:
         if not (lam >= 0.0 and math.isfinite(lam)):
             raise ValueError(f"λ must be finite and ≥ 0, got {lam}")
         amplification = core.replace_basis(self.variance, self.weights, self.lambdas, j, g,
-                                             g_kk, c_k, lam, core.MIN_RELATIVE_DELTA,
+                                             g_kk, _columns(c_k, self.n_targets, "hᵀy"), lam,
+                                             core.MIN_RELATIVE_DELTA,
                                              core.PROJECT_BELOW, np.empty(self.size))
         if amplification == 0.0:
             raise IllConditionedError(
@@ -215,8 +234,8 @@ class RidgeState:
         if i == j:
             return
         core.swap_symmetric(self.variance, i, j, self.size)
-        weights, lambdas = self.weights, self.lambdas
-        weights[i], weights[j] = weights[j], weights[i]
+        core.swap_rows(self.weights, i, j)
+        lambdas = self.lambdas
         lambdas[i], lambdas[j] = lambdas[j], lambdas[i]
 
     def refresh(self, gram: np.ndarray, cross_y: np.ndarray) -> None:
@@ -240,7 +259,7 @@ class RidgeState:
         core.mirror_lower(inverse)
         # A symmetric Fortran-ordered matrix is its own C-ordered transpose: no copy.
         self.variance = inverse.T if inverse.flags.f_contiguous else inverse
-        self.weights = self.variance @ cross_y
+        self.weights = np.ascontiguousarray(self.variance @ cross_y)
 
     def check_index(self, j: int) -> None:
         if not (isinstance(j, int | np.integer) and 0 <= j < self.size):

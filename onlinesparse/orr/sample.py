@@ -27,16 +27,23 @@ import numpy as np
 from onlinesparse._jit import jit
 from onlinesparse.core.basis import (
     evaluate_rows,
-    inner,
     nearest_sq_distance,
-    predict_mean_and_spread,
+    predict_means_and_spread,
 )
 from onlinesparse.core.criteria import noise_estimate
-from onlinesparse.core.pattern import REFRESH, SLIDE_REFUSED, learn_pattern, target_variance
+from onlinesparse.core.pattern import (
+    REFRESH,
+    SLIDE_REFUSED,
+    learn_pattern,
+    target_mean,
+    target_variance,
+)
 from onlinesparse.core.pruning import FINISHED, HAND_BACK, Ridge, Tracked, criteria_now, evaluate
 from onlinesparse.core.relevance import model_gradient, track_relevance, track_residual
 from onlinesparse.core.selection import lambda_min, proposes
+from onlinesparse.core.state import SUM, Targets
 from onlinesparse.core.statistics import running_mean
+from onlinesparse.core.updates import fit
 from onlinesparse.stream.change import hold_noise_estimate
 from onlinesparse.stream.layer import Stream, observe, observe_without_model, predictive
 from onlinesparse.stream.prior import shrink_to_prior
@@ -61,10 +68,11 @@ class Inputs(NamedTuple):
 
 
 class Ring(NamedTuple):
-    """The stored patterns' inputs (one column each) and targets."""
+    """The stored patterns' inputs (one column each) and what the window keeps of their
+    targets (``core.state.Targets``: the single-output model's K = 1)."""
 
     XT: np.ndarray
-    targets: np.ndarray
+    targets: Targets
 
 
 class SampleState(NamedTuple):
@@ -90,37 +98,41 @@ class SampleState(NamedTuple):
 
 
 @jit
-def noise_level(sample_record: np.ndarray, window_record: np.ndarray) -> float:
+def noise_level(sample_record: np.ndarray, window_record: np.ndarray, targets: Targets
+                ) -> float:
     """The noise variance in use: the last estimate (FGCV eq. 8), or before the first one
     the target's variance (what predicting the mean leaves), never a constant in some
     unit."""
     estimate = sample_record[0].noise_variance
-    return estimate if estimate > 0.0 else target_variance(window_record)
+    return estimate if estimate > 0.0 else target_variance(window_record, targets.moments, 0)
 
 
 @jit
-def model_prediction(x: np.ndarray, record: np.ndarray, window: np.ndarray, stream: Stream,
-                     t: Tracked, s: Ridge) -> tuple[float, float]:
+def model_prediction(x: np.ndarray, record: np.ndarray, window: np.ndarray,
+                     targets: Targets, stream: Stream, t: Tracked, s: Ridge
+                     ) -> tuple[float, float]:
     """The model's own prediction at x and its predictive variance before calibration:
-    h(x)ᵀw and hᵀSh (:func:`~onlinesparse.core.basis.predict_mean_and_spread`), returned
+    h(x)ᵀw and hᵀSh (:func:`~onlinesparse.core.basis.predict_means_and_spread`), returned
     toward the targets' mean where the model knows little
     (:func:`~onlinesparse.stream.prior.shrink_to_prior`). (The parts of a
     :class:`SampleState` a prediction reads: each array a call unboxes costs time.)"""
-    w = window[0]
-    mean, spread = predict_mean_and_spread(x, t.kinds, t.centres, t.inv_r2, t.features,
-                                           s.weights, s.variance)
-    centre = w.sum_y / w.count if w.count > 0.0 else 0.0
-    return shrink_to_prior(mean, spread, noise_level(record, window), w.count, centre,
-                           target_variance(window), stream.calibration[0].log_scale)
+    means = np.empty(1)
+    spread = predict_means_and_spread(x, t.kinds, t.centres, t.inv_r2, t.features,
+                                      s.weights, s.variance, means)
+    moments = targets.moments
+    return shrink_to_prior(means[0], spread, noise_level(record, window, targets),
+                           window[0].count, target_mean(window, moments, 0),
+                           target_variance(window, moments, 0),
+                           stream.calibration[0].log_scale)
 
 
 @jit
-def prediction(x: np.ndarray, record: np.ndarray, window: np.ndarray, stream: Stream,
-               t: Tracked, s: Ridge, novelty: float) -> tuple[float, float]:
+def prediction(x: np.ndarray, record: np.ndarray, window: np.ndarray, targets: Targets,
+               stream: Stream, t: Tracked, s: Ridge, novelty: float) -> tuple[float, float]:
     """``SparseRBFRegressor.predict_one`` in one call: :func:`model_prediction`, then the
     prediction as made (:func:`~onlinesparse.stream.layer.predictive`: calibration, the
     errors' level, ``novelty``, the mixture with the running mean)."""
-    mean, variance = model_prediction(x, record, window, stream, t, s)
+    mean, variance = model_prediction(x, record, window, targets, stream, t, s)
     return predictive(stream, mean, variance, novelty)
 
 
@@ -136,12 +148,13 @@ def consider(b: SampleState, x: np.ndarray, state: Ridge) -> None:
     t = b.tracked
     nearest = nearest_sq_distance(t.kinds, t.centres, t.inv_r2, w.n_columns, x)
     sr.nearest = nearest
+    targets = b.ring.targets
     sr.propose = 1 if proposes(nearest, sr.novelty_sq, sr.error,
-                               math.sqrt(noise_level(b.record, b.window)),
+                               math.sqrt(noise_level(b.record, b.window, targets)),
                                sr.error_threshold) else 0
     if (sr.n_learned % sr.noise_every == 0
             and not hold_noise_estimate(b.stream.change, w.count, sr.noise_every)):
-        training, gamma = criteria_now(b.ridge, b.window, t.gram, t.cross_y, state.variance,
+        training, gamma = criteria_now(b.ridge, targets, t.gram, t.cross_y, state.variance,
                                        state.weights, state.lambdas)
         sr.noise_variance = noise_estimate(training, gamma, w.count, sr.noise_variance)
 
@@ -154,9 +167,11 @@ def continue_sample(b: SampleState, x: np.ndarray, evaluations: int, first: int)
     two the caller does what is asked and calls this again with the evaluations left."""
     w = b.window[0]
     t, s, spare = b.tracked, b.state, b.spares
-    floor = lambda_min(noise_level(b.record, b.window), w.count, target_variance(b.window))
-    stop = evaluate(b.pruner, b.ridge, b.window, t, s, spare, b.protected, b.move, floor,
-                    evaluations, first)
+    targets = b.ring.targets
+    floor = lambda_min(noise_level(b.record, b.window, targets), w.count,
+                       target_variance(b.window, targets.moments, 0))
+    stop = evaluate(b.pruner, b.ridge, b.window, targets, t, s, spare, b.protected, b.move,
+                    floor, evaluations, first)
     if stop == HAND_BACK:
         return MOVE
     if stop != FINISHED:
@@ -170,10 +185,11 @@ def continue_sample(b: SampleState, x: np.ndarray, evaluations: int, first: int)
 
 
 @jit
-def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
+def stream_sample(x: np.ndarray, y: np.ndarray, means: np.ndarray, committed: int,
                   evaluations: int, first: int, b: SampleState) -> int:
-    """``SparseRBFRegressor.learn_one`` from a validated input, in one call (module
-    docstring): the error before learning (``record.error``) and the row (``row[:n]``),
+    """``SparseRBFRegressor.learn_one`` from a validated input and target (``y``, one
+    entry), in one call (module docstring): the error before learning (``record.error``)
+    and the row (``row[:n]``),
     the inputs' statistics, the pattern, the inputs' running ``means`` (the
     ``committed``-th learned input), the stream layer's step, then :func:`continue_sample`.
     Returns ``QUIET``, ``SLIDE_REFUSED`` (nothing changed), ``REFRESH`` (the pattern is
@@ -184,25 +200,27 @@ def stream_sample(x: np.ndarray, y: float, means: np.ndarray, committed: int,
     row = b.row[:n]
     evaluate_rows(t.kinds, t.centres, t.inv_r2, t.features, x.reshape((1, d)), 0, n,
                   row.reshape((1, n)))
-    b.record[0].error = y - inner(row, s.weights, s.weights.shape[0])
+    b.record[0].error = y[0] - fit(row, s.weights, s.weights.shape[0], 0)
     # The model's slopes before learning, tracked once the pattern is in; a relevance of
     # no entries is not tracked (metric="isotropic": nothing reads it).
     track = s.weights.shape[0] > 0 and inputs.relevance.shape[0] == d
     gradient = np.empty(d if track else 0)
     if track:
-        model_gradient(t.kinds, t.centres, t.inv_r2, t.features, s.weights, x, row, gradient)
+        model_gradient(t.kinds, t.centres, t.inv_r2, t.features, s.weights, 0, x, row,
+                       gradient)
     b.pruner[0].resized = 0  # (what the pruner reports is this call's)
     b.pruner[0].stop = 0
     b.pruner[0].done = 0
+    targets = b.ring.targets
     status = learn_pattern(b.window, b.ridge, x, y, row, t.gram, t.cross_y, t.traffic, t.HT,
-                           b.ring.XT, b.ring.targets, t.stamps, s.variance, s.weights,
-                           s.lambdas)
+                           b.ring.XT, targets.values, targets.moments, t.stamps, s.variance,
+                           s.weights, s.lambdas)
     if status == SLIDE_REFUSED:
         return SLIDE_REFUSED
     _track_inputs(b, x, gradient, track)
     b.record[0].n_learned += 1
     running_mean(means, x, committed)
-    _observe(b, y)
+    _observe(b, y[0])
     if status == REFRESH:
         return REFRESH
     return continue_sample(b, x, evaluations, first)
@@ -228,10 +246,12 @@ def _observe(b: SampleState, y: float) -> None:
     """The stream layer's step on this target (an empty model's prediction is no model's:
     only the running mean moves)."""
     w = b.window[0]
-    variance = target_variance(b.window)
+    targets = b.ring.targets
+    variance = target_variance(b.window, targets.moments, 0)
+    total = targets.moments[SUM, 0]
     if b.state.weights.shape[0] > 0:
         sr = b.record[0]
-        observe(b.stream, sr.error, noise_level(b.record, b.window), b.ridge[0].leverage, y,
-                w.count, w.sum_y, variance, sr.noise_variance > 0.0)
+        observe(b.stream, sr.error, noise_level(b.record, b.window, targets),
+                b.ridge[0].leverage, y, w.count, total, variance, sr.noise_variance > 0.0)
     else:
-        observe_without_model(b.stream, y, w.count, w.sum_y, variance)
+        observe_without_model(b.stream, y, w.count, total, variance)

@@ -2,11 +2,12 @@
 
 Every model in the library is a linear combination of basis functions, so everything it
 needs from the data is (Orr (1996) 4.1, the normal equations): ``G = HᵀH``, ``c = Hᵀy``,
-``yᵀy`` and ``p``. This module keeps those numbers for a set of *tracked columns*: the
-basis functions of the model followed by a pool of candidate basis functions. Keeping the
-candidates' cross statistics (``Hᵀφ``, ``φᵀφ``, ``φᵀy``) in the same Gram matrix means a
-candidate can join the model without looking at the data again, and a model column can
-step back into the pool.
+``yᵀy`` and ``p``; with K targets sharing the basis, ``C = HᵀY`` has a column per target and
+``yᵀy`` is one per target (``core.state.Targets``). This module keeps those numbers for a
+set of *tracked columns*: the basis functions of the model followed by a pool of candidate
+basis functions. Keeping the candidates' cross statistics (``Hᵀφ``, ``φᵀφ``, ``φᵀy``) in the
+same Gram matrix means a candidate can join the model without looking at the data again, and
+a model column can step back into the pool.
 
 Layout: positions ``0 … M−1`` are the model (``n_model``), ``M … n−1`` the candidates. The
 blocks the ridge state and the criteria read are views, so reading them costs nothing.
@@ -59,6 +60,9 @@ class WindowStatistics(RecordOwner):
         Forgetting factor in (0, 1] of ``"forgetting"``.
     tolerance
         ``"forgetting"`` stores patterns whose weight ``factorᵃᵍᵉ`` is at least this.
+    n_targets
+        K, the targets the patterns carry (1: a single-output model, whose views below are
+        vectors and numbers; several: a column or an entry per target).
 
     Examples
     --------
@@ -86,13 +90,11 @@ class WindowStatistics(RecordOwner):
     _exact_since = Field()
     store_capacity = Field()
     count = Field()
-    yy = Field()
-    sum_y = Field()
     _refresh_credit = Field()
     factor = Field()
 
     def __init__(self, n_features: int, memory: str = "window", size: int = 1000,
-                 factor: float = 1.0, tolerance: float = 1e-12) -> None:
+                 factor: float = 1.0, tolerance: float = 1e-12, n_targets: int = 1) -> None:
         self.record = new_record(WINDOW)
         # Bumped whenever an array is replaced by a larger one (the column arrays, the
         # basis description or the ring): an owner caching the arrays checks it.
@@ -140,10 +142,11 @@ class WindowStatistics(RecordOwner):
         self._next_id = 0
         self.n_model = 0
         self.n_columns = 0
+        if not (isinstance(n_targets, int | np.integer) and n_targets >= 1):
+            raise ValueError(f"n_targets must be an integer ≥ 1, got {n_targets!r}")
+        self.n_targets = int(n_targets)
         self._gram = np.zeros((16, 16))
-        self._cross_y = np.zeros(16)
-        self.yy = 0.0
-        self.sum_y = 0.0
+        self._cross_y = np.zeros((16, self.n_targets))
         self.count = 0.0
         self.n_seen = 0
         # Ring buffer of stored patterns, oldest at `_head`.
@@ -151,7 +154,9 @@ class WindowStatistics(RecordOwner):
         # The inputs feature by feature (one line per input over the ring): a new column's
         # kernel values are then loops over contiguous memory, which vectorise.
         self._XT = np.zeros((self.n_features, rows))
-        self._y = np.zeros(rows)
+        # The targets: the ring's (one line per target), their Σy² and Σy, their weights in
+        # the shared criteria and their training errors.
+        self.targets = core.new_targets(self.n_targets, rows)
         # Stored rows, transposed (one line per tracked column): a new candidate's cross
         # statistics are then a product with contiguous lines, and moving a column is a
         # swap of two contiguous lines rather than of two strided columns.
@@ -180,7 +185,8 @@ class WindowStatistics(RecordOwner):
         gram = np.zeros((cap, cap))
         gram[:n, :n] = self._gram
         self._gram = gram
-        self._cross_y = np.concatenate([self._cross_y, np.zeros(cap - n)])
+        self._cross_y = np.concatenate([self._cross_y,
+                                        np.zeros((cap - n, self.n_targets))])
         self.ids = np.concatenate([self.ids, np.zeros(cap - n, dtype=np.int64)])
         self.merit = np.concatenate([self.merit, np.full(cap - n, np.nan)])
         self.stamps = np.concatenate([self.stamps, np.zeros(cap - n, dtype=np.int64)])
@@ -189,7 +195,31 @@ class WindowStatistics(RecordOwner):
         HT[:n] = self._HT
         self._HT = HT
 
-    # -- views ----------------------------------------------------------------------------
+    # -- views
+    def _per_target(self, values: np.ndarray) -> np.ndarray | float:
+        """A view of per-target ``values`` (targets on the last axis) as a single-output
+        caller reads it: its only target's entries (a number from a vector), or all of
+        them."""
+        if self.n_targets == 1:
+            single = values[..., 0]
+            return float(single) if single.ndim == 0 else single
+        return values
+
+    @property
+    def yy(self) -> float | np.ndarray:
+        """``yᵀy`` over the memory (per target)."""
+        return self._per_target(self.targets.moments[core.YY])
+
+    @property
+    def sum_y(self) -> float | np.ndarray:
+        """``Σy`` over the memory (per target)."""
+        return self._per_target(self.targets.moments[core.SUM])
+
+    @property
+    def ring_size(self) -> int:
+        """Slots in the stored ring (it grows to the memory's capacity)."""
+        return self._XT.shape[1]
+
     @property
     def stores_patterns(self) -> bool:
         return self.store_capacity > 0
@@ -215,8 +245,8 @@ class WindowStatistics(RecordOwner):
 
     @property
     def cross_y_model(self) -> np.ndarray:
-        """``c = Hᵀy`` of the model's columns."""
-        return self._cross_y[: self.n_model]
+        """``c = Hᵀy`` of the model's columns (per target)."""
+        return self._per_target(self._cross_y[: self.n_model])
 
     @property
     def cross_candidates(self) -> np.ndarray:
@@ -231,8 +261,8 @@ class WindowStatistics(RecordOwner):
 
     @property
     def cross_y_candidates(self) -> np.ndarray:
-        """``φᵀy`` of every candidate."""
-        return self._cross_y[self.n_model : self.n_columns]
+        """``φᵀy`` of every candidate (per target)."""
+        return self._per_target(self._cross_y[self.n_model : self.n_columns])
 
     @property
     def gram_buffer(self) -> np.ndarray:
@@ -242,14 +272,14 @@ class WindowStatistics(RecordOwner):
 
     @property
     def cross_y_buffer(self) -> np.ndarray:
-        """The whole allocated ``Hᵀy`` array (see :attr:`gram_buffer`)."""
+        """The whole allocated ``HᵀY`` array, n × K (see :attr:`gram_buffer`)."""
         return self._cross_y
 
     def pattern_arrays(self) -> tuple[np.ndarray, ...]:
-        """``(G, c, traffic, Hᵀ, Xᵀ, y, stamps)``: what ``core.learn_pattern`` changes when
-        a pattern enters, in its order."""
-        return (self._gram, self._cross_y, self.traffic, self._HT, self._XT, self._y,
-                self.stamps)
+        """``(G, C, traffic, Hᵀ, Xᵀ, Yᵀ, moments, stamps)``: what ``core.learn_pattern``
+        changes when a pattern enters, in its order."""
+        return (self._gram, self._cross_y, self.traffic, self._HT, self._XT,
+                self.targets.values, self.targets.moments, self.stamps)
 
     def health_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """``(G, traffic)``: what ``core.decide`` reads of the statistics."""
@@ -262,16 +292,16 @@ class WindowStatistics(RecordOwner):
         return core.Tracked(self._gram, self._cross_y, self.traffic, self._HT, self.ids,
                             self.merit, self.stamps, *basis.arrays())
 
-    def ring(self) -> tuple[np.ndarray, np.ndarray]:
-        """The stored inputs (one column per slot) and targets, as the compiled sample takes
-        them (``orr.sample.Ring``)."""
-        return self._XT, self._y
+    def ring(self) -> tuple[np.ndarray, core.Targets]:
+        """The stored inputs (one column per slot) and the targets' bundle
+        (``core.state.Targets``), as the compiled sample takes them (``orr.sample.Ring``)."""
+        return self._XT, self.targets
 
     def make_room(self) -> None:
         """Grow a ring that is still filling up to its capacity when the next pattern
         would not fit (``reserve`` does it in advance)."""
-        if self.n_stored == len(self._y) < self.store_capacity:
-            self._grow_store(min(2 * len(self._y), self.store_capacity))
+        if self.n_stored == self.ring_size < self.store_capacity:
+            self._grow_store(min(2 * self.ring_size, self.store_capacity))
 
     def position_of(self, column_id: int) -> int:
         """Current position of the column with a given id (ids survive swaps)."""
@@ -282,7 +312,7 @@ class WindowStatistics(RecordOwner):
 
     # -- stored patterns ------------------------------------------------------------------
     def _order(self) -> np.ndarray:
-        cap = len(self._y)
+        cap = self.ring_size
         return (self._head + np.arange(self.n_stored)) % cap
 
     def stored_inputs(self) -> np.ndarray:
@@ -296,7 +326,9 @@ class WindowStatistics(RecordOwner):
         return core.support(self._XT, self._head, self.n_stored, x, 1.0 / radius ** 2, kind)
 
     def stored_targets(self) -> np.ndarray:
-        return self._y[self._order()]
+        """Stored targets, oldest first (a vector; with several targets one row per
+        pattern)."""
+        return self._per_target(self.targets.values[:, self._order()].T)
 
     def stored_rows(self, model_only: bool = True) -> np.ndarray:
         """Stored design rows, oldest first (the model's columns, or every tracked column)."""
@@ -319,7 +351,8 @@ class WindowStatistics(RecordOwner):
         gram = np.zeros((new_cap, new_cap))
         gram[:cap, :cap] = self._gram
         self._gram = gram
-        self._cross_y = np.concatenate([self._cross_y, np.zeros(new_cap - cap)])
+        self._cross_y = np.concatenate([self._cross_y,
+                                        np.zeros((new_cap - cap, self.n_targets))])
         self.ids = np.concatenate([self.ids, np.zeros(new_cap - cap, dtype=np.int64)])
         self.merit = np.concatenate([self.merit, np.full(new_cap - cap, np.nan)])
         self.stamps = np.concatenate([self.stamps, np.zeros(new_cap - cap, dtype=np.int64)])
@@ -341,7 +374,7 @@ class WindowStatistics(RecordOwner):
         """
         self._ensure_columns(int(columns))
         self.basis.reserve(columns)
-        if len(self._y) < self.store_capacity:
+        if self.ring_size < self.store_capacity:
             self._grow_store(self.store_capacity)
 
     def add_column(self, spec: BasisSpec) -> int:
@@ -396,9 +429,9 @@ class WindowStatistics(RecordOwner):
             self.n_columns += 1
         n = self.n_columns
         if self.n_stored:
-            core.new_column(*self.basis.arrays(), self._XT, self._y, self._HT, self._gram,
-                            self._cross_y, position, n, self._head, self.n_stored,
-                            self.factor)
+            core.new_column(*self.basis.arrays(), self._XT, self.targets.values, self._HT,
+                            self._gram, self._cross_y, position, n, self._head,
+                            self.n_stored, self.factor)
         else:
             self._gram[:n, position] = 0.0
             self._gram[position, :n] = 0.0
@@ -458,77 +491,91 @@ class WindowStatistics(RecordOwner):
         """Values of every tracked column at input ``x``."""
         return self.basis.evaluate(x, 0, self.n_columns)
 
-    def push(self, x: np.ndarray, y: float, h: np.ndarray | None = None) -> np.ndarray:
-        """Add one pattern (forgetting first if the policy forgets). Returns its row ``h``.
+    def push(self, x: np.ndarray, y: float | np.ndarray, h: np.ndarray | None = None
+             ) -> np.ndarray:
+        """Add one pattern, its target ``y`` (K of them: a vector) (forgetting first if the
+        policy forgets). Returns its row ``h``.
 
         The caller checks :attr:`is_full` and pops first: a window never holds more than
         ``size`` patterns.
         """
         if h is None:
             h = self.row(x)
+        y = self._as_targets(y)
         n = self.n_columns
+        moments = self.targets.moments
         if self.factor != 1.0:
             self._gram[:n, :n] *= self.factor
             self._cross_y[:n] *= self.factor
-            self.yy *= self.factor
-            self.sum_y *= self.factor
+            moments *= self.factor
             self.count *= self.factor
             self.traffic[:n] *= self.factor
         core.gram_rank_one(self._gram, self._cross_y, self.traffic, n, h, y, 1.0)
-        self.yy += y * y
-        self.sum_y += y
+        moments[core.YY] += y * y
+        moments[core.SUM] += y
         self.count += 1.0
         self.n_seen += 1
         if self.stores_patterns:
             self._store(x, y, h)
         return h
 
-    def _store(self, x: np.ndarray, y: float, h: np.ndarray) -> None:
-        cap = len(self._y)
+    def _as_targets(self, y: float | np.ndarray) -> np.ndarray:
+        """A pattern's targets as the compiled core takes them (a vector of K)."""
+        y = np.asarray(y, dtype=float).reshape(-1)
+        if y.shape[0] != self.n_targets:
+            raise ValueError(f"expected {self.n_targets} targets, got {y.shape[0]}")
+        return y
+
+    def _store(self, x: np.ndarray, y: np.ndarray, h: np.ndarray) -> None:
+        cap = self.ring_size
         if self.n_stored == cap:
             if cap < self.store_capacity:
                 self._grow_store(min(2 * cap, self.store_capacity))
-                cap = len(self._y)
+                cap = self.ring_size
             else:  # forgetting horizon: the oldest stored pattern no longer matters
                 self._head = (self._head + 1) % cap
                 self.n_stored -= 1
         slot = (self._head + self.n_stored) % cap
         self._XT[:, slot] = x
-        self._y[slot] = y
+        self.targets.values[:, slot] = y
         self._HT[: len(h), slot] = h
         self.n_stored += 1
 
     def _grow_store(self, rows: int) -> None:
         order = self._order()
         XT = np.zeros((self.n_features, rows))
-        y = np.zeros(rows)
+        YT = np.zeros((self.n_targets, rows))
         HT = np.zeros((self._HT.shape[0], rows))
         XT[:, : self.n_stored] = self._XT[:, order]
-        y[: self.n_stored] = self._y[order]
+        YT[:, : self.n_stored] = self.targets.values[:, order]
         HT[:, : self.n_stored] = self._HT[:, order]
-        self._XT, self._y, self._HT, self._head = XT, y, HT, 0
+        self._XT, self._HT, self._head = XT, HT, 0
+        self.targets = self.targets._replace(values=YT)
         self.layout += 1
 
-    def oldest(self) -> tuple[np.ndarray, float]:
-        """Row (every tracked column) and target of the oldest stored pattern."""
+    def oldest(self) -> tuple[np.ndarray, np.ndarray]:
+        """Row (every tracked column) and targets (a vector of K) of the oldest stored
+        pattern."""
         if self.n_stored == 0:
             raise ValueError("the window is empty: there is no pattern to remove")
         # A contiguous copy: the caller's compiled loops want one, and it must survive
         # the slot being overwritten. (Not ascontiguousarray: with one column the slice is
         # already contiguous and would come back as a view of the slot.)
-        return self._HT[: self.n_columns, self._head].copy(), float(self._y[self._head])
+        return (self._HT[: self.n_columns, self._head].copy(),
+                self.targets.values[:, self._head].copy())
 
-    def pop_oldest(self) -> tuple[np.ndarray, float]:
+    def pop_oldest(self) -> tuple[np.ndarray, np.ndarray]:
         """Remove the oldest stored pattern from the statistics (Orr A.7.4); returns it."""
         if self.memory != "window":
             raise ValueError(f"memory={self.memory!r} does not remove patterns one by one")
         h, y = self.oldest()
         core.gram_rank_one(self._gram, self._cross_y, self.traffic, self.n_columns, h, y,
                            -1.0)
-        self.yy -= y * y
-        self.sum_y -= y
+        moments = self.targets.moments
+        moments[core.YY] -= y * y
+        moments[core.SUM] -= y
         self.count -= 1.0
-        self._head = (self._head + 1) % len(self._y)
+        self._head = (self._head + 1) % self.ring_size
         self.n_stored -= 1
         return h, y
 
@@ -543,11 +590,12 @@ class WindowStatistics(RecordOwner):
         order = self._order()
         n = self.n_columns
         H = self._HT[:n, order].T
-        y = self._y[order]
+        Y = self.targets.values[:, order].T
         self._gram[:n, :n] = H.T @ H
-        self._cross_y[:n] = H.T @ y
-        self.yy = float(y @ y)
-        self.sum_y = float(np.sum(y))
+        self._cross_y[:n] = H.T @ Y
+        moments = self.targets.moments
+        moments[core.YY] = np.einsum("ik,ik->k", Y, Y)
+        moments[core.SUM] = np.sum(Y, axis=0)
         self.count = float(self.n_stored)
         self.stamps[:n] = self.n_seen
         self.traffic[:n] = 0.0
@@ -563,7 +611,7 @@ class WindowStatistics(RecordOwner):
         count = int(count)
         if not 0 <= count <= self.n_stored:
             raise ValueError(f"cannot drop {count} of {self.n_stored} stored patterns")
-        self._head = (self._head + count) % len(self._y)
+        self._head = (self._head + count) % self.ring_size
         self.n_stored -= count
         self.refresh()
 
@@ -594,14 +642,12 @@ class WindowStatistics(RecordOwner):
         """
         if not self.is_full or not self.n_columns:
             return None
-        credit, yy, exact_since = core.rolling_refresh(
-            self._HT, self._y, self._gram, self._cross_y, self.stamps, self.traffic,
-            self.n_columns,
-            self.n_seen, self._refresh_credit, period or self.store_capacity)
+        credit, exact_since = core.rolling_refresh(
+            self._HT, self.targets.values, self._gram, self._cross_y, self.stamps,
+            self.traffic, self.n_columns, self.n_seen, self._refresh_credit,
+            period or self.store_capacity, self.targets.moments)
         self._refresh_credit = credit
         if exact_since >= 0:
-            self.yy = yy
-            self.sum_y = float(np.sum(self._y[self._order()]))
             # New columns enter exact and dropped ones leave, so the minimum only rises
             # between two refreshes: recomputing it here keeps it a lower bound.
             self._exact_since = exact_since

@@ -325,8 +325,8 @@ class VBLSRegressor(Versioned, base.Regressor):
         error before learning, its noise and the relative variance of its estimate at the
         input; then the kept concepts' evidence, and the memory's response to an alarm."""
         stats, layer = self._stats, self._layer
-        count, total, variance = stats.count, stats.record[0]["sum_y"], target_variance(
-            stats.record)
+        count, total, variance = stats.count, stats.sum_y, target_variance(
+            stats.record, stats.targets.moments, 0)
         if made is None:
             layer.learn_without_model(target, count, total, variance)
         else:
@@ -393,7 +393,8 @@ class VBLSRegressor(Versioned, base.Regressor):
                                                      np.concatenate(([1.0], vector)))
         stats, noise = self._stats, self._noise()
         mean, var = self._layer.shrink(mean, var, noise, stats.count,
-                                       stats.record[0]["sum_y"], target_variance(stats.record))
+                                       stats.sum_y,
+                                       target_variance(stats.record, stats.targets.moments, 0))
         return mean, var, noise
 
     @single_blas_thread
