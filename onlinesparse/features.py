@@ -95,6 +95,29 @@ def as_target(y: object, what: str = "the target") -> float:
     return out
 
 
+def as_targets(y: object, names: list[Hashable] | None) -> tuple[np.ndarray, list[Hashable]]:
+    """Validate a multi-target sample ``y`` (a dict of targets, each :func:`as_target`):
+    its values in the order of ``names``, the targets fixed by the first sample (None
+    before it: then ``y``'s, ordered by type and repr so that the order of its keys never
+    matters). A target missing from ``y``, not in ``names`` or not a real number raises
+    ``ValueError`` naming it."""
+    if not isinstance(y, Mapping):
+        raise ValueError(f"y must be a dict of targets, got {type(y).__name__}")
+    values = {name: as_target(value, f"target {name!r}") for name, value in y.items()}
+    if names is None:
+        names = sorted(values, key=lambda n: (type(n).__name__, repr(n)))
+        if not names:
+            raise ValueError("y has no targets")
+        return np.array([values[name] for name in names]), names
+    for name in values:
+        if name not in names:
+            raise ValueError(f"target {name!r} was not in the first sample")
+    for name in names:
+        if name not in values:
+            raise ValueError(f"target {name!r} is missing")
+    return np.array([values[name] for name in names]), names
+
+
 def as_rows(X: object) -> list[Mapping[Hashable, object]]:
     """The rows of a pandas ``DataFrame`` (or of any iterable of feature dicts) as dicts."""
     return list(X.to_dict(orient="records")) if hasattr(X, "to_dict") else list(X)

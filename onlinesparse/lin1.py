@@ -44,18 +44,12 @@ from river import base, proba
 from onlinesparse._blas import single_blas_thread
 from onlinesparse._distributions import gaussian
 from onlinesparse._validation import Versioned, check_real
-from onlinesparse.features import FeatureMap, as_target
+from onlinesparse.features import FeatureMap, as_target, as_targets
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["Lin1Regressor", "Lin1MultiTargetRegressor"]
-
-
-def _order_key(name: Hashable) -> tuple[str, str]:
-    # Target names may be of mixed types; a key on (type, repr) orders any hashable names
-    # deterministically, so the order of the keys of y never matters.
-    return type(name).__name__, repr(name)
 
 
 class _Lin1Base(Versioned, base.Estimator):
@@ -431,21 +425,7 @@ class Lin1MultiTargetRegressor(_Lin1Base, base.MultiTargetRegressor):
         super().__init__(rcond=rcond, strict=strict)
 
     def _parse_targets(self, y: Any) -> tuple[np.ndarray, list[Hashable]]:
-        if not isinstance(y, Mapping):
-            raise ValueError(f"y must be a dict of targets, got {type(y).__name__}")
-        values = {name: as_target(value, f"target {name!r}") for name, value in y.items()}
-        if self._count == 0:
-            names = sorted(values, key=_order_key)
-            if not names:
-                raise ValueError("y has no targets")
-            return np.array([values[name] for name in names]), names
-        for name in values:
-            if name not in self._targets:
-                raise ValueError(f"target {name!r} was not in the first sample")
-        for name in self._targets:
-            if name not in values:
-                raise ValueError(f"target {name!r} is missing")
-        return np.array([values[name] for name in self._targets]), self._targets
+        return as_targets(y, self._targets if self._count else None)
 
     @single_blas_thread
     def learn_one(self, x: dict, y: dict) -> None:  # type: ignore[override]

@@ -98,13 +98,13 @@ def criteria_now(ridge_record: np.ndarray, targets: Targets, gram: np.ndarray,
                  cross_y: np.ndarray, variance: np.ndarray, weights: np.ndarray,
                  lambdas: np.ndarray) -> tuple[float, float]:
     """``(Σₖ ωₖyₖᵀP²yₖ, γ)`` of the current model (:func:`error_and_gamma`; each target's
-    error into ``targets.errors``), computed once per version of it and kept in the
+    error into ``targets.training``), computed once per version of it and kept in the
     ridge's record (``IncrementalRidge.summary``)."""
     r = ridge_record[0]
     if r.summary_version != r.version:
         r.training_error, r.gamma = error_and_gamma(gram, cross_y, weights, lambdas,
                                                     variance, targets.moments[YY],
-                                                    targets.scales, targets.errors)
+                                                    targets.scales, targets.training)
         r.summary_version = r.version
     return r.training_error, r.gamma
 

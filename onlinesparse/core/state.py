@@ -60,12 +60,11 @@ PRUNER = _dtype(
     ("min_gain",))
 SAMPLE = _dtype(
     ("n_learned", "noise_every", "propose"),
-    # noise_variance 0 until the first estimate (the target's variance stands in); error:
-    # the last error before learning; nearest: the input's squared distance to the nearest
-    # centre; error_square: the running mean of the squared error before learning, over
-    # about the window (core.relevance.track_residual)
-    ("noise_variance", "novelty_sq", "error_threshold", "error", "nearest",
-     "error_square"))
+    # nearest: the input's squared distance to the nearest centre; error_square: the
+    # running mean of the squared error before learning, over about the window
+    # (core.relevance.track_residual; a single target's). Each target's noise variance and
+    # error are in core.state.Targets.
+    ("novelty_sq", "error_threshold", "nearest", "error_square"))
 # RIDGE.pending: no refresh waits, one of S alone, one of the statistics and S.
 NO_REFRESH, REFRESH_STATE, REFRESH_STATISTICS = -1, 0, 1
 # The rows of Targets.moments: each target's Σy² and Σy over the memory.
@@ -73,22 +72,28 @@ YY, SUM = 0, 1
 
 
 class Targets(NamedTuple):
-    """What a window keeps of its K targets (a single-output model has K = 1): the stored
-    ring's targets ``values`` (K × W, one line per target), their ``moments`` (2 × K: Σy²
-    and Σy over the memory, forgetting's weights included), each target's weight ω in
-    the shared criteria (``scales``, :func:`~onlinesparse.core.criteria.error_and_gamma`)
-    and each target's training error as of the ridge's summary (``errors``)."""
+    """What a model keeps of each of its K targets (a single-output model has K = 1): the
+    stored ring's targets ``values`` (K × W, one line per target), their ``moments``
+    (2 × K: Σy² and Σy over the memory, forgetting's weights included), each target's
+    weight ω in the shared criteria (``scales``,
+    :func:`~onlinesparse.core.criteria.error_and_gamma`), its training error yₖᵀP²yₖ as of
+    the ridge's summary (``training``), its noise variance estimate (``noise``, 0 until
+    the first: the target's variance stands in) and the error of its last prediction
+    before learning (``error``)."""
 
     values: np.ndarray
     moments: np.ndarray
     scales: np.ndarray
-    errors: np.ndarray
+    training: np.ndarray
+    noise: np.ndarray
+    error: np.ndarray
 
 
 def new_targets(n_targets: int, rows: int) -> Targets:
     """Zeroed :class:`Targets` for K targets and a ring of ``rows`` slots, every ω 1."""
     return Targets(np.zeros((n_targets, rows)), np.zeros((2, n_targets)),
-                   np.ones(n_targets), np.zeros(n_targets))
+                   np.ones(n_targets), np.zeros(n_targets), np.zeros(n_targets),
+                   np.zeros(n_targets))
 
 
 def new_record(dtype: np.dtype) -> np.ndarray:

@@ -663,7 +663,7 @@ class IncrementalRidge(RecordOwner):
     def target_errors(self) -> np.ndarray:
         """Each target's ``yₖᵀP²yₖ`` (a copy)."""
         self.summary()
-        return self.window.targets.errors.copy()
+        return self.window.targets.training.copy()
 
     @property
     def effective_parameters(self) -> float:

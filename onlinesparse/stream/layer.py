@@ -8,13 +8,16 @@ change (:mod:`~onlinesparse.stream.change`), weighs the model against the runnin
 (:mod:`~onlinesparse.stream.baseline`) and tracks the errors' level
 (:mod:`~onlinesparse.stream.level`); :func:`predictive` composes the prediction as made
 from the model's. The records travel together as one named bundle, :class:`Stream`;
-:class:`StreamLayer` owns one for a Python object.
+:class:`StreamLayer` owns one for a Python object. A model of K targets keeps the K
+targets' records side by side (:class:`Streams`, :func:`new_streams`), each target's a
+:class:`Stream` of views (:func:`target_stream`), so that one compiled step serves one
+target or several.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -36,8 +39,9 @@ from onlinesparse.stream.memory import AdaptiveMemory, Forgetful
 from onlinesparse.stream.mixture import mixture
 from onlinesparse.stream.prior import shrink_to_prior
 
-__all__ = ["Stream", "StreamLayer", "calibrated_spread", "observe", "observe_without_model",
-           "predictive", "predictive_without_model"]
+__all__ = ["Stream", "StreamLayer", "Streams", "after_learning", "calibrated_spread",
+           "new_streams", "observe", "observe_without_model", "predictive",
+           "predictive_without_model", "target_stream"]
 
 
 class Stream(NamedTuple):
@@ -51,6 +55,37 @@ class Stream(NamedTuple):
     baseline: np.ndarray
     levels: np.ndarray
     level: np.ndarray
+
+
+class Streams(NamedTuple):
+    """The records of K targets side by side: ``calibration``, ``change`` and ``level`` a
+    record per target (K), ``baseline`` and ``levels`` a row per target (K × 2, K × the
+    level filters). Target k's :class:`Stream` is :func:`target_stream`."""
+
+    calibration: np.ndarray
+    change: np.ndarray
+    baseline: np.ndarray
+    levels: np.ndarray
+    level: np.ndarray
+
+
+def new_streams(n_targets: int, coverage: float = 0.95, last_target: bool = True
+                ) -> Streams:
+    """Fresh records for ``n_targets`` targets (:class:`Streams`), each calibrated to
+    ``coverage``."""
+    return Streams(np.concatenate([new_calibration(coverage)] * n_targets),
+                   np.concatenate([new_change()] * n_targets),
+                   np.stack([new_baseline(last_target)] * n_targets),
+                   np.stack([new_levels()] * n_targets),
+                   np.concatenate([new_level_state()] * n_targets))
+
+
+@jit
+def target_stream(streams: Streams, k: int) -> Stream:
+    """Target k's records as a :class:`Stream` of views into ``streams``: what
+    :func:`observe` and :func:`predictive` take, for one target or each of several."""
+    return Stream(streams.calibration[k:k + 1], streams.change[k:k + 1],
+                  streams.baseline[k], streams.levels[k], streams.level[k:k + 1])
 
 
 @jit
@@ -149,12 +184,24 @@ class StreamLayer:
         Whether the last target is an expert (:mod:`~onlinesparse.stream.baseline`): right
         for a model that predicts a stream's next sample, wrong for one queried at inputs
         of its owner's choosing whose output comes back as the target (a control loop).
+    bundle
+        The records to own (a target's :func:`target_stream` of a model's
+        :class:`Streams`); by default new ones.
     """
 
-    def __init__(self, coverage: float = 0.95, last_target: bool = True) -> None:
+    def __init__(self, coverage: float = 0.95, last_target: bool = True,
+                 bundle: Stream | None = None) -> None:
         self.coverage = coverage
-        self.bundle = Stream(new_calibration(coverage), new_change(), new_baseline(last_target),
-                             new_levels(), new_level_state())
+        self.bundle = bundle if bundle is not None else target_stream(
+            new_streams(1, coverage, last_target), 0)
+
+    @classmethod
+    def for_targets(cls, streams: Streams, coverage: float) -> list[StreamLayer]:
+        """A layer per target of ``streams``, each owning its target's views (a model of
+        several targets reads and acts through them; its compiled step writes the same
+        records)."""
+        return [cls(coverage, bundle=target_stream(streams, k))
+                for k in range(streams.calibration.shape[0])]
 
     def learn(self, error: float, noise: float, leverage: float, y: float, count: float,
               total: float, variance: float) -> None:
@@ -215,25 +262,8 @@ class StreamLayer:
                        model: Forgetful,
                        freeze: Callable[[], tuple[Predictor, float] | None],
                        learned: int) -> bool:
-        """Act on the alarm the last step raised, if any: keep the outgoing model as a
-        concept (``freeze()``: the model frozen and its noise variance), cut ``model``'s
-        memory to the patterns after the change
-        (:class:`~onlinesparse.stream.memory.AdaptiveMemory`) and restart the level;
-        without an alarm, let the memory drop what it holds back. ``memory`` None: a
-        fixed memory (the alarm is cleared, nothing else). Returns whether it cut."""
-        since = self.take_alarm()
-        if memory is None:
-            return False
-        if not since:
-            if memory.holding:
-                memory.hold(model, learned)
-            return False
-        if concepts is not None:
-            concepts.after_alarm(freeze, learned)
-        if memory.after_alarm(model, since, learned):
-            self.restart_level()
-            return True
-        return False
+        """:func:`after_learning` of this layer alone (a single-output model)."""
+        return after_learning((self,), memory, concepts, model, freeze, learned)
 
     def restart_level(self) -> None:
         """A model refitted after a change makes errors of its own: the level its
@@ -277,3 +307,31 @@ class StreamLayer:
                 "level": float(level["offset"]),
                 "level_calibration": math.exp(float(c["outer_log_scale"])),
                 "model_weight": self.model_weight}
+
+
+def after_learning(layers: Sequence[StreamLayer], memory: AdaptiveMemory | None,
+                   concepts: ConceptMemory | None, model: Forgetful,
+                   freeze: Callable[[], tuple[Predictor, float] | None],
+                   learned: int) -> bool:
+    """Act on the alarms the last step raised in the ``layers`` of a model's targets, if
+    any: keep the outgoing model as a concept (``freeze()``: the model frozen and its noise
+    variance), cut ``model``'s memory — shared by its targets — to the patterns after the
+    change (:class:`~onlinesparse.stream.memory.AdaptiveMemory`; of several targets'
+    alarms, the earliest change point, so that no alarm costs the others more than it
+    must) and restart every target's level; without an alarm, let the memory drop what it
+    holds back. ``memory`` None: a fixed memory (the alarms are cleared, nothing else).
+    Returns whether it cut."""
+    since = max(layer.take_alarm() for layer in layers)
+    if memory is None:
+        return False
+    if not since:
+        if memory.holding:
+            memory.hold(model, learned)
+        return False
+    if concepts is not None:
+        concepts.after_alarm(freeze, learned)
+    if memory.after_alarm(model, since, learned):
+        for layer in layers:
+            layer.restart_level()
+        return True
+    return False
