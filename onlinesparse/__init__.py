@@ -1,8 +1,9 @@
 """onlinesparse: sparse nonlinear models learned one sample at a time.
 
 The estimators (``SparseRBFRegressor``, ``SparseRBFMultiTargetRegressor``,
-``VBLSRegressor``, ``VBLSKernelRegressor``, ``VBLSClassifier``, ``Lin1Regressor``,
-``Lin1MultiTargetRegressor``) are river estimators; ``onlinesparse.stream`` is the
+``VBLSRegressor``, ``VBLSMultiTargetRegressor``, ``VBLSKernelRegressor``,
+``VBLSClassifier``, ``Lin1Regressor``, ``Lin1MultiTargetRegressor``) are river
+estimators; ``onlinesparse.stream`` is the
 stream layer every family shares, ``onlinesparse.batch`` the batch tools of the same
 papers. The layers are described once, in ``docs/architecture.md``.
 """
@@ -15,7 +16,12 @@ from onlinesparse import batch
 from onlinesparse.lin1 import Lin1MultiTargetRegressor, Lin1Regressor
 from onlinesparse.orr.multi_target import SparseRBFMultiTargetRegressor
 from onlinesparse.orr.rbf import SparseRBFRegressor
-from onlinesparse.vbls import VBLSClassifier, VBLSKernelRegressor, VBLSRegressor
+from onlinesparse.vbls import (
+    VBLSClassifier,
+    VBLSKernelRegressor,
+    VBLSMultiTargetRegressor,
+    VBLSRegressor,
+)
 from onlinesparse.warm import warm_up
 
 __all__ = [
@@ -26,6 +32,7 @@ __all__ = [
     "Lin1Regressor",
     "Lin1MultiTargetRegressor",
     "VBLSRegressor",
+    "VBLSMultiTargetRegressor",
     "VBLSKernelRegressor",
     "VBLSClassifier",
     "warm_up",

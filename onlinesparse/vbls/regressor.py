@@ -321,9 +321,18 @@ class VBLSRegressor(Versioned, base.Regressor):
 
     def _observe(self, vector: np.ndarray, target: float,
                  made: tuple[float, float, float] | None) -> None:
+        """The stream layer's step on this target (:meth:`_observe_target`), then the
+        memory's response to an alarm."""
+        self._observe_target(vector, target, made)
+        if self._layer.after_learning(self._adaptive, self._concepts, self, self._freeze,
+                                      self._n_learned):
+            self.n_memory_cuts += 1
+
+    def _observe_target(self, vector: np.ndarray, target: float,
+                        made: tuple[float, float, float] | None) -> None:
         """The stream layer's step on this target (:meth:`StreamLayer.learn`): the model's
         error before learning, its noise and the relative variance of its estimate at the
-        input; then the kept concepts' evidence, and the memory's response to an alarm."""
+        input; then the kept concepts' evidence."""
         stats, layer = self._stats, self._layer
         count, total, variance = stats.count, stats.sum_y, target_variance(
             stats.record, stats.targets.moments, 0)
@@ -335,9 +344,6 @@ class VBLSRegressor(Versioned, base.Regressor):
                         total, variance)
             layer.judge_concepts(self._concepts, vector, target, target - mean, noise, count,
                                  self._n_learned)
-        if layer.after_learning(self._adaptive, self._concepts, self, self._freeze,
-                                self._n_learned):
-            self.n_memory_cuts += 1
 
     n_memory_cuts = 0
 
@@ -359,6 +365,10 @@ class VBLSRegressor(Versioned, base.Regressor):
         refit from the neutral point: the posterior of the patterns before a change is no
         start for the ones after it."""
         self._stats.drop_oldest(k)
+        self._restart()
+
+    def _restart(self) -> None:
+        """Refit from the neutral point on the statistics as they are now."""
         self._state = None
         self._schedule = None
         self._ensure_state()
@@ -494,7 +504,11 @@ class VBLSRegressor(Versioned, base.Regressor):
 
         Before any data: 0, or a standard normal.
         """
-        vector = self._features.transform(x)
+        return self._predict_vector(self._features.transform(x), with_dist)
+
+    def _predict_vector(self, vector: np.ndarray, with_dist: bool
+                        ) -> float | proba.Gaussian | student_t.StudentT:
+        """:meth:`predict_one` of a validated input."""
         if self._state is None:
             return gaussian(0.0, 1.0) if with_dist else 0.0
         if self._layer is not None:
