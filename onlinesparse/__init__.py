@@ -2,10 +2,9 @@
 
 The estimators (``SparseRBFRegressor``, ``SparseRBFMultiTargetRegressor``,
 ``VBLSRegressor``, ``VBLSMultiTargetRegressor``, ``VBLSKernelRegressor``,
-``VBLSClassifier``, ``Lin1Regressor``, ``Lin1MultiTargetRegressor``) are river
-estimators; ``onlinesparse.stream`` is the
-stream layer every family shares, ``onlinesparse.batch`` the batch tools of the same
-papers. The layers are described once, in ``docs/architecture.md``.
+``VBLSClassifier``, ``Lin1Regressor``, ``Lin1MultiTargetRegressor``) are river estimators;
+``onlinesparse.stream`` is the stream layer every family shares, ``onlinesparse.batch`` the
+batch tools of the same papers. The layers are described once, in ``docs/architecture.md``.
 """
 
 from onlinesparse._validation import _version
