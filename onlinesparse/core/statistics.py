@@ -135,9 +135,8 @@ def gram_rank_one(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n:
         traffic[i] += h[i] * h[i] + abs(row[i])
         for j in range(n):
             row[j] += hi * h[j]
-        line = cross_y[i]
-        for k in range(y.shape[0]):
-            line[k] += hi * y[k]
+        for k in range(y.shape[0]):  # (indexed: a view per row costs a refcount pair)
+            cross_y[i, k] += hi * y[k]
 
 
 @jit

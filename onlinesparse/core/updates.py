@@ -154,9 +154,8 @@ def slide_window(gram: np.ndarray, cross_y: np.ndarray, traffic: np.ndarray, n: 
         traffic[i] += a * a + b * b + 2.0 * abs(row[i])
         for j in range(n):
             row[j] += a * h_new[j] - b * h_old[j]
-        line = cross_y[i]
-        for k in range(n_targets):
-            line[k] += a * y_new[k] - b * y_old[k]
+        for k in range(n_targets):  # (indexed: a view per row costs a refcount pair)
+            cross_y[i, k] += a * y_new[k] - b * y_old[k]
     out[SLIDE_REMOVAL] = removal
     out[SLIDE_ADDITION] = addition
     out[SLIDE_CANCELLATION] = worst
@@ -174,9 +173,8 @@ def symmetric_rank_one(variance: np.ndarray, weights: np.ndarray, j: int, coef: 
     rank_one_update(variance, s_j, s_j, coef)
     steps = coef * weights[j]
     for i in range(weights.shape[0]):
-        line = weights[i]
         for k in range(steps.shape[0]):
-            line[k] += s_j[i] * steps[k]
+            weights[i, k] += s_j[i] * steps[k]
 
 
 @jit

@@ -109,7 +109,7 @@ class SparseRBFMultiTargetRegressor(StreamingRBF, base.MultiTargetRegressor):
         if self._model is None:
             self._targets, self._references = list(names), values.copy()
             self._start(len(vector), len(names))
-        targets = self._target_buffer()[3]
+        targets = self._scratch().targets
         np.subtract(values, self._references, out=targets)
         self._learn(vector, x, known, targets)
 

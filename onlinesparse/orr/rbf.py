@@ -191,7 +191,7 @@ class SparseRBFRegressor(StreamingRBF, base.Regressor):
         if self._model is None:
             self._target_reference = target
             self._start(len(vector), 1)
-        targets = self._target_buffer()[3]
+        targets = self._scratch().targets
         targets[0] = target - self._target_reference
         self._learn(vector, x, known, targets)
 

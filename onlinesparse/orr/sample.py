@@ -61,8 +61,12 @@ from onlinesparse.stream.prior import shrink_to_prior
 # SLIDE_REFUSED and REFRESH: the sample is done; the pruner stopped at a move for the
 # caller (PRUNER.stop, PRUNER.action).
 QUIET, MOVE = 3, 4
+# The rows of prediction's `out` (3 × K): each target's novelty variance (given), then its
+# prediction and predictive variance (returned).
+NOVELTY, MEAN, VARIANCE = 0, 1, 2
 
-__all__ = ["QUIET", "MOVE", "Inputs", "Ring", "SampleState", "noise_level",
+__all__ = ["QUIET", "MOVE", "NOVELTY", "MEAN", "VARIANCE", "Inputs", "Ring", "SampleState",
+           "noise_level",
            "model_prediction", "prediction", "consider", "continue_sample", "stream_sample"]
 
 
@@ -168,15 +172,16 @@ def model_prediction(x: np.ndarray, window: np.ndarray, targets: Targets, stream
 
 @jit
 def prediction(x: np.ndarray, window: np.ndarray, targets: Targets, stream: Streams,
-               t: Tracked, s: Ridge, novelty: np.ndarray, means: np.ndarray,
-               variances: np.ndarray) -> None:
+               t: Tracked, s: Ridge, out: np.ndarray) -> None:
     """``predict_one`` in one call: :func:`model_prediction`, then each target's prediction
     as made (:func:`~onlinesparse.stream.layer.predictive`: calibration, the errors' level,
-    ``novelty[k]``, the mixture with the experts), into ``means`` and ``variances``."""
+    the novelty variance ``out[NOVELTY, k]``, the mixture with the experts), into
+    ``out[MEAN]`` and ``out[VARIANCE]``."""
+    means, variances = out[MEAN], out[VARIANCE]
     model_prediction(x, window, targets, stream, t, s, means, variances)
     for k in range(means.shape[0]):
         means[k], variances[k] = predictive(target_stream(stream, k), means[k], variances[k],
-                                            novelty[k])
+                                            out[NOVELTY, k])
 
 
 @jit

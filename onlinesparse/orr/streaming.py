@@ -43,6 +43,17 @@ from onlinesparse.stream.layer import after_learning, new_streams
 __all__ = ["StreamingRBF"]
 
 
+class _Scratch(NamedTuple):
+    """A model's reused arrays of K: a prediction's ``out`` and its rows, a sample's
+    targets."""
+
+    out: np.ndarray
+    means: np.ndarray
+    variances: np.ndarray
+    novelty: np.ndarray
+    targets: np.ndarray
+
+
 class _Compiled(NamedTuple):
     """A model's compiled-call bundle and the entry points of its three compiled calls."""
 
@@ -68,7 +79,7 @@ class _Compiled(NamedTuple):
         return cls(bundle,
                    entry_point(fused.stream_sample, x, y, x, 1, 1, 0, bundle),
                    entry_point(fused.continue_sample, bundle, x, 1, 0),
-                   entry_point(fused.prediction, x, *reads, y, y, y), reads)
+                   entry_point(fused.prediction, x, *reads, np.zeros((3, n_targets))), reads)
 
 
 # Default radii, as multiples of √d: on standardised inputs the typical distance between
@@ -162,6 +173,8 @@ class StreamingRBF(Versioned, RecordOwner):
     _concepts: ConceptMemory | None = None
     # The compiled calls' bundle, kept while the arrays stay (see _compiled).
     _cached_bundle = None
+    # Whether the prediction's novelty row holds the last interval's variances.
+    _novelty_held = False
     # The stream layer's records of every target (stream.layer.Streams), and a layer per
     # target owning views of them; None before the first sample unless the targets are
     # fixed by the class (_fixed_targets: a single-output model's one).
@@ -406,13 +419,17 @@ class StreamingRBF(Versioned, RecordOwner):
             row = self._row_scratch = np.empty(capacity)
         return row
 
-    def _target_buffer(self) -> np.ndarray:
-        """Vectors of K, reused (a new array per call costs more than the copy into it): a
-        prediction's novelty, means and variances (rows 0–2), a sample's targets (row 3)."""
-        buffer = self.__dict__.get("_target_scratch")
-        if buffer is None:
-            buffer = self.__dict__["_target_scratch"] = np.zeros((4, self.n_targets))
-        return buffer
+    def _scratch(self) -> _Scratch:
+        """Arrays of K, reused (a new array, or even a new view, per call costs more than
+        the copy into it): a prediction's rows (``orr.sample.prediction``'s ``out``) and a
+        sample's targets."""
+        scratch = self.__dict__.get("_target_scratch")
+        if scratch is None:
+            out = np.zeros((3, self.n_targets))
+            scratch = self.__dict__["_target_scratch"] = _Scratch(
+                out, out[fused.MEAN], out[fused.VARIANCE], out[fused.NOVELTY],
+                np.zeros(self.n_targets))
+        return scratch
 
     def _spare_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Arrays for the first addition or deletion of a compiled call to write the
@@ -524,14 +541,16 @@ class StreamingRBF(Versioned, RecordOwner):
         model = self._model
         if model is None or not model.size:
             return self._predict_without_model(vector, with_dist)
-        buffer = self._target_buffer()
-        novelty, means, variances = buffer[0], buffer[1], buffer[2]
+        scratch = self._scratch()
         if with_dist:
-            novelty[:] = self._novelty_variance(vector)
-        else:
-            novelty[:] = 0.0
+            scratch.novelty[:] = self._novelty_variance(vector)
+            self._novelty_held = True
+        elif self._novelty_held:  # (zero while no interval was asked for since)
+            scratch.novelty.fill(0.0)
+            self._novelty_held = False
         compiled = self._compiled()
-        compiled.predict(vector, *compiled.reads, novelty, means, variances)
+        compiled.predict(vector, *compiled.reads, scratch.out)
+        means, variances = scratch.means, scratch.variances
         if self._concepts is not None and self._concepts.kept:
             means[0], variances[0] = self._concepts.blend(vector, means[0], variances[0],
                                                           self._stream.model_weight)

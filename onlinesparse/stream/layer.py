@@ -321,7 +321,9 @@ def after_learning(layers: Sequence[StreamLayer], memory: AdaptiveMemory | None,
     must) and restart every target's level; without an alarm, let the memory drop what it
     holds back. ``memory`` None: a fixed memory (the alarms are cleared, nothing else).
     Returns whether it cut."""
-    since = max(layer.take_alarm() for layer in layers)
+    since = 0
+    for layer in layers:  # (every target's alarm is taken, and cleared)
+        since = max(since, layer.take_alarm())
     if memory is None:
         return False
     if not since:
