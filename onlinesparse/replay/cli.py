@@ -72,11 +72,19 @@ def _model_flags() -> dict[str, list[tuple[str, registry.ModelParam]]]:
     return flags
 
 
+def _shared_models() -> list[str]:
+    """The registry's models that have a multi-output form (several targets share one)."""
+    return [spec.name for spec in registry.MODELS.values() if spec.multi_target]
+
+
 def _add_replay_options(parser: argparse.ArgumentParser, grid: bool = False) -> None:
     """The options of ``replay``; ``grid`` keeps those that apply to a grid of replays."""
     cols = parser.add_argument_group("columns")
     cols.add_argument("--target", action="append", metavar="COL", required=True,
-                      help="target column; repeat for several (one model each)")
+                      help="target column; repeat for several"
+                           + ("" if grid else ": they share one model when the model has a "
+                              "multi-output form (" + ", ".join(_shared_models()) + "), "
+                              "else, or with --separate, each has its own"))
     cols.add_argument("--features", action="append", metavar="COLS",
                       help="feature columns, comma-separated, shell patterns allowed "
                            "(e.g. 'n*'); repeatable; default: every other column")
@@ -94,6 +102,17 @@ def _add_replay_options(parser: argparse.ArgumentParser, grid: bool = False) -> 
                            help=f"{p.help} ({p.describe_range()}; models: {names})")
     model.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                        help="any other constructor keyword of the model (repeatable)")
+    if not grid:
+        model.add_argument(
+            "--separate", action="store_true",
+            help="one model per target even when the model has a multi-output form. A shared "
+                 "model reads each row once, predicts every target in one call and learns "
+                 "one basis from all of them, but learns only rows that carry every target "
+                 "(a row lacking one is predicted and scored for the others, learned by "
+                 "none); separate models learn each target from every row that has it, at "
+                 "one model's time per target. Models without a multi-output form ("
+                 + ", ".join(n for n in registry.MODELS if n not in _shared_models())
+                 + ") always fit one model per target")
     model.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=True,
                        help="scale inputs with running, past-only mean and variance "
                             "(default: on)")
@@ -168,7 +187,8 @@ def _add_output_options(parser: argparse.ArgumentParser, grid: bool) -> None:
     if not grid:
         ck = parser.add_argument_group("checkpoints")
         ck.add_argument("--checkpoint", type=Path, metavar="PATH",
-                        help="checkpoint file (several targets: one file per target beside it)")
+                        help="checkpoint file (a model shared by the targets: this file; "
+                             "one model per target: one file per target beside it)")
         ck.add_argument("--every", type=_positive_int, metavar="N",
                         help="save a checkpoint every N rows (default 10000 with --checkpoint)")
         ck.add_argument("--resume", action="store_true", help="continue from --checkpoint")
@@ -327,6 +347,14 @@ def _announce_columns(cfg: Any) -> None:
         folded = fold_warnings(recording_warnings(recording, columns))
         if folded:
             print(f"warning: {folded}", file=sys.stderr, flush=True)
+    n = len(columns.targets)
+    if registry.shares_model(cfg.model, n, cfg.separate):
+        print(f"the {n} targets share one {cfg.model} model (its multi-output form); "
+              "--separate fits one model per target")
+    elif n > 1:
+        why = ("--separate" if cfg.separate else
+               f"{cfg.model} has no multi-output form")
+        print(f"one {cfg.model} model per target ({why})")
     if cfg.warmup:
         print(f"the first {cfg.warmup} samples of each target are learned but not scored "
               "(--warmup)")
@@ -362,6 +390,7 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         missing=args.missing,
         quiet=args.quiet,
         bin_ms=args.bin_ms,
+        separate=args.separate,
     )
     _announce_columns(cfg)
     if args.scheduler:
@@ -384,9 +413,12 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 def _say_outcome(outcome: Any, cfg: Any, argv: Sequence[str]) -> None:
     """Errors, files written, and how to resume, after a replay's summary table."""
+    said: dict[str, list[str]] = {}  # (a shared model's targets often end with one message)
     for r in outcome.results:
         if r.message:
-            print(f"onlinesparse: error: {r.target}: {r.message}", file=sys.stderr)
+            said.setdefault(r.message, []).append(r.target)
+    for message, targets in said.items():
+        print(f"onlinesparse: error: {', '.join(targets)}: {message}", file=sys.stderr)
     for message in outcome.errors:  # outputs that could not be written (the others were)
         print(f"onlinesparse: error: {message}", file=sys.stderr)
     written = [p.name for p in (outcome.predictions_path, outcome.metrics_path,

@@ -309,7 +309,7 @@ def plot_model_state(name: str, trace: Trace, budget: float | None, has_basis: b
         if key == "n_basis" and budget:
             ax.axhline(float(budget), color=BUDGET_COLOR, lw=1.0, ls="--",
                        label=f"budget max_basis = {budget:g}")
-            ax.set_ylim(0, float(budget) * 1.1)
+            ax.set_ylim(0, max(float(budget), float(np.nanmax(v))) * 1.1)
             ax.legend(loc="lower right", fontsize=8)
         if key == "gcv" and np.nanmin(v) > 0:
             ax.set_yscale("log")
