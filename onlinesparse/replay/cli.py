@@ -139,7 +139,9 @@ def _add_replay_options(parser: argparse.ArgumentParser, grid: bool = False) -> 
     run.add_argument("--workers", type=_positive_int, metavar="N",
                      help=f"worker processes for several {what} (default: one per {what[:-1]} "
                           "up to the CPU count; 1 runs in this process); with --scheduler "
-                          "local, the number of Dask workers")
+                          "local, the number of Dask workers"
+                          + ("" if grid else "; a model shared by the targets is one job, "
+                             "run in this process"))
     run.add_argument("--scheduler", metavar="ADDRESS",
                      help=f"run the {what} on Dask: tcp://HOST:PORT of a running scheduler, "
                           "or 'local' to start a local Dask cluster for this run (needs "
