@@ -395,7 +395,12 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         separate=args.separate,
     )
     _announce_columns(cfg)
-    if args.scheduler:
+    if args.scheduler and registry.shares_model(cfg.model, len(cfg.targets), cfg.separate):
+        print("onlinesparse: note: a model shared by the targets is one job: it runs in this "
+              "process, not on --scheduler (--separate runs one task per target there)",
+              file=sys.stderr)
+        outcome = run_replay(cfg)
+    elif args.scheduler:
         from onlinesparse.replay.cluster import DaskPool, dask_client
 
         cfg.check()  # before starting a cluster
