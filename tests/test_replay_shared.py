@@ -14,8 +14,12 @@ import pytest
 
 from onlinesparse.replay import models as registry
 from onlinesparse.replay.cli import main
+from onlinesparse.replay.config import StopFlag
 from onlinesparse.replay.errors import UsageError
+from onlinesparse.replay.outputs import write_outputs
+from onlinesparse.replay.reader import open_recording
 from onlinesparse.replay.runner import ReplayConfig, format_summary, run_replay
+from onlinesparse.replay.shared import replay_shared
 from tests.multi_target_stand_in import MULTI_TARGET_PATH
 
 N = 300
@@ -240,3 +244,37 @@ def test_help_says_which_models_share_and_what_separate_does(capsys):
     text = " ".join(capsys.readouterr().out.split()).replace("multi- output", "multi-output")
     assert "--separate" in text and "multi-output form (rbf)" in text
     assert "(vbls, vbls-kernel, lin1, linear) always fit one model per target" in text
+
+
+class _StopAt(StopFlag):
+    """Ctrl-C as the replay sees it, after ``n`` rows."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    @property
+    def requested(self) -> bool:
+        self.n -= 1
+        return self.n < 0
+
+    @requested.setter
+    def requested(self, value: bool) -> None:
+        pass
+
+
+def test_ctrl_c_saves_the_shared_model_in_one_default_checkpoint_and_resumes(complete,
+                                                                             tmp_path):
+    whole = tmp_path / "whole"
+    run_replay(_cfg(complete, whole))
+    out = tmp_path / "o"
+    cfg = _cfg(complete, out)
+    columns = open_recording(complete).select(TARGETS, None, "t")
+    results, shared = replay_shared(cfg, columns, _StopAt(120))
+    saved = out / "checkpoint.pkl"  # without --checkpoint: one file in --out
+    assert {r.status for r in results} == {"interrupted"} and shared.status == "interrupted"
+    assert {r.checkpoint_path for r in results} == {str(saved)} and saved.exists()
+    assert write_outputs(cfg, columns, results, shared=shared).exit_code == 130
+    resumed = run_replay(_cfg(complete, out, checkpoint=saved, resume=True))
+    assert resumed.exit_code == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(whole / "predictions.parquet"),
+                                  pd.read_parquet(out / "predictions.parquet"))

@@ -52,8 +52,8 @@ from onlinesparse.replay.errors import UsageError
 from onlinesparse.replay.source import DEFAULT_BIN_MS, Source
 from onlinesparse.replay.values import widen_like_text
 
-__all__ = ["Chunk", "MultiChunk", "Columns", "Recording", "open_recording", "FORMATS", "VALUE_BOUND",
-           "DEFAULT_BIN_MS", "MISSING_POLICIES"]
+__all__ = ["Chunk", "MultiChunk", "Columns", "Recording", "open_recording", "FORMATS",
+           "VALUE_BOUND", "DEFAULT_BIN_MS", "MISSING_POLICIES"]
 
 FORMATS = {
     ".csv": "csv",

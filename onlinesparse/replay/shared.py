@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from onlinesparse.replay import models as registry
-from onlinesparse.replay.checkpoint import load_checkpoint, recording_fingerprint
+from onlinesparse.replay.checkpoint import load_checkpoint
 from onlinesparse.replay.collector import RowCollector
 from onlinesparse.replay.config import (
     MAX_CORRUPT_EXAMPLES,
@@ -57,7 +57,6 @@ from onlinesparse.replay.target import (
     _ModelRaised,
     _Run,
     _TargetState,
-    _WriteFailed,
     default_checkpoint,
     fingerprint,
 )
