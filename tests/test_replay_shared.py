@@ -278,3 +278,28 @@ def test_ctrl_c_saves_the_shared_model_in_one_default_checkpoint_and_resumes(com
     assert resumed.exit_code == 0
     pd.testing.assert_frame_equal(pd.read_parquet(whole / "predictions.parquet"),
                                   pd.read_parquet(out / "predictions.parquet"))
+
+
+def test_nothing_scored_and_a_model_that_raises_end_every_target(complete, tmp_path,
+                                                                 monkeypatch):
+    outcome = run_replay(_cfg(complete, tmp_path / "w", warmup=N))
+    assert outcome.exit_code == 1
+    assert {r.status for r in outcome.results} == {"nothing_scored"}
+    assert "were in the warm-up" in outcome.results[0].message
+
+    model_class = registry.resolve("rbf", multi_target=True)
+    learn, calls = model_class.learn_one, []
+
+    def failing(self, x, y):
+        calls.append(1)
+        if len(calls) > 200 + 100:  # (the warm-up's clone learns the first 200 rows)
+            raise RuntimeError("boom")
+        learn(self, x, y)
+
+    monkeypatch.setattr(model_class, "learn_one", failing)
+    ckpt = tmp_path / "run.ckpt"
+    outcome = run_replay(_cfg(complete, tmp_path / "e", checkpoint=ckpt, every=1000))
+    assert outcome.exit_code == 1
+    assert {r.status for r in outcome.results} == {"model_error"}
+    assert "RuntimeError" in outcome.results[0].message and "boom" in outcome.results[0].message
+    assert not ckpt.exists()  # the model may be half-updated: no checkpoint

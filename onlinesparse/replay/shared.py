@@ -59,6 +59,7 @@ from onlinesparse.replay.target import (
     _TargetState,
     default_checkpoint,
     fingerprint,
+    why_nothing_scored,
 )
 
 __all__ = ["replay_shared", "shared_fingerprint", "load_shared"]
@@ -210,6 +211,13 @@ class _SharedRun(_Run):
 
     def _any_scored(self) -> bool:
         return any(view.acc.n for view in self.state.views.values())
+
+    def _why_nothing_scored(self) -> str:
+        from onlinesparse.replay.shared_summary import _align
+
+        view = next(iter(self.state.views.values()))
+        _align(view, self.state)
+        return why_nothing_scored(self.cfg, view, self.recording.path.name)
 
     def _replay_rows(self) -> None:
         chunks = self.recording.iter_multi_chunks(
