@@ -303,3 +303,14 @@ def test_nothing_scored_and_a_model_that_raises_end_every_target(complete, tmp_p
     assert {r.status for r in outcome.results} == {"model_error"}
     assert "RuntimeError" in outcome.results[0].message and "boom" in outcome.results[0].message
     assert not ckpt.exists()  # the model may be half-updated: no checkpoint
+
+
+def test_the_grid_replays_one_model_per_target_and_its_replay_command_says_so(capsys):
+    from onlinesparse.replay.cli import _replay_command, build_parser
+
+    args = build_parser().parse_args(["grid", "r.csv", "--target", "y1", "--target", "y2",
+                                      "--grid", "max-basis=5,10"])
+    assert _replay_command(args, "rbf", {"max_basis": 5}).endswith("--separate")
+    assert not _replay_command(args, "lin1", {}).endswith("--separate")
+    assert main(["models"]) == 0
+    assert "rbf fit one model shared by the targets" in capsys.readouterr().out

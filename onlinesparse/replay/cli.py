@@ -577,6 +577,8 @@ def _replay_command(args: argparse.Namespace, model: str, params: dict[str, Any]
             words += [option, str(value)]
     if args.strict:
         words.append("--strict")
+    if registry.shares_model(model, len(args.target)):
+        words.append("--separate")  # the grid replays one model per target
     return shlex.join(words)
 
 
@@ -634,6 +636,11 @@ def _cmd_models(name: str | None = None) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)) + "  " + r[3])
+    shared = ", ".join(_shared_models())
+    if shared:
+        print(f"\nWith several --target, {shared} fit one model shared by the targets (its "
+              "multi-output form; --separate: one model each); the others one model per "
+              "target.")
     print("\n'onlinesparse models NAME' lists every parameter of a model with its default.")
     return 0
 
