@@ -10,7 +10,8 @@ so both runs have the same single core). Each replay warms its model up before t
 Printed: per target nMSE and coverage of the 95 % interval for both runs; rows per second
 (rows learned over the replay's time) of the shared model, and for the separate models each
 target's and their combined rate (a row of all three targets: 1 / Σ 1/rateᵢ); the median and
-99th percentile of the time per row (shared) or per sample (each separate model).
+99th percentile of the time per row (shared) or per sample (each separate model), wall-clock
+and the thread's CPU time (which leaves out the machine's other work).
 
 Run: ``.venv/bin/python benchmarks/replay_shared.py`` (``--rows N``, default 8 000;
 ``--max-basis M``, default 100; ``--multi-target module:Class`` replays another multi-output
@@ -48,9 +49,10 @@ def replay(path: Path, separate: bool, max_basis: int, out: Path) -> Any:
 
 
 def _rate_row(name: str, metrics: dict[str, Any]) -> str:
-    lat = metrics["latency_us"]
+    lat, cpu = metrics["latency_us"], metrics["cpu_us"]
     return (f"{name:<22} {metrics['rows_per_second']:>9,.0f} rows/s   "
-            f"median {lat['median']:>7,.0f} µs   p99 {lat['p99']:>8,.0f} µs")
+            f"median {lat['median']:>7,.0f} µs   p99 {lat['p99']:>8,.0f} µs   "
+            f"CPU median {cpu['median']:>7,.0f} µs   p99 {cpu['p99']:>8,.0f} µs")
 
 
 def main() -> None:
