@@ -420,12 +420,14 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 def _say_outcome(outcome: Any, cfg: Any, argv: Sequence[str]) -> None:
     """Errors, files written, and how to resume, after a replay's summary table."""
-    said: dict[str, list[str]] = {}  # (a shared model's targets often end with one message)
+    said: dict[str, list[str]] = {}
     for r in outcome.results:
-        if r.message:
-            said.setdefault(r.message, []).append(r.target)
-    for message, targets in said.items():
-        print(f"onlinesparse: error: {', '.join(targets)}: {message}", file=sys.stderr)
+        if r.message:  # (a shared model's targets end with one message: said once)
+            key = r.message if outcome.shared is not None else f"{r.target}\0{r.message}"
+            said.setdefault(key, []).append(r.target)
+    for key, targets in said.items():
+        print(f"onlinesparse: error: {', '.join(targets)}: {key.split(chr(0))[-1]}",
+              file=sys.stderr)
     for message in outcome.errors:  # outputs that could not be written (the others were)
         print(f"onlinesparse: error: {message}", file=sys.stderr)
     written = [p.name for p in (outcome.predictions_path, outcome.metrics_path,
