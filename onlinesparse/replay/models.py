@@ -250,6 +250,7 @@ MODELS: dict[str, ModelSpec] = {
                     help="singular values below rcond × the largest are treated as zero",
                 ),
             ),
+            multi_target="onlinesparse.lin1:Lin1MultiTargetRegressor",
         ),
         ModelSpec(
             "linear",

@@ -369,13 +369,20 @@ class _SharedRun(_Run):
 
 
 def target_diagnostics(model: Any) -> dict[str, dict[str, float]]:
-    """``{target: {name: value}}`` from the last step's ``target_diagnostics()``; ``{}``
-    when it has none or it fails."""
-    method = getattr(registry.last_step(model), "target_diagnostics", None)
-    if not callable(method):
-        return {}
+    """``{target: {name: value}}`` from the last step's ``target_diagnostics()``, else from
+    its ``diagnostics()`` keys ``name[target]`` (lin-1's form); ``{}`` when it has neither
+    or they fail."""
+    est = registry.last_step(model)
+    method = getattr(est, "target_diagnostics", None)
     try:
-        return {str(t): {k: float(v) for k, v in dict(d).items() if isinstance(v, int | float)}
-                for t, d in dict(method()).items()}
+        if callable(method):
+            return {str(t): {k: float(v) for k, v in dict(d).items()
+                             if isinstance(v, int | float)} for t, d in dict(method()).items()}
+        out: dict[str, dict[str, float]] = {}
+        for key, value in _diagnostics(model).items():
+            name, bracket, target = key.partition("[")
+            if bracket and target.endswith("]"):
+                out.setdefault(target[:-1], {})[name] = value
+        return out
     except Exception:  # a diagnostic must not stop the replay
         return {}
