@@ -1,4 +1,4 @@
-"""One shared RBF model for three targets against one model per target, through the replay.
+"""One shared model for three targets against one model per target, through the replay.
 
 The recording is ``onlinesparse.datasets.make_spike_count_session(seed=42)`` (80 channels of
 spike counts in 20 ms bins, 40 NaN cells; targets ``emg_0``, ``emg_1`` and ``velocity``),
@@ -14,8 +14,9 @@ target's and their combined rate (a row of all three targets: 1 / Σ 1/rateᵢ);
 and the thread's CPU time (which leaves out the machine's other work).
 
 Run: ``.venv/bin/python benchmarks/replay_shared.py`` (``--rows N``, default 8 000;
-``--max-basis M``, default 100; ``--multi-target module:Class`` replays another multi-output
-form than the registry's, e.g. a stand-in).
+``--max-basis M``, default 100; ``--model lin1`` replays lin-1 instead of the RBF network;
+``--multi-target module:Class`` replays another multi-output form than the registry's, e.g.
+a stand-in).
 """
 
 from __future__ import annotations
@@ -38,10 +39,10 @@ from onlinesparse.replay.runner import ReplayConfig, run_replay  # noqa: E402
 TARGETS = ["emg_0", "emg_1", "velocity"]
 
 
-def replay(path: Path, separate: bool, max_basis: int, out: Path) -> Any:
+def replay(path: Path, separate: bool, model: str, params: dict[str, Any], out: Path) -> Any:
     """One replay of the three targets (shared model unless ``separate``)."""
-    cfg = ReplayConfig(path, list(TARGETS), features=["n*"], time="time", model="rbf",
-                       model_params={"max_basis": max_basis}, warmup=100, workers=1,
+    cfg = ReplayConfig(path, list(TARGETS), features=["n*"], time="time", model=model,
+                       model_params=params, warmup=100, workers=1,
                        progress=False, out=out, report=False, separate=separate)
     outcome = run_replay(cfg)
     assert outcome.exit_code == 0, [r.message for r in outcome.results]
@@ -58,23 +59,25 @@ def _rate_row(name: str, metrics: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=8000)
-    parser.add_argument("--max-basis", type=int, default=100)
+    parser.add_argument("--max-basis", type=int, default=100, help="rbf's budget")
+    parser.add_argument("--model", default="rbf", help="rbf (default) or lin1")
     parser.add_argument("--multi-target", metavar="MODULE:CLASS",
                         help="the multi-output form to replay (default: the registry's)")
     args = parser.parse_args()
     if args.multi_target:
-        registry.MODELS["rbf"] = dataclasses.replace(registry.MODELS["rbf"],
-                                                     multi_target=args.multi_target)
-    form = registry.multi_target_form("rbf")
+        registry.MODELS[args.model] = dataclasses.replace(registry.MODELS[args.model],
+                                                          multi_target=args.multi_target)
+    form = registry.multi_target_form(args.model)
     if form is None:
-        raise SystemExit("rbf has no multi-output form in this installation")
+        raise SystemExit(f"{args.model} has no multi-output form in this installation")
+    params = {"max_basis": args.max_basis} if args.model == "rbf" else {}
     d = Path(tempfile.mkdtemp(prefix="replay-shared-"))
     path = d / "session.parquet"
     frame = make_spike_count_session(n_rows=args.rows, seed=42)
     frame.drop(columns=["latent_vx", "latent_vy"]).to_parquet(path)
-    shared = replay(path, False, args.max_basis, d / "shared")
-    separate = replay(path, True, args.max_basis, d / "separate")
-    print(f"{args.rows} rows, 80 channels, max_basis {args.max_basis}; shared model: "
+    shared = replay(path, False, args.model, params, d / "shared")
+    separate = replay(path, True, args.model, params, d / "separate")
+    print(f"{args.rows} rows, 80 channels, {args.model} {params}; shared model: "
           f"{form.__module__}.{form.__name__}")
     print(f"{'target':<10} {'nMSE shared':>12} {'nMSE separate':>14} {'cover shared':>13} "
           f"{'cover separate':>15}")
