@@ -50,7 +50,7 @@ from onlinesparse.replay.config import (
 from onlinesparse.replay.errors import ReplayError, UsageError
 from onlinesparse.replay.metrics import LatencyHistogram, RegressionAccumulator, Trace, interval_z
 from onlinesparse.replay.reader import VALUE_BOUND, Columns, MultiChunk
-from onlinesparse.replay.shared_summary import summarise_shared
+from onlinesparse.replay.shared_summary import align, summarise_shared, target_diagnostics
 from onlinesparse.replay.stream_checks import RecordingChecks
 from onlinesparse.replay.summary import diagnostics as _diagnostics
 from onlinesparse.replay.target import (
@@ -62,7 +62,7 @@ from onlinesparse.replay.target import (
     why_nothing_scored,
 )
 
-__all__ = ["replay_shared", "shared_fingerprint", "load_shared"]
+__all__ = ["replay_shared", "shared_fingerprint", "load_shared", "target_diagnostics"]
 
 
 @dataclass
@@ -213,10 +213,8 @@ class _SharedRun(_Run):
         return any(view.acc.n for view in self.state.views.values())
 
     def _why_nothing_scored(self) -> str:
-        from onlinesparse.replay.shared_summary import _align
-
         view = next(iter(self.state.views.values()))
-        _align(view, self.state)
+        align(view, self.state)
         return why_nothing_scored(self.cfg, view, self.recording.path.name)
 
     def _replay_rows(self) -> None:
@@ -367,22 +365,3 @@ class _SharedRun(_Run):
             for target, view in state.views.items():
                 view.trace.record(t, own.get(target, {}))
 
-
-def target_diagnostics(model: Any) -> dict[str, dict[str, float]]:
-    """``{target: {name: value}}`` from the last step's ``target_diagnostics()``, else from
-    its ``diagnostics()`` keys ``name[target]`` (lin-1's form); ``{}`` when it has neither
-    or they fail."""
-    est = registry.last_step(model)
-    method = getattr(est, "target_diagnostics", None)
-    try:
-        if callable(method):
-            return {str(t): {k: float(v) for k, v in dict(d).items()
-                             if isinstance(v, int | float)} for t, d in dict(method()).items()}
-        out: dict[str, dict[str, float]] = {}
-        for key, value in _diagnostics(model).items():
-            name, bracket, target = key.partition("[")
-            if bracket and target.endswith("]"):
-                out.setdefault(target[:-1], {})[name] = value
-        return out
-    except Exception:  # a diagnostic must not stop the replay
-        return {}

@@ -19,9 +19,11 @@ from onlinesparse.replay.config import ReplayConfig, SharedResult, TargetResult
 from onlinesparse.replay.metrics import LatencyHistogram
 from onlinesparse.replay.reader import Columns, Recording
 from onlinesparse.replay.summary import _model_findings
+from onlinesparse.replay.summary import diagnostics as _diagnostics
 from onlinesparse.replay.summary import summarise as _summarise
 
-__all__ = ["summarise_shared", "render_shared_run", "SHARED_TIMING_KEYS"]
+__all__ = ["summarise_shared", "render_shared_run", "target_diagnostics", "align",
+           "SHARED_TIMING_KEYS"]
 
 #: Per-target metrics that belong to the shared model: ``None`` in each target's entry.
 SHARED_TIMING_KEYS = ("latency_us", "cpu_us", "gc_pauses_us", "deadline_misses",
@@ -39,7 +41,6 @@ def summarise_shared(
     warm_up_s: float,
 ) -> tuple[list[TargetResult], SharedResult]:
     """Each target's result and the shared model's, from the shared replay's ``state``."""
-    from onlinesparse.replay.shared import target_diagnostics
     from onlinesparse.replay.target import diverged_message, why_nothing_scored
 
     relevance, source, findings = _model_findings(state.model)
@@ -48,7 +49,7 @@ def summarise_shared(
         own = target_diagnostics(state.model)
     results = []
     for target, view in state.views.items():
-        _align(view, state)
+        align(view, state)
         status_t, message_t = status, message
         if status in ("completed", "nothing_scored") and view.acc.n == 0:
             status_t = "nothing_scored"
@@ -80,7 +81,7 @@ def summarise_shared(
     return results, shared
 
 
-def _align(view: Any, state: Any) -> None:
+def align(view: Any, state: Any) -> None:
     """What a target's state shares with the model's: rows read and learned, time."""
     view.position, view.n_samples = state.position, state.n_samples
     view.n_imputed, view.finished, view.elapsed = state.n_imputed, state.finished, 0.0
@@ -139,3 +140,23 @@ def render_shared_run(cfg: ReplayConfig, columns: Columns, results: list[TargetR
     except Exception as exc:
         shared.report_error = (f"drawing the report of the shared model failed: "
                                f"{type(exc).__name__}: {exc}")
+
+
+def target_diagnostics(model: Any) -> dict[str, dict[str, float]]:
+    """``{target: {name: value}}`` from the last step's ``target_diagnostics()``, else from
+    its ``diagnostics()`` keys ``name[target]`` (lin-1's form); ``{}`` when it has neither
+    or they fail."""
+    est = registry.last_step(model)
+    method = getattr(est, "target_diagnostics", None)
+    try:
+        if callable(method):
+            return {str(t): {k: float(v) for k, v in dict(d).items()
+                             if isinstance(v, int | float)} for t, d in dict(method()).items()}
+        out: dict[str, dict[str, float]] = {}
+        for key, value in _diagnostics(model).items():
+            name, bracket, target = key.partition("[")
+            if bracket and target.endswith("]"):
+                out.setdefault(target[:-1], {})[name] = value
+        return out
+    except Exception:  # a diagnostic must not stop the replay
+        return {}
