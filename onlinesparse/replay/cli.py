@@ -77,6 +77,20 @@ def _shared_models() -> list[str]:
     return [spec.name for spec in registry.MODELS.values() if spec.multi_target]
 
 
+def _add_separate(group: Any) -> None:
+    """``--separate``, which says what a shared model costs and which models have none."""
+    group.add_argument(
+        "--separate", action="store_true",
+        help="one model per target even when the model has a multi-output form. A shared "
+             "model reads each row once, predicts every target in one call and learns "
+             "one basis from all of them, but learns only rows that carry every target "
+             "(a row lacking one is predicted and scored for the others, learned by "
+             "none); separate models learn each target from every row that has it, at "
+             "one model's time per target. Models without a multi-output form ("
+             + ", ".join(n for n in registry.MODELS if n not in _shared_models())
+             + ") always fit one model per target")
+
+
 def _add_replay_options(parser: argparse.ArgumentParser, grid: bool = False) -> None:
     """The options of ``replay``; ``grid`` keeps those that apply to a grid of replays."""
     cols = parser.add_argument_group("columns")
@@ -103,16 +117,7 @@ def _add_replay_options(parser: argparse.ArgumentParser, grid: bool = False) -> 
     model.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                        help="any other constructor keyword of the model (repeatable)")
     if not grid:
-        model.add_argument(
-            "--separate", action="store_true",
-            help="one model per target even when the model has a multi-output form. A shared "
-                 "model reads each row once, predicts every target in one call and learns "
-                 "one basis from all of them, but learns only rows that carry every target "
-                 "(a row lacking one is predicted and scored for the others, learned by "
-                 "none); separate models learn each target from every row that has it, at "
-                 "one model's time per target. Models without a multi-output form ("
-                 + ", ".join(n for n in registry.MODELS if n not in _shared_models())
-                 + ") always fit one model per target")
+        _add_separate(model)
     model.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=True,
                        help="scale inputs with running, past-only mean and variance "
                             "(default: on)")

@@ -482,23 +482,29 @@ def _make_multi_chunk(
     else:
         t = rows.astype(np.float64)
 
-    if dropped:
-        # Lines the parser dropped (wrong number of fields) become NaN rows at their place.
-        d_rows = np.array([r for r, _ in dropped], dtype=np.int64)
-        all_rows = np.concatenate([rows.astype(np.int64), d_rows])
-        order = np.argsort(all_rows, kind="stable")
-        X = np.vstack([X, np.full((len(d_rows), X.shape[1]), np.nan)])[order]
-        Y = np.vstack([Y, np.full((len(d_rows), Y.shape[1]), np.nan)])[order]
-        pad = np.full(len(d_rows), np.nan)
-        t = np.concatenate([t, d_rows.astype(np.float64) if columns.time is None else pad])[order]
-        position = np.empty_like(order)
-        position[order] = np.arange(len(order))
-        problems = {int(position[i]): why for i, why in problems.items()}
-        own = [{int(position[i]): why for i, why in p.items()} for p in own]
-        for k, (_, why) in enumerate(dropped):
-            problems[int(position[n + k])] = why
-        rows = all_rows[order]
-    return MultiChunk(rows.astype(np.int64), X, Y, t, problems, own)
+    chunk = MultiChunk(rows.astype(np.int64), X, Y, t, problems, own)
+    return _with_dropped(chunk, dropped, columns.time is None) if dropped else chunk
+
+
+def _with_dropped(chunk: MultiChunk, dropped: list[tuple[int, str]], row_time: bool
+                  ) -> MultiChunk:
+    """``chunk`` with the lines the parser dropped (wrong number of fields) as NaN rows at
+    their place, corrupt for every target (``row_time``: the row number is the time)."""
+    n = len(chunk.rows)
+    d_rows = np.array([r for r, _ in dropped], dtype=np.int64)
+    all_rows = np.concatenate([chunk.rows, d_rows])
+    order = np.argsort(all_rows, kind="stable")
+    X = np.vstack([chunk.X, np.full((len(d_rows), chunk.X.shape[1]), np.nan)])[order]
+    Y = np.vstack([chunk.Y, np.full((len(d_rows), chunk.Y.shape[1]), np.nan)])[order]
+    pad = d_rows.astype(np.float64) if row_time else np.full(len(d_rows), np.nan)
+    t = np.concatenate([chunk.time, pad])[order]
+    position = np.empty_like(order)
+    position[order] = np.arange(len(order))
+    problems = {int(position[i]): why for i, why in chunk.problems.items()}
+    own = [{int(position[i]): why for i, why in p.items()} for p in chunk.target_problems]
+    for k, (_, why) in enumerate(dropped):
+        problems[int(position[n + k])] = why
+    return MultiChunk(all_rows[order], X, Y, t, problems, own)
 
 
 # ---------------------------------------------------------------------------------------
