@@ -17,7 +17,7 @@ from river import base
 from onlinesparse import SparseRBFRegressor
 
 #: The multi-output form the replay tests run: the stand-in until the real class lands.
-MULTI_TARGET_PATH = "tests.multi_target_stand_in:StandInMultiTargetRegressor"
+MULTI_TARGET_PATH = "onlinesparse:SparseRBFMultiTargetRegressor"
 
 
 class StandInMultiTargetRegressor(base.MultiTargetRegressor):

@@ -242,8 +242,8 @@ def test_the_command_says_the_targets_share_a_model(complete, tmp_path, capsys):
 def test_help_says_which_models_share_and_what_separate_does(capsys):
     assert main(["replay", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split()).replace("multi- output", "multi-output")
-    assert "--separate" in text and "multi-output form (rbf, lin1)" in text
-    assert "(vbls, vbls-kernel, linear) always fit one model per target" in text
+    assert "--separate" in text and "multi-output form (rbf, vbls, lin1)" in text
+    assert "(vbls-kernel, linear) always fit one model per target" in text
 
 
 class _StopAt(StopFlag):
@@ -311,25 +311,29 @@ def test_the_grid_replays_one_model_per_target_and_its_replay_command_says_so(ca
     args = build_parser().parse_args(["grid", "r.csv", "--target", "y1", "--target", "y2",
                                       "--grid", "max-basis=5,10"])
     assert _replay_command(args, "rbf", {"max_basis": 5}).endswith("--separate")
-    assert not _replay_command(args, "vbls", {}).endswith("--separate")
+    assert not _replay_command(args, "linear", {}).endswith("--separate")
     assert main(["models"]) == 0
-    assert "rbf, lin1 fit one model shared by the targets" in capsys.readouterr().out
+    assert "rbf, vbls, lin1 fit one model shared by the targets" in capsys.readouterr().out
 
 
-def test_lin1_shares_its_multi_output_form_with_the_same_policy(gappy, tmp_path):
-    """lin-1's multi-output form (Lin1MultiTargetRegressor, in the package): a row without
-    every target is learned by none, and each target's noise estimate is its own."""
+@pytest.mark.parametrize("name, form", [("lin1", "Lin1MultiTargetRegressor"),
+                                        ("vbls", "VBLSMultiTargetRegressor")])
+def test_lin1_and_vbls_share_their_multi_output_forms_with_the_same_policy(gappy, tmp_path,
+                                                                          name, form):
+    """The other multi-output forms in the package: a row without every target is learned
+    by none, and each target's diagnostics are its own."""
     out = tmp_path / "o"
-    assert run_replay(_cfg(gappy, out, model="lin1", model_params={})).exit_code == 0
+    assert run_replay(_cfg(gappy, out, model=name, model_params={})).exit_code == 0
     m, pred = _metrics(out), pd.read_parquet(out / "predictions.parquet")
-    assert m["shared_model"]["model_class"] == "Lin1MultiTargetRegressor"
+    assert m["shared_model"]["model_class"] == form
     assert m["shared_model"]["partial_rows"] == 2 and m["shared_model"]["samples"] == N - 2
     assert set(m["shared_model"]["target_diagnostics"]) == set(TARGETS)
-    model = registry.build_model("lin1", {}, True, multi_target=True)
+    model = registry.build_model(name, {}, True, multi_target=True)
     frame, expected = _frame(), []
     for r, row in frame.iterrows():
         x = {k: float(row[k]) for k in ("a", "b", "c")}
-        expected.append(model.predict_one(x).get("y3", math.nan))
+        out = model.predict_one(x, with_dist=True)
+        expected.append(out["y3"].mu if "y3" in out else math.nan)
         if r not in (NO_Y1_ROW, BAD_Y2_ROW):
             model.learn_one(x, {t: float(row[t]) for t in TARGETS})
     got = pred[pred["target"] == "y3"].sort_values("row")["mean"].to_numpy()

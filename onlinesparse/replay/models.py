@@ -230,6 +230,7 @@ MODELS: dict[str, ModelSpec] = {
             "vbls",
             "onlinesparse:VBLSRegressor",
             "variational Bayesian least squares with ARD precisions (linear in the inputs)",
+            multi_target="onlinesparse:VBLSMultiTargetRegressor",
         ),
         ModelSpec(
             "vbls-kernel",
