@@ -91,7 +91,7 @@ def test_replay_command_on_a_running_scheduler_equals_local_workers(
     cluster, client, recording, tmp_path, capsys
 ):
     args = ["replay", str(recording), "--target", "y1", "--target", "y2", "--time", "time",
-            "--model", "vbls", "--warmup", "50", "--no-report"]
+            "--model", "vbls", "--warmup", "50", "--no-report", "--separate"]
     assert main([*args, "--workers", "1", "--out", str(tmp_path / "local")]) == 0
     assert main([*args, "--scheduler", cluster.scheduler_address,
                  "--out", str(tmp_path / "dask")]) == 0

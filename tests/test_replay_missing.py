@@ -30,8 +30,10 @@ def recording(tmp_path_factory):
 
 
 def _replay(path, out, missing):
+    # (one model per target: the policy of each target alone; a shared model's is
+    # tests/test_replay_shared.py's)
     cfg = ReplayConfig(path, ["y1", "y2"], time="t", model="lin1", warmup=10, workers=1,
-                       progress=False, out=out, report=False, missing=missing)
+                       progress=False, out=out, report=False, missing=missing, separate=True)
     outcome = run_replay(cfg)
     assert outcome.exit_code == 0
     metrics = json.loads((out / "metrics.json").read_text())["targets"]

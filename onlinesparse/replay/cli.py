@@ -72,11 +72,33 @@ def _model_flags() -> dict[str, list[tuple[str, registry.ModelParam]]]:
     return flags
 
 
+def _shared_models() -> list[str]:
+    """The registry's models that have a multi-output form (several targets share one)."""
+    return [spec.name for spec in registry.MODELS.values() if spec.multi_target]
+
+
+def _add_separate(group: Any) -> None:
+    """``--separate``, which says what a shared model costs and which models have none."""
+    group.add_argument(
+        "--separate", action="store_true",
+        help="one model per target even when the model has a multi-output form. A shared "
+             "model reads each row once, predicts every target in one call and learns "
+             "one basis from all of them, but learns only rows that carry every target "
+             "(a row lacking one is predicted and scored for the others, learned by "
+             "none); separate models learn each target from every row that has it, at "
+             "one model's time per target. Models without a multi-output form ("
+             + ", ".join(n for n in registry.MODELS if n not in _shared_models())
+             + ") always fit one model per target")
+
+
 def _add_replay_options(parser: argparse.ArgumentParser, grid: bool = False) -> None:
     """The options of ``replay``; ``grid`` keeps those that apply to a grid of replays."""
     cols = parser.add_argument_group("columns")
     cols.add_argument("--target", action="append", metavar="COL", required=True,
-                      help="target column; repeat for several (one model each)")
+                      help="target column; repeat for several"
+                           + ("" if grid else ": they share one model when the model has a "
+                              "multi-output form (" + ", ".join(_shared_models()) + "), "
+                              "else, or with --separate, each has its own"))
     cols.add_argument("--features", action="append", metavar="COLS",
                       help="feature columns, comma-separated, shell patterns allowed "
                            "(e.g. 'n*'); repeatable; default: every other column")
@@ -94,6 +116,8 @@ def _add_replay_options(parser: argparse.ArgumentParser, grid: bool = False) -> 
                            help=f"{p.help} ({p.describe_range()}; models: {names})")
     model.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                        help="any other constructor keyword of the model (repeatable)")
+    if not grid:
+        _add_separate(model)
     model.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=True,
                        help="scale inputs with running, past-only mean and variance "
                             "(default: on)")
@@ -120,7 +144,9 @@ def _add_replay_options(parser: argparse.ArgumentParser, grid: bool = False) -> 
     run.add_argument("--workers", type=_positive_int, metavar="N",
                      help=f"worker processes for several {what} (default: one per {what[:-1]} "
                           "up to the CPU count; 1 runs in this process); with --scheduler "
-                          "local, the number of Dask workers")
+                          "local, the number of Dask workers"
+                          + ("" if grid else "; a model shared by the targets is one job, "
+                             "run in this process"))
     run.add_argument("--scheduler", metavar="ADDRESS",
                      help=f"run the {what} on Dask: tcp://HOST:PORT of a running scheduler, "
                           "or 'local' to start a local Dask cluster for this run (needs "
@@ -168,7 +194,8 @@ def _add_output_options(parser: argparse.ArgumentParser, grid: bool) -> None:
     if not grid:
         ck = parser.add_argument_group("checkpoints")
         ck.add_argument("--checkpoint", type=Path, metavar="PATH",
-                        help="checkpoint file (several targets: one file per target beside it)")
+                        help="checkpoint file (a model shared by the targets: this file; "
+                             "one model per target: one file per target beside it)")
         ck.add_argument("--every", type=_positive_int, metavar="N",
                         help="save a checkpoint every N rows (default 10000 with --checkpoint)")
         ck.add_argument("--resume", action="store_true", help="continue from --checkpoint")
@@ -327,6 +354,14 @@ def _announce_columns(cfg: Any) -> None:
         folded = fold_warnings(recording_warnings(recording, columns))
         if folded:
             print(f"warning: {folded}", file=sys.stderr, flush=True)
+    n = len(columns.targets)
+    if registry.shares_model(cfg.model, n, cfg.separate):
+        print(f"the {n} targets share one {cfg.model} model (its multi-output form); "
+              "--separate fits one model per target")
+    elif n > 1:
+        why = ("--separate" if cfg.separate else
+               f"{cfg.model} has no multi-output form")
+        print(f"one {cfg.model} model per target ({why})")
     if cfg.warmup:
         print(f"the first {cfg.warmup} samples of each target are learned but not scored "
               "(--warmup)")
@@ -362,9 +397,15 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
         missing=args.missing,
         quiet=args.quiet,
         bin_ms=args.bin_ms,
+        separate=args.separate,
     )
     _announce_columns(cfg)
-    if args.scheduler:
+    if args.scheduler and registry.shares_model(cfg.model, len(cfg.targets), cfg.separate):
+        print("onlinesparse: note: a model shared by the targets is one job: it runs in this "
+              "process, not on --scheduler (--separate runs one task per target there)",
+              file=sys.stderr)
+        outcome = run_replay(cfg)
+    elif args.scheduler:
         from onlinesparse.replay.cluster import DaskPool, dask_client
 
         cfg.check()  # before starting a cluster
@@ -384,9 +425,14 @@ def _cmd_replay(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 def _say_outcome(outcome: Any, cfg: Any, argv: Sequence[str]) -> None:
     """Errors, files written, and how to resume, after a replay's summary table."""
+    said: dict[str, list[str]] = {}
     for r in outcome.results:
-        if r.message:
-            print(f"onlinesparse: error: {r.target}: {r.message}", file=sys.stderr)
+        if r.message:  # (a shared model's targets end with one message: said once)
+            key = r.message if outcome.shared is not None else f"{r.target}\0{r.message}"
+            said.setdefault(key, []).append(r.target)
+    for key, targets in said.items():
+        print(f"onlinesparse: error: {', '.join(targets)}: {key.split(chr(0))[-1]}",
+              file=sys.stderr)
     for message in outcome.errors:  # outputs that could not be written (the others were)
         print(f"onlinesparse: error: {message}", file=sys.stderr)
     written = [p.name for p in (outcome.predictions_path, outcome.metrics_path,
@@ -538,6 +584,8 @@ def _replay_command(args: argparse.Namespace, model: str, params: dict[str, Any]
             words += [option, str(value)]
     if args.strict:
         words.append("--strict")
+    if registry.shares_model(model, len(args.target)):
+        words.append("--separate")  # the grid replays one model per target
     return shlex.join(words)
 
 
@@ -595,6 +643,11 @@ def _cmd_models(name: str | None = None) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)) + "  " + r[3])
+    shared = ", ".join(_shared_models())
+    if shared:
+        print(f"\nWith several --target, {shared} fit one model shared by the targets (its "
+              "multi-output form; --separate: one model each); the others one model per "
+              "target.")
     print("\n'onlinesparse models NAME' lists every parameter of a model with its default.")
     return 0
 

@@ -19,6 +19,7 @@ from onlinesparse.replay.reader import MISSING_POLICIES, Columns
 __all__ = [
     "ReplayConfig",
     "TargetResult",
+    "SharedResult",
     "ReplayOutcome",
     "StopFlag",
     "Job",
@@ -42,7 +43,9 @@ class ReplayConfig:
     recording
         Path of the CSV, Parquet, NPZ or NWB file.
     targets
-        Target columns: one model each.
+        Target columns. Several share one model when the model has a multi-output form
+        (:attr:`~onlinesparse.replay.models.ModelSpec.multi_target`) and ``separate`` is
+        false; otherwise each has a model of its own.
     features
         Feature columns or shell patterns; ``None`` for every other column.
     time
@@ -104,6 +107,13 @@ class ReplayConfig:
     bin_ms
         NWB recordings: width of the time bins spike times are counted in and every series
         is sampled on (``None``: 20 ms). Refused for other formats.
+    separate
+        One model per target even when the model has a multi-output form. A shared model
+        learns one basis from every target, reads the recording once and predicts every
+        target in one call, but it learns only from rows that carry every target (a row
+        lacking one is predicted and scored for the others, not learned); separate models
+        learn each target from every row that has it, at the cost of one model per target
+        (their time per row adds up).
 
     """
 
@@ -135,6 +145,7 @@ class ReplayConfig:
     missing: str = "impute"
     quiet: bool = False
     bin_ms: float | None = None
+    separate: bool = False
 
     def check(self) -> None:
         """Raise :class:`UsageError` for option values out of range."""
@@ -185,6 +196,26 @@ class TargetResult:
 
 
 @dataclass
+class SharedResult:
+    """What a model shared by several targets measured once for all of them: the time per
+    row (one ``predict_one`` and one ``learn_one`` of every target), its shared diagnostics
+    and input relevance, and the rows it could not learn (a target was missing)."""
+
+    targets: list[str]
+    status: str
+    message: str | None
+    metrics: dict[str, Any]
+    latency: LatencyHistogram
+    cpu_latency: LatencyHistogram
+    trace: Trace
+    relevance: dict[str, float] | None
+    relevance_source: str
+    has_dist: bool
+    section: Any = None  # the report's part for the shared model
+    report_error: str | None = None
+
+
+@dataclass
 class ReplayOutcome:
     """All targets' results, the exit code, and the files written."""
 
@@ -198,6 +229,8 @@ class ReplayOutcome:
     elapsed: float = 0.0
     #: Outputs that could not be written, one message each (the others were written).
     errors: list[str] = field(default_factory=list)
+    #: The shared model's own result when the targets shared one, else ``None``.
+    shared: SharedResult | None = None
 
 
 class StopFlag:

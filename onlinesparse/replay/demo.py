@@ -183,6 +183,9 @@ def _replay_models(session: Any, recording: Path, chosen: list[str], out: Path,
                 warmup=WARMUP, out=out / name, workers=n_workers, progress=progress,
                 relevant=session.relevant,
                 title=f"onlinesparse demo: simulated M1 → EMG through {name}",
+                # One model per muscle, for every model alike: the demo compares the
+                # models' recovery of each muscle's own relevant neurons.
+                separate=True,
             )
             if command is not None and hasattr(cfg, "command"):
                 cfg.command = f"{command}  (replay of {name})"

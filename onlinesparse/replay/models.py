@@ -55,6 +55,8 @@ __all__ = [
     "basis_budget",
     "has_basis_functions",
     "warm_up_model",
+    "multi_target_form",
+    "shares_model",
 ]
 
 
@@ -186,6 +188,12 @@ class ModelSpec:
         One line for ``onlinesparse models`` and ``--help``.
     params
         The command-line parameters it accepts.
+    multi_target
+        Dotted path of the model's multi-output form, a ``river.base.MultiTargetRegressor``
+        that takes the same constructor keywords, or ``None`` when it has none. Several
+        targets of one replay then share one model of that form (one basis for all, one
+        ``learn_one`` per row) unless ``--separate`` asks for one model each; a model
+        without one is replayed once per target.
 
     """
 
@@ -193,6 +201,7 @@ class ModelSpec:
     path: str
     description: str
     params: tuple[ModelParam, ...] = field(default=())
+    multi_target: str | None = None
 
     def param(self, flag: str) -> ModelParam | None:
         for p in self.params:
@@ -215,11 +224,13 @@ MODELS: dict[str, ModelSpec] = {
                 # (its range is the estimator's own check: one rule for both)
                 ModelParam("max-basis", "max_basis", int, help="budget of basis functions"),
             ),
+            multi_target="onlinesparse:SparseRBFMultiTargetRegressor",
         ),
         ModelSpec(
             "vbls",
             "onlinesparse:VBLSRegressor",
             "variational Bayesian least squares with ARD precisions (linear in the inputs)",
+            multi_target="onlinesparse:VBLSMultiTargetRegressor",
         ),
         ModelSpec(
             "vbls-kernel",
@@ -240,6 +251,7 @@ MODELS: dict[str, ModelSpec] = {
                     help="singular values below rcond × the largest are treated as zero",
                 ),
             ),
+            multi_target="onlinesparse.lin1:Lin1MultiTargetRegressor",
         ),
         ModelSpec(
             "linear",
@@ -303,27 +315,55 @@ def get_spec(name: str) -> ModelSpec:
         ) from None
 
 
-def resolve(name: str) -> Callable[..., Any]:
-    """Import the class (or factory) behind model ``name``.
+def resolve(name: str, multi_target: bool = False) -> Callable[..., Any]:
+    """Import the class (or factory) behind model ``name``; with ``multi_target``, its
+    multi-output form (:attr:`ModelSpec.multi_target`).
 
     Raises
     ------
     ModelUnavailable
-        When the module or attribute does not exist in this installation.
+        When the module or attribute does not exist in this installation, or the model has
+        no multi-output form.
 
     """
     spec = get_spec(name)
-    module_name, _, attr = spec.path.partition(":")
+    path = spec.multi_target if multi_target else spec.path
+    if path is None:
+        raise ModelUnavailable(f"model {name!r} has no multi-output form")
+    module_name, _, attr = path.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)
         for part in attr.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as exc:
+        what = "the multi-output form of model" if multi_target else "model"
         raise ModelUnavailable(
-            f"model {name!r} is not available in this installation "
-            f"({spec.path.replace(':', '.')} cannot be imported: {exc})"
+            f"{what} {name!r} is not available in this installation "
+            f"({path.replace(':', '.')} cannot be imported: {exc})"
         ) from None
     return obj
+
+
+def multi_target_form(name: str) -> Callable[..., Any] | None:
+    """The class of model ``name``'s multi-output form, or ``None`` when the registry gives
+    it none or it cannot be imported here (the replay then keeps one model per target)."""
+    try:
+        return resolve(name, multi_target=True)
+    except ModelUnavailable:
+        return None
+
+
+def shares_model(name: str, n_targets: int, separate: bool = False) -> bool:
+    """Whether a replay of ``n_targets`` targets through model ``name`` fits one model shared
+    by them: several targets, not ``separate``, and a multi-output form in the registry.
+
+    >>> shares_model("linear", 3)  # river's linear models have no multi-output form
+    False
+    >>> shares_model("rbf", 1)
+    False
+
+    """
+    return n_targets > 1 and not separate and multi_target_form(name) is not None
 
 
 def is_available(name: str) -> bool:
@@ -397,6 +437,7 @@ def build_model(
     name: str,
     params: Mapping[str, Any] | None = None,
     standardize: bool = True,
+    multi_target: bool = False,
 ):
     """Build model ``name`` with constructor keywords ``params``.
 
@@ -410,6 +451,9 @@ def build_model(
         Put a :class:`river.preprocessing.StandardScaler` in front of the model. In a river
         pipeline the scaler's statistics are updated by ``learn_one`` only, so a prediction
         uses statistics of past samples only.
+    multi_target
+        Build the model's multi-output form (one model for several targets, ``learn_one``
+        taking a dict of targets) rather than the model itself.
 
     Examples
     --------
@@ -418,7 +462,7 @@ def build_model(
     ['StandardScaler', 'LinearRegression']
 
     """
-    factory = resolve(name)
+    factory = resolve(name, multi_target)
     kwargs = dict(params or {})
     _check_keywords(name, factory, kwargs)
     try:
@@ -586,25 +630,29 @@ def has_basis_functions(model: Any) -> bool:
     return basis_budget(model) is not None
 
 
-# Modules whose models run the compiled loops that onlinesparse.warm_up() loads.
-_COMPILED_MODULES = ("onlinesparse.orr.rbf", "onlinesparse.vbls.kernel_regressor")
+# Modules (and packages) whose models run the compiled loops that onlinesparse.warm_up()
+# loads: the RBF network's, in either form, and VBLS over kernels.
+_COMPILED_MODULES = ("onlinesparse.orr", "onlinesparse.vbls.kernel_regressor")
 _WARMED: list[bool] = []  # non-empty once onlinesparse.warm_up() ran in this process
 
 
-def warm_up_model(model: Any, xs: Sequence[Mapping[str, float]], ys: Sequence[float]) -> float:
+def warm_up_model(model: Any, xs: Sequence[Mapping[str, float]], ys: Sequence[Any]) -> float:
     """Pay, before the replay is timed, what a model pays only on its first samples.
 
     Loads (or compiles) the library's compiled loops with :func:`onlinesparse.warm_up` when
     the model uses them (once per process), then drives a throwaway clone of the model (same
     parameters, fresh state) through ``xs`` and ``ys`` (a few rows of the recording) so that
-    any other first-call cost of its code paths is paid too. ``model`` itself is not touched.
+    any other first-call cost of its code paths is paid too (``ys`` holds a dict of targets
+    per row for a multi-output model). ``model`` itself is not touched.
     Returns the seconds it took.
     """
     import time
 
     started = time.perf_counter()
     est = last_step(model)
-    if type(est).__module__ in _COMPILED_MODULES and not _WARMED:
+    module = type(est).__module__
+    compiled = any(module == m or module.startswith(m + ".") for m in _COMPILED_MODULES)
+    if compiled and not _WARMED:
         from onlinesparse import warm_up
 
         warm_up()  # once per process: the loaded machine code stays loaded

@@ -25,6 +25,7 @@ from onlinesparse.replay.config import (
     PREDICTION_COLUMNS,
     ReplayConfig,
     ReplayOutcome,
+    SharedResult,
     TargetResult,
 )
 from onlinesparse.replay.errors import UsageError
@@ -92,6 +93,7 @@ def write_outputs(
     results: list[TargetResult],
     recording: Recording | None = None,
     started: float | None = None,
+    shared: SharedResult | None = None,
 ) -> ReplayOutcome:
     """The outcome of ``results``; with ``cfg.out``, also its predictions, metrics and report.
 
@@ -107,9 +109,11 @@ def write_outputs(
         The opened recording (opened again from ``cfg.recording`` when not given).
     started
         ``time.perf_counter()`` when the replay started: the run time recorded.
+    shared
+        The result of the model the targets shared, when they shared one.
 
     """
-    outcome = ReplayOutcome(results, _exit_code(results), columns, cfg.out)
+    outcome = ReplayOutcome(results, _exit_code(results), columns, cfg.out, shared=shared)
     if started is not None:
         outcome.elapsed = time.perf_counter() - started
     if cfg.out is not None:
@@ -215,9 +219,11 @@ def _write_outputs(
         outcome.errors.append(f"writing metrics.json failed: {_os_reason(exc)}")
 
     if cfg.report:
-        outcome.errors.extend(r.report_error for r in results if r.report_error)
+        outcome.errors.extend(r.report_error for r in [*results, *([outcome.shared] if
+                                                                  outcome.shared else [])]
+                              if r.report_error)
         try:
-            outcome.report_path = _write_report(cfg, columns, results, summary)
+            outcome.report_path = _write_report(cfg, columns, results, summary, outcome.shared)
         except Exception as exc:  # a plot that fails must not lose the rest (written above)
             outcome.errors.append(f"writing the report failed: {type(exc).__name__}: {exc}")
 
@@ -255,12 +261,17 @@ def _summary(
         "recording_checks": merge_checks(results),
         "budget_us": cfg.budget_us,
         "predictions": outcome.predictions_path.name if outcome.predictions_path else None,
+        "separate": cfg.separate,
+        # One model for every target, its time per row and diagnostics: once, here.
+        "shared_model": ({**outcome.shared.metrics, "relevance": outcome.shared.relevance}
+                         if outcome.shared is not None else None),
         "targets": {r.target: {**r.metrics, "relevance": r.relevance} for r in results},
     }
 
 
 def _write_report(
-    cfg: ReplayConfig, columns: Columns, results: Sequence[TargetResult], summary: dict
+    cfg: ReplayConfig, columns: Columns, results: Sequence[TargetResult], summary: dict,
+    shared: SharedResult | None = None,
 ) -> Path:
     from onlinesparse.replay.report import write_report
 
@@ -271,6 +282,7 @@ def _write_report(
         title=cfg.title or f"onlinesparse replay: {cfg.recording.name} through {cfg.model}",
         warmup=cfg.warmup,
         time_label="time (s)" if columns.time else "row",
+        shared=shared.section if shared is not None else None,
     )
 
 
@@ -358,9 +370,12 @@ def format_summary(outcome: ReplayOutcome, cfg: ReplayConfig) -> str:
     model's warm-up: wall-clock time, then the thread's CPU time, which leaves out whatever
     else the machine ran meanwhile. Python's garbage collector runs between samples, outside
     the timing, and its pauses are counted apart. A ``status`` column appears when a target
-    did not simply complete (``diverged``, ``stopped``, ``interrupted``, an error).
+    did not simply complete (``diverged``, ``stopped``, ``interrupted``, an error). When the
+    targets share one model, each target's row has its accuracy and the ``shared model``
+    row the time per row (one call of each for every target), once.
     """
     budget = cfg.budget_us is not None
+    shared = outcome.shared
     status = any(r.status != "completed" for r in outcome.results)
     header = ["target", "MAE", "RMSE", "nMSE", "R²", f"cover {cfg.interval:.0%}",
               "µs med", "µs p99", "µs max", "CPU med", "CPU p99", "CPU max",
@@ -369,28 +384,44 @@ def format_summary(outcome: ReplayOutcome, cfg: ReplayConfig) -> str:
     rows = [header]
     for r in outcome.results:
         m = r.metrics
-        lat, cpu = m["latency_us"], m.get("cpu_us") or {}
-        rate = m.get("rows_per_second")
         rows.append([
             r.target, _fmt(m["mae"]), _fmt(m["rmse"]), _fmt(m["nmse"]), _fmt(m["r2"]),
-            _fmt(m["coverage"], 3) if r.has_dist else "n/a",
-            *(_fmt_us(d.get(k, math.nan)) for d in (lat, cpu) for k in ("median", "p99", "max")),
-            *([str(m.get("deadline_misses"))] if budget else []),
-            f"{rate:,.0f}" if rate else "—", str(m["n_scored"]), str(m["corrupt_rows"]),
+            _fmt(m["coverage"], 3) if r.has_dist else "n/a", *_timing_cells(m, budget),
+            str(m["n_scored"]), str(m["corrupt_rows"]),
             *([r.status.replace("_", " ")] if status else []),
         ])
+    if shared is not None:
+        m = shared.metrics
+        rows.append(["shared model", *[""] * 5, *_timing_cells(m, budget), str(m["n_timed"]),
+                     str(m["corrupt_rows"]), *([shared.status.replace("_", " ")] if status
+                                               else [])])
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
                        enumerate(zip(row, widths, strict=True))) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines.append("µs: wall-clock, and CPU time of this thread, of predict_one + learn_one per "
-                 "scored sample after the model's warm-up" + (
+                 + ("row of the model shared by the targets (every target at once)"
+                    if shared is not None else "scored sample")
+                 + " after the model's warm-up" + (
                      f"; misses: samples over the {cfg.budget_us:g} µs budget" if budget else "")
-                 + _collector_note(outcome.results))
+                 + _collector_note([*outcome.results, *([shared] if shared else [])]))
+    if shared is not None and shared.metrics["partial_rows"]:
+        lines.append(f"{shared.metrics['partial_rows']} rows lacked a target: predicted and "
+                     "scored for the targets they carry, learned by none (--separate learns "
+                     "each target from every row that has it)")
     return "\n".join(lines)
 
 
-def _collector_note(results: Sequence[TargetResult]) -> str:
+def _timing_cells(m: dict[str, Any], budget: bool) -> list[str]:
+    """The latency, deadline-miss and rate cells of one row of the summary table."""
+    lat, cpu = m.get("latency_us") or {}, m.get("cpu_us") or {}
+    rate = m.get("rows_per_second")
+    return [*(_fmt_us(d.get(k, math.nan)) for d in (lat, cpu) for k in ("median", "p99", "max")),
+            *([str(m.get("deadline_misses"))] if budget else []),
+            f"{rate:,.0f}" if rate else "—"]
+
+
+def _collector_note(results: Sequence[Any]) -> str:
     """How often Python's garbage collector ran between samples, and its longest pause."""
     pauses = [(m["n"], m["max"]) for m in (r.metrics.get("gc_pauses_us") for r in results)
               if m and m.get("n")]

@@ -281,7 +281,40 @@ def diagnostic_keys(t: TargetReport) -> tuple[str, ...]:
     """The diagnostics a report draws for this target's model: its basis functions only
     when it has some (``has_basis`` in its metrics; assumed when not said)."""
     keys = ("n_basis", "effective_parameters", "gcv", "noise_std")
+    if t.metrics.get("shared_model"):  # the shared ones are drawn once, in the model's section
+        return ("noise_std",)
     return keys if t.metrics.get("has_basis", True) else keys[1:]
+
+
+def plot_model_state(name: str, trace: Trace, budget: float | None, has_basis: bool,
+                     time_label: str) -> tuple[bytes | None, list[str]]:
+    """The diagnostics of a model shared by several targets over time: its basis-set size
+    (with its budget), effective number of parameters and GCV; ``(None, [])`` when it
+    reports none of them."""
+    times, values = trace.as_arrays()
+    keys = ("n_basis", "effective_parameters", "gcv") if has_basis else ("effective_parameters",
+                                                                          "gcv")
+    labels = {"n_basis": "basis functions", "effective_parameters": "effective parameters γ",
+              "gcv": "GCV"}
+    shown = [k for k in keys if k in values and np.isfinite(values[k]).any()]
+    if not shown or len(times) < 2:
+        return None, []
+    fig, axes = grid(11, 2.0 * len(shown) + 0.6, len(shown), sharex=True, gap=0.35, left=1.05)
+    axes[0].set_title(f"{name}: model state over time", fontsize=10, parse_math=False)
+    for ax, key in zip(axes, shown, strict=True):
+        v = values[key]
+        ax.plot(times, v, color=MEAN_COLOR, lw=1.0,
+                drawstyle="steps-post" if key == "n_basis" else "default")
+        ax.set_ylabel(labels[key])
+        if key == "n_basis" and budget:
+            ax.axhline(float(budget), color=BUDGET_COLOR, lw=1.0, ls="--",
+                       label=f"budget max_basis = {budget:g}")
+            ax.set_ylim(0, max(float(budget), float(np.nanmax(v))) * 1.1)
+            ax.legend(loc="lower right", fontsize=8)
+        if key == "gcv" and np.nanmin(v) > 0:
+            ax.set_yscale("log")
+    axes[-1].set_xlabel(time_label)
+    return png(fig), shown
 
 
 def plot_diagnostics(t: TargetReport, time_label: str) -> tuple[bytes | None, list[str]]:

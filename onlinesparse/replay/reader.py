@@ -52,8 +52,8 @@ from onlinesparse.replay.errors import UsageError
 from onlinesparse.replay.source import DEFAULT_BIN_MS, Source
 from onlinesparse.replay.values import widen_like_text
 
-__all__ = ["Chunk", "Columns", "Recording", "open_recording", "FORMATS", "VALUE_BOUND",
-           "DEFAULT_BIN_MS", "MISSING_POLICIES"]
+__all__ = ["Chunk", "MultiChunk", "Columns", "Recording", "open_recording", "FORMATS",
+           "VALUE_BOUND", "DEFAULT_BIN_MS", "MISSING_POLICIES"]
 
 FORMATS = {
     ".csv": "csv",
@@ -124,6 +124,42 @@ class Chunk:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+
+@dataclass
+class MultiChunk:
+    """Consecutive rows of a recording for several targets at once (a shared model).
+
+    Attributes
+    ----------
+    rows, X, time
+        As in :class:`Chunk`.
+    Y
+        Target values, one column per target.
+    problems
+        ``{index in this chunk: reason}`` for rows corrupt for every target (a feature, the
+        time, a line the parser dropped).
+    target_problems
+        For each target, ``{index: reason}`` for rows whose value of that target is corrupt
+        (or missing, under ``--missing drop``).
+
+    """
+
+    rows: np.ndarray
+    X: np.ndarray
+    Y: np.ndarray
+    time: np.ndarray
+    problems: dict[int, str] = field(default_factory=dict)
+    target_problems: list[dict[int, str]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def for_target(self, j: int) -> Chunk:
+        """The :class:`Chunk` of the ``j``-th target: a row is corrupt for it when its own
+        value is (that reason first) or the row is for every target."""
+        return Chunk(self.rows, self.X, self.Y[:, j], self.time,
+                     {**self.problems, **self.target_problems[j]})
 
 
 def _format_of(path: Path) -> str:
@@ -297,12 +333,33 @@ class Recording:
         only a row whose every feature is missing is corrupt. ``"drop"`` keeps more rows
         out and imputes nothing.
         """
+        for rows, values, dropped in self._frames(columns, [target], chunksize, start_row,
+                                                  missing):
+            yield _make_chunk(rows, values, columns, target, dropped, missing == "impute")
+
+    def iter_multi_chunks(
+        self,
+        columns: Columns,
+        chunksize: int = 10_000,
+        start_row: int = 0,
+        missing: str = "drop",
+    ) -> Iterator[MultiChunk]:
+        """Chunks of every target of ``columns`` at once, for a model shared by them: the
+        rows and values :meth:`iter_chunks` gives each target, read once."""
+        for rows, values, dropped in self._frames(columns, columns.targets, chunksize,
+                                                  start_row, missing):
+            yield _make_multi_chunk(rows, values, columns, columns.targets, dropped,
+                                    missing == "impute")
+
+    def _frames(self, columns: Columns, targets: Sequence[str], chunksize: int,
+                start_row: int, missing: str) -> Iterator[tuple[np.ndarray, dict, list]]:
+        """The source's frames of the columns ``targets`` use, from ``start_row`` on."""
         if chunksize < 1:
             raise UsageError("--chunksize must be at least 1")
         if missing not in MISSING_POLICIES:
             raise UsageError(f"--missing must be one of {', '.join(MISSING_POLICIES)}")
         time = [columns.time] if columns.time is not None else []
-        used = list(dict.fromkeys([target, *columns.features, *time]))
+        used = list(dict.fromkeys([*targets, *columns.features, *time]))
         for rows, values, dropped in self._source.frames(used, chunksize, start_row):
             keep = rows >= start_row
             if not keep.all():
@@ -310,7 +367,7 @@ class Recording:
                 values = {k: v[keep] for k, v in values.items()}
             dropped = [(r, why) for r, why in dropped if r >= start_row]
             if len(rows) or dropped:
-                yield _make_chunk(rows, values, columns, target, dropped, missing == "impute")
+                yield rows, values, dropped
 
 
 # ---------------------------------------------------------------------------------------
@@ -366,11 +423,24 @@ def _make_chunk(
     dropped: list[tuple[int, str]],
     impute: bool = False,
 ) -> Chunk:
+    both = _make_multi_chunk(rows, values, columns, [target], dropped, impute)
+    return both.for_target(0)
+
+
+def _make_multi_chunk(
+    rows: np.ndarray,
+    values: Mapping[str, Any],
+    columns: Columns,
+    targets: Sequence[str],
+    dropped: list[tuple[int, str]],
+    impute: bool = False,
+) -> MultiChunk:
+    """The chunk of ``targets``: the problems of the features, the time and the rows the
+    parser dropped (every target's), apart from each target's own."""
     n = len(rows)
-    problems: dict[int, str] = {}
 
     def check(col: str, arr: np.ndarray, failed: np.ndarray | None, missing: str,
-              bound: float = np.inf, gaps: bool = False) -> None:
+              problems: dict[int, str], bound: float = np.inf, gaps: bool = False) -> None:
         with np.errstate(invalid="ignore"):
             bad = ~(np.abs(arr) <= bound)  # NaN, ±inf and beyond the bound
             if gaps:  # a NaN is a gap the caller handles, not a fault
@@ -391,37 +461,50 @@ def _make_chunk(
                 problems[i] = (f"value {arr[i]:.6g} in column {col!r} is beyond ±{bound:.0e}, "
                                "where running statistics would overflow")
 
-    y, failed = _as_float(values[target])
-    check(target, y, failed, f"NaN in target {target!r}", VALUE_BOUND, impute)
+    Y = np.empty((n, len(targets)), dtype=np.float64)
+    own: list[dict[int, str]] = []
+    for j, target in enumerate(targets):
+        Y[:, j], failed = _as_float(values[target])
+        own.append({})
+        check(target, Y[:, j], failed, f"NaN in target {target!r}", own[j], VALUE_BOUND, impute)
+    problems: dict[int, str] = {}
     X = np.empty((n, len(columns.features)), dtype=np.float64)
     for j, name in enumerate(columns.features):
         X[:, j], failed = _as_float(values[name])
-        check(name, X[:, j], failed, f"missing value in column {name!r}", VALUE_BOUND, impute)
+        check(name, X[:, j], failed, f"missing value in column {name!r}", problems,
+              VALUE_BOUND, impute)
     if impute and X.shape[1]:
         for i in np.flatnonzero(np.isnan(X).all(axis=1)).tolist():
             problems.setdefault(i, "every feature is missing (nothing to predict from)")
     if columns.time is not None:
         t, failed = _as_float(values[columns.time], is_time=True)
-        check(columns.time, t, failed, f"missing value in column {columns.time!r}")
+        check(columns.time, t, failed, f"missing value in column {columns.time!r}", problems)
     else:
         t = rows.astype(np.float64)
 
-    if dropped:
-        # Lines the parser dropped (wrong number of fields) become NaN rows at their place.
-        d_rows = np.array([r for r, _ in dropped], dtype=np.int64)
-        all_rows = np.concatenate([rows.astype(np.int64), d_rows])
-        order = np.argsort(all_rows, kind="stable")
-        pad = np.full(len(d_rows), np.nan)
-        X = np.vstack([X, np.full((len(d_rows), X.shape[1]), np.nan)])[order]
-        y = np.concatenate([y, pad])[order]
-        t = np.concatenate([t, d_rows.astype(np.float64) if columns.time is None else pad])[order]
-        position = np.empty_like(order)
-        position[order] = np.arange(len(order))
-        problems = {int(position[i]): why for i, why in problems.items()}
-        for k, (_, why) in enumerate(dropped):
-            problems[int(position[n + k])] = why
-        rows = all_rows[order]
-    return Chunk(rows.astype(np.int64), X, y, t, problems)
+    chunk = MultiChunk(rows.astype(np.int64), X, Y, t, problems, own)
+    return _with_dropped(chunk, dropped, columns.time is None) if dropped else chunk
+
+
+def _with_dropped(chunk: MultiChunk, dropped: list[tuple[int, str]], row_time: bool
+                  ) -> MultiChunk:
+    """``chunk`` with the lines the parser dropped (wrong number of fields) as NaN rows at
+    their place, corrupt for every target (``row_time``: the row number is the time)."""
+    n = len(chunk.rows)
+    d_rows = np.array([r for r, _ in dropped], dtype=np.int64)
+    all_rows = np.concatenate([chunk.rows, d_rows])
+    order = np.argsort(all_rows, kind="stable")
+    X = np.vstack([chunk.X, np.full((len(d_rows), chunk.X.shape[1]), np.nan)])[order]
+    Y = np.vstack([chunk.Y, np.full((len(d_rows), chunk.Y.shape[1]), np.nan)])[order]
+    pad = d_rows.astype(np.float64) if row_time else np.full(len(d_rows), np.nan)
+    t = np.concatenate([chunk.time, pad])[order]
+    position = np.empty_like(order)
+    position[order] = np.arange(len(order))
+    problems = {int(position[i]): why for i, why in chunk.problems.items()}
+    own = [{int(position[i]): why for i, why in p.items()} for p in chunk.target_problems]
+    for k, (_, why) in enumerate(dropped):
+        problems[int(position[n + k])] = why
+    return MultiChunk(all_rows[order], X, Y, t, problems, own)
 
 
 # ---------------------------------------------------------------------------------------

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from onlinesparse.replay import plots
 from onlinesparse.replay.metrics import interval_z
 from onlinesparse.replay.plots import TargetReport, relevance_recovery
@@ -41,6 +43,7 @@ __all__ = [
     "TargetReport",
     "TargetSection",
     "render_target",
+    "render_shared",
     "write_report",
     "write_comparison_report",
     "relevance_recovery",
@@ -142,13 +145,17 @@ def render_target(
         notes.append(f"the model does not report {', '.join(missing)} "
                      "(no diagnostics() or no such keys), so those curves are omitted.")
 
-    parts.extend(_relevance_part(t, notes))
-
-    figure = plots.plot_latency(t, time_label)
-    if figure is not None:
-        parts.append(_img(figure, f"{t.name}: latency"))
+    if t.metrics.get("shared_model"):
+        notes.append("one model is shared by these targets: its time per row, its basis "
+                     "functions and its input relevance are in the section of the shared "
+                     "model.")
     else:
-        notes.append("no scored samples, so no latency plot.")
+        parts.extend(_relevance_part(t, notes))
+        figure = plots.plot_latency(t, time_label)
+        if figure is not None:
+            parts.append(_img(figure, f"{t.name}: latency"))
+        else:
+            notes.append("no scored samples, so no latency plot.")
 
     examples = t.metrics.get("corrupt_examples") or []
     if examples:
@@ -160,6 +167,39 @@ def render_target(
         parts.append(f"<p>Corrupt rows skipped ({t.metrics.get('corrupt_rows')}):</p>"
                      f"<ul>{items}{tail}</ul>")
     return TargetSection(t.name, "\n".join(parts), notes, dict(t.metrics), t.has_dist, stem)
+
+
+def render_shared(shared: Any, relevant: Sequence[str] | None = None,
+                  time_label: str = "time (s)") -> TargetSection:
+    """The report's section of a model shared by several targets
+    (:class:`~onlinesparse.replay.config.SharedResult`): how it learned, what it found
+    relevant and its time per row, each drawn once for all the targets."""
+    m = shared.metrics
+    name = f"shared model ({', '.join(shared.targets)})"
+    t = TargetReport(name, np.empty((0, 5)), m, shared.trace, shared.latency,
+                     shared.relevance, shared.relevance_source, relevant, shared.has_dist,
+                     shared.cpu_latency)
+    notes: list[str] = []
+    parts = [f"<h2 id='shared-model'>{html.escape(name)}</h2>",
+             f"<p>One {html.escape(str(m.get('model_class') or 'model'))} learned every "
+             f"target: {_fmt(m.get('samples'))} rows learned, {_fmt(m.get('partial_rows'))} "
+             "rows predicted and scored for the targets they carry but learned by none "
+             "(a target was missing or corrupt), "
+             f"{_fmt(m.get('corrupt_rows'))} rows corrupt for every target.</p>"]
+    if m.get("message"):
+        parts.append(f"<p class='note'>{html.escape(str(m['message']))}</p>")
+    figure, _ = plots.plot_model_state(name, shared.trace, m.get("basis_budget"),
+                                       bool(m.get("has_basis", True)), time_label)
+    if figure is not None:
+        parts.append(_img(figure, f"{name}: model state over time"))
+    parts.extend(_relevance_part(t, notes))
+    figure = plots.plot_latency(t, time_label)
+    if figure is not None:
+        parts.append(_img(figure, f"{name}: latency per row"))
+    else:
+        notes.append("no rows timed, so no latency plot.")
+    return TargetSection(name, "\n".join(parts), notes, dict(m), shared.has_dist,
+                         "shared-model")
 
 
 def _safe_id(name: str) -> str:
@@ -198,6 +238,7 @@ def write_report(
     title: str = "onlinesparse replay",
     warmup: int = 0,
     time_label: str = "time (s)",
+    shared: TargetSection | None = None,
 ) -> Path:
     """Write ``out_dir/report.html``, drawing the plots of targets not yet rendered.
 
@@ -217,6 +258,9 @@ def write_report(
         Warm-up length, shaded in the plots.
     time_label
         Label of the time axis.
+    shared
+        The section of a model the targets share (:func:`render_shared`): shown before
+        theirs, and its time per row is the latency table's one row.
 
     Returns
     -------
@@ -244,14 +288,16 @@ def write_report(
     ]
     # The same omission usually concerns every target: say it once, naming them.
     notes: dict[str, list[str]] = {}
-    for sec in sections:
+    for sec in [*sections, *([shared] if shared is not None else [])]:
         for note in sec.notes:
             notes.setdefault(note, []).append(sec.name)
-    body = [_settings_table(summary), _metrics_table(sections, interval)]
+    body = [_settings_table(summary), _metrics_table(sections, interval, shared=shared)]
     if notes:
         body.append("<h2>Notes</h2><ul>" + "".join(
             f"<li>{html.escape(', '.join(names))}: {html.escape(note)}</li>"
             for note, names in notes.items()) + "</ul>")
+    if shared is not None:
+        body.append(shared.html)
     body.extend(sec.html for sec in sections)
     page = out / "report.html"
     page.write_text(_page(title, "\n".join(body)), encoding="utf-8")
@@ -322,9 +368,11 @@ def _us(value: Any) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def _metrics_table(sections: Sequence[TargetSection], level: float, prefix: str = "") -> str:
-    """Accuracy per target, then latency per target (wall-clock and CPU, after warm-up); each
-    target's name links to its section, whose anchor starts with ``prefix``."""
+def _metrics_table(sections: Sequence[TargetSection], level: float, prefix: str = "",
+                   shared: TargetSection | None = None) -> str:
+    """Accuracy per target, then latency per target (wall-clock and CPU, after warm-up), or
+    per row of the ``shared`` model the targets share; each name links to its section, whose
+    anchor starts with ``prefix``."""
     head = ("<tr><th>target</th><th>MAE</th><th>RMSE</th><th>nMSE</th><th>R²</th>"
             f"<th>coverage of {level:.0%} interval</th><th>scored</th><th>skipped rows</th>"
             "<th>status</th></tr>")
@@ -334,10 +382,14 @@ def _metrics_table(sections: Sequence[TargetSection], level: float, prefix: str 
               "<th rowspan='2'>garbage collections between samples (longest)</th></tr>"
               "<tr>" + "<th>median</th><th>p99</th><th>max</th>" * 2 + "</tr>")
     rows, times = [], []
-    for sec in sections:
+    for sec in [*sections, *([shared] if shared is not None else [])]:
         m = sec.metrics
         name = (f"<td><a href='#{html.escape(prefix + sec.anchor)}'>{html.escape(sec.name)}"
                 "</a></td>")
+        if sec is shared or not m.get("shared_model"):
+            times.append(_timing_row(name, m))
+        if sec is shared:
+            continue
         cov = _fmt(m.get("coverage"), 3) if sec.has_dist else "n/a"
         rows.append(
             f"<tr>{name}<td>{_fmt(m.get('mae'))}</td><td>{_fmt(m.get('rmse'))}</td>"
@@ -345,17 +397,6 @@ def _metrics_table(sections: Sequence[TargetSection], level: float, prefix: str 
             f"<td>{_fmt(m.get('n_scored'))}</td><td>{_fmt(m.get('corrupt_rows'))}</td>"
             f"<td>{_fmt(m.get('status'))}</td></tr>"
         )
-        lat, cpu = m.get("latency_us") or {}, m.get("cpu_us") or {}
-        cells = "".join(f"<td>{_us(d.get(k))}</td>" for d in (lat, cpu)
-                        for k in ("median", "p99", "max"))
-        rate = m.get("rows_per_second")
-        warm = m.get("warm_up_s")
-        gc = m.get("gc_pauses_us") or {}
-        pauses = f"{gc['n']} ({_us(gc.get('max'))} µs)" if gc.get("n") else "—"
-        times.append(f"<tr>{name}{cells}<td>{_fmt(m.get('deadline_misses'))}</td>"
-                     f"<td>{f'{rate:,.0f}' if rate else '—'}</td>"
-                     f"<td>{f'{warm:.2f} s' if warm is not None else '—'}</td>"
-                     f"<td>{pauses}</td></tr>")
     return (f"<h2>Accuracy</h2><table>{head}{''.join(rows)}</table>"
             "<h2>Latency</h2><p>Time of <code>predict_one</code> + <code>learn_one</code> per "
             "scored sample, measured after the model's warm-up (its compiled code loaded and "
@@ -363,7 +404,25 @@ def _metrics_table(sections: Sequence[TargetSection], level: float, prefix: str 
             "when the wall-clock time is far above it, the machine was busy with other work. "
             "Python's garbage collector runs between samples, outside these times: its "
             "pauses are counted apart.</p>"
-            f"<table>{timing}{''.join(times)}</table>")
+            + ("<p>One model is shared by the targets: a row's time is one <code>predict_one"
+               "</code> and one <code>learn_one</code> of every target, measured once.</p>"
+               if shared is not None else "")
+            + f"<table>{timing}{''.join(times)}</table>")
+
+
+def _timing_row(name: str, m: Mapping[str, Any]) -> str:
+    """One row of the latency table: a target's, or a shared model's."""
+    lat, cpu = m.get("latency_us") or {}, m.get("cpu_us") or {}
+    cells = "".join(f"<td>{_us(d.get(k))}</td>" for d in (lat, cpu)
+                    for k in ("median", "p99", "max"))
+    rate = m.get("rows_per_second")
+    warm = m.get("warm_up_s")
+    gc = m.get("gc_pauses_us") or {}
+    pauses = f"{gc['n']} ({_us(gc.get('max'))} µs)" if gc.get("n") else "—"
+    return (f"<tr>{name}{cells}<td>{_fmt(m.get('deadline_misses'))}</td>"
+            f"<td>{f'{rate:,.0f}' if rate else '—'}</td>"
+            f"<td>{f'{warm:.2f} s' if warm is not None else '—'}</td>"
+            f"<td>{pauses}</td></tr>")
 
 
 def write_comparison_report(

@@ -1,9 +1,11 @@
-"""Progressive-validation replay of a recording through a model: one model per target.
+"""Progressive-validation replay of a recording through a model, for one or several targets.
 
 For every row: predict, score the prediction against the truth, then learn, exactly as if
-the recording were live. :func:`run_replay` runs all targets of a replay (in worker processes
-when there are several), shows the progress bar, handles Ctrl-C and writes the outputs; each
-target is replayed by :func:`~onlinesparse.replay.target.run_job`.
+the recording were live. :func:`run_replay` runs all targets of a replay, shows the progress
+bar, handles Ctrl-C and writes the outputs. Several targets share one model when the model
+has a multi-output form and ``separate`` is not set (:mod:`~onlinesparse.replay.shared`:
+one job, in this process); otherwise each target has a model of its own, replayed by
+:func:`~onlinesparse.replay.target.run_job` (in worker processes when there are several).
 
 A fault costs as little as it can (``docs/replay_failures.md`` has the whole policy): a
 corrupt row is skipped and counted, ``--out`` and ``--checkpoint`` are checked before the
@@ -34,6 +36,7 @@ from onlinesparse.replay.config import (
     Job,
     ReplayConfig,
     ReplayOutcome,
+    SharedResult,
     StopFlag,
     TargetResult,
 )
@@ -43,6 +46,7 @@ from onlinesparse.replay.outputs import check_writable, format_summary, write_ou
 from onlinesparse.replay.pool import WorkerPool
 from onlinesparse.replay.progress import RowProgress
 from onlinesparse.replay.reader import open_recording
+from onlinesparse.replay.shared import load_shared, replay_shared, shared_fingerprint
 from onlinesparse.replay.target import (
     _TargetState,
     checkpoint_file,
@@ -76,14 +80,15 @@ __all__ = [
 _PICKLED_NAMES = (_TargetState,)
 
 
-def _check_paths(cfg: ReplayConfig) -> None:
+def _check_paths(cfg: ReplayConfig, shared: bool = False) -> None:
     """Refuse, before replaying, an ``--out`` or ``--checkpoint`` that cannot be written."""
     if cfg.out is not None:
         check_writable(Path(cfg.out), f"to --out {cfg.out}")
     if cfg.checkpoint is None:
         return
-    for target in cfg.targets:
-        path = checkpoint_file(Path(cfg.checkpoint), target, cfg.targets)
+    paths = ([Path(cfg.checkpoint)] if shared else
+             [checkpoint_file(Path(cfg.checkpoint), t, cfg.targets) for t in cfg.targets])
+    for path in paths:
         if path.is_dir():
             raise UsageError(f"cannot write the checkpoint {path}: it is a directory")
         check_writable(path.parent, f"the checkpoint {path}")
@@ -126,22 +131,27 @@ def run_replay(
     recording = open_recording(cfg.recording, cfg.bin_ms)
     columns = recording.select(cfg.targets, cfg.features, cfg.time)
     cfg.targets = list(columns.targets)  # an NWB series' name stands for its channels
-    _check_before_running(cfg, columns)
+    shared = registry.shares_model(cfg.model, len(cfg.targets), cfg.separate)
+    _check_before_running(cfg, columns, shared)
     progress = RowProgress(cfg, recording, stream)
     try:
-        results = _run_targets(cfg, columns, pool, progress)
+        results, shared_result = _run_targets(cfg, columns, pool, progress, shared)
     finally:
         progress.close()
-    outcome = write_outputs(cfg, columns, results, recording, started=started)
+    outcome = write_outputs(cfg, columns, results, recording, started=started,
+                            shared=shared_result)
     outcome.elapsed = time.perf_counter() - started
     return outcome
 
 
-def _check_before_running(cfg: ReplayConfig, columns: Any) -> None:
+def _check_before_running(cfg: ReplayConfig, columns: Any, shared: bool = False) -> None:
     """Everything that can refuse the run, before any worker starts: the model and its
     parameters, the checkpoints to resume, and the paths to write."""
-    registry.build_model(cfg.model, cfg.model_params, cfg.standardize)
-    if cfg.resume:
+    registry.build_model(cfg.model, cfg.model_params, cfg.standardize, multi_target=shared)
+    if cfg.resume and shared:
+        load_shared(Path(cfg.checkpoint), shared_fingerprint(cfg, columns),
+                    recording_fingerprint(cfg.recording))
+    elif cfg.resume:
         recording_fp = recording_fingerprint(cfg.recording)
         for target in cfg.targets:
             load_resumable(
@@ -149,14 +159,16 @@ def _check_before_running(cfg: ReplayConfig, columns: Any) -> None:
                 fingerprint(cfg, columns, target),
                 recording_fp,
             )
-    _check_paths(cfg)
+    _check_paths(cfg, shared)
 
 
 def _run_targets(
-    cfg: ReplayConfig, columns: Any, pool: WorkerPool | None, progress: RowProgress
-) -> list[TargetResult]:
-    """Every target's result, in this process, in ``pool`` or in a pool of its own; Ctrl-C
-    asks them to stop at the next sample (twice: quit without saving)."""
+    cfg: ReplayConfig, columns: Any, pool: WorkerPool | None, progress: RowProgress,
+    shared: bool = False,
+) -> tuple[list[TargetResult], SharedResult | None]:
+    """Every target's result, in this process, in ``pool`` or in a pool of its own, and a
+    shared model's own result (``shared``: one job, run here whatever the pool); Ctrl-C asks
+    them to stop at the next sample (twice: quit without saving)."""
     stop = StopFlag()
     worker_events: list[Any] = []
 
@@ -183,14 +195,27 @@ def _run_targets(
     previous_handler = signal.signal(signal.SIGINT, on_sigint) if in_main_thread else None
     try:
         with one_thread_here():
+            if shared:
+                return _run_shared(cfg, columns, stop, notify)
             if pool is not None:
                 worker_events.append(pool.event)
-                return pool.run(cfg, columns, notify)
+                return pool.run(cfg, columns, notify), None
             if n_workers <= 1:
-                return [run_job(Job(cfg, t, columns), stop, notify) for t in cfg.targets]
+                return [run_job(Job(cfg, t, columns), stop, notify) for t in cfg.targets], None
             with WorkerPool(n_workers) as own:
                 worker_events.append(own.event)
-                return own.run(cfg, columns, notify)
+                return own.run(cfg, columns, notify), None
     finally:
         if previous_handler is not None:
             signal.signal(signal.SIGINT, previous_handler)
+
+
+def _run_shared(cfg: ReplayConfig, columns: Any, stop: StopFlag, notify: Any
+                ) -> tuple[list[TargetResult], SharedResult]:
+    """Replay every target through one shared model here, then draw its report's parts."""
+    results, shared = replay_shared(cfg, columns, stop, notify)
+    if cfg.out is not None and cfg.report:
+        from onlinesparse.replay.shared_summary import render_shared_run
+
+        render_shared_run(cfg, columns, results, shared)
+    return results, shared

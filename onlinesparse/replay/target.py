@@ -55,6 +55,8 @@ from onlinesparse.replay.summary import summarise as _summarise
 
 __all__ = [
     "replay_target",
+    "why_nothing_scored",
+    "diverged_message",
     "run_job",
     "lost_result",
     "checkpoint_file",
@@ -92,6 +94,9 @@ class _TargetState:
     finished: bool = False
     n_imputed: int = 0  # rows predicted and learned with a feature left to the model
     n_unlearned: int = 0  # rows predicted without a target: not scored, not learned
+    # Rows of a model shared with other targets scored for this target but learned by none:
+    # another target lacked its value (onlinesparse.replay.shared).
+    n_partial: int = 0
     # The streaming recording checks (stuck channels, duplicated rows, timestamps, missing
     # values) of the rows replayed so far: a resumed replay checks the rest.
     checks: RecordingChecks | None = None
@@ -211,7 +216,173 @@ def replay_target(
                       notify or (lambda kind, payload: None)).run()
 
 
-class _TargetRun:
+class _Run:
+    """What every replay in progress has, of one target or of a shared model: the recording,
+    the checkpoint it saves (and when), the spools it writes, the clock, and the way a
+    fault ends it. A subclass sets ``self.state`` (whose ``position``, ``n_samples``,
+    ``latency``, ``cpu_latency``, ``deadline_misses`` and ``elapsed`` this uses), then calls
+    :meth:`_start_clock`."""
+
+    state: Any
+
+    def __init__(self, cfg: ReplayConfig, columns: Columns, stop: StopFlag,
+                 notify: Callable[[str, Any], None], explicit: Path | None,
+                 fp: dict[str, Any]):
+        self.cfg, self.columns = cfg, columns
+        self.stop, self.notify = stop, notify
+        self.recording = open_recording(cfg.recording, cfg.bin_ms)
+        self.explicit = explicit
+        self.fp = fp
+        # Read (2 MiB) when a checkpoint is loaded or first saved, not for every replay.
+        self._recording_fp: dict[str, Any] | None = None
+        self.status, self.message = "completed", None
+
+    def _start_clock(self) -> None:
+        """Checkpoint schedule, warm-up, then the clock (once ``self.state`` is set)."""
+        self.every = self.cfg.every or (10_000 if self.explicit else None)
+        position = self.state.position
+        self.next_save = (position // self.every + 1) * self.every if self.every else None
+        self.checkpoint_path: str | None = (
+            str(self.explicit) if self.explicit and self.explicit.exists() else None
+        )
+        # Before the clock starts: the first samples would otherwise time the loading or
+        # compiling of the model's code (0.45 s on the first sample of an RBF replay).
+        self.warm_up_s = self._warm_up()
+        self.started = self.last_note = time.perf_counter()
+        self.elapsed_before = self.state.elapsed
+
+    def _warm_up(self) -> float:
+        raise NotImplementedError
+
+    def _replay_rows(self) -> None:
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        raise NotImplementedError
+
+    def _progress(self) -> None:
+        raise NotImplementedError
+
+    def _any_scored(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def recording_fp(self) -> dict[str, Any]:
+        if self._recording_fp is None:
+            self._recording_fp = recording_fingerprint(self.cfg.recording)
+        return self._recording_fp
+
+    def _open_spool(self, holder: Any, index: int, target: str) -> _Spool | None:
+        """The spool of ``target`` (the ``index``-th of the replay) whose counts ``holder``
+        keeps (a target's state)."""
+        cfg = self.cfg
+        if cfg.out is not None and holder.spool_path is None:
+            if holder.n_predictions or holder.position:
+                raise UsageError(
+                    "this checkpoint was made by a replay without --out, so its earlier "
+                    "predictions were not kept; resume without --out, or start again without "
+                    "--resume"
+                )
+            holder.spool_path = str(
+                (Path(cfg.out) / ".spool" / f"{index:02d}-{_safe(target)}.bin").resolve()
+            )
+        return _Spool(Path(holder.spool_path), holder.n_predictions) if holder.spool_path else None
+
+    def save(self, path: Path) -> None:
+        """Checkpoint the state (with the spools flushed to match) at ``path``."""
+        state = self.state
+        self.flush()
+        state.elapsed = self.elapsed_before + time.perf_counter() - self.started
+        try:
+            save_checkpoint(path, self.fp, state, self.recording_fp)
+        except OSError as exc:
+            raise _WriteFailed(f"saving the checkpoint {path} failed: {_os_reason(exc)}") from exc
+        except UsageError as exc:  # e.g. a key others can read: the run goes on unsaved
+            raise _WriteFailed(f"saving the checkpoint {path} failed: {exc}") from exc
+        self.checkpoint_path = str(path)
+
+    @staticmethod
+    def _flush_spool(spool: _Spool, holder: Any) -> None:
+        """Write the spooled predictions; ``holder`` then counts exactly those on disk."""
+        try:
+            spool.flush()
+        except OSError as exc:
+            raise _WriteFailed(
+                f"writing predictions to {spool.fh.name} failed: {_os_reason(exc)}"
+            ) from exc
+        holder.n_predictions = spool.count()
+
+    @staticmethod
+    def _close_spool(spool: _Spool, holder: Any) -> None:
+        try:
+            spool.close()
+        except OSError:  # already reported as a write_error; keep the records on disk
+            spool.buffer.clear()
+            with contextlib.suppress(OSError):
+                spool.fh.close()
+        with contextlib.suppress(OSError):  # what reached the disk, whole records only
+            holder.n_predictions = min(holder.n_predictions, _Spool.records_in(
+                holder.spool_path))
+
+    def _run_rows(self, interrupted_to: Path) -> None:
+        """Replay the rows, then save where the replay ended (``interrupted_to`` when
+        Ctrl-C stopped it without ``--checkpoint``); a fault sets the status."""
+        try:
+            self._replay_rows()
+        except _ModelRaised as raised:
+            exc = raised.error
+            self.status = "model_error"
+            self.message = (
+                f"the model raised {type(exc).__name__} at "
+                f"{self.recording.describe_row(raised.row)}: {exc}"
+            )
+        except _WriteFailed as failed:
+            self.status, self.message = "write_error", str(failed)
+        if self.status == "completed" and not self._any_scored():
+            self.status, self.message = "nothing_scored", self._why_nothing_scored()
+        try:
+            self._finish(interrupted_to)
+        except _WriteFailed as failed:
+            self.status, self.message = "write_error", str(failed)
+
+    def _finish(self, interrupted_to: Path) -> None:
+        if self.status == "write_error":
+            return  # the disk refused: another write would fail the same way
+        self.flush()
+        # A checkpoint is saved whenever the model is consistent: not after it raised
+        # mid-update.
+        if self.status == "interrupted":
+            self.save(self.explicit or interrupted_to)
+        elif self.explicit is not None and self.status != "model_error":
+            self.save(self.explicit)
+
+    def _read_failed(self, exc: Exception) -> None:
+        self.status = "read_error"
+        self.message = (
+            f"reading {self.recording.path.name} failed after "
+            f"{self.recording.describe_row(self.state.position)}: {type(exc).__name__}: {exc}"
+        )
+
+    def _time(self, wall: float, cpu: float) -> None:
+        """Count one timed sample (row)."""
+        state = self.state
+        state.latency.add(wall)
+        state.cpu_latency.add(cpu)
+        if self.cfg.budget_us is not None and wall > self.cfg.budget_us:
+            state.deadline_misses += 1
+
+    def _after_row(self) -> None:
+        """The periodic checkpoint and progress note after a row."""
+        state = self.state
+        if self.next_save is not None and state.position >= self.next_save:
+            self.save(self.explicit)
+            self.next_save += self.every
+        if state.n_samples & 255 == 0 and time.perf_counter() - self.last_note > 0.2:
+            self._progress()
+            self.last_note = time.perf_counter()
+
+
+class _TargetRun(_Run):
     """One target's replay in progress: its state, its spool and its checkpoints."""
 
     def __init__(
@@ -222,15 +393,10 @@ class _TargetRun:
         stop: StopFlag,
         notify: Callable[[str, Any], None],
     ):
-        self.cfg, self.columns, self.target = cfg, columns, target
-        self.stop, self.notify = stop, notify
-        self.recording = open_recording(cfg.recording, cfg.bin_ms)
-        self.explicit = (
-            checkpoint_file(Path(cfg.checkpoint), target, cfg.targets) if cfg.checkpoint else None
-        )
-        self.fp = fingerprint(cfg, columns, target)
-        # Read (2 MiB) when a checkpoint is loaded or first saved, not for every replay.
-        self._recording_fp: dict[str, Any] | None = None
+        self.target = target
+        explicit = (checkpoint_file(Path(cfg.checkpoint), target, cfg.targets)
+                    if cfg.checkpoint else None)
+        super().__init__(cfg, columns, stop, notify, explicit, fingerprint(cfg, columns, target))
         state = (load_resumable(self.explicit, self.fp, self.recording_fp) if cfg.resume
                  else _fresh_state(cfg, target))
         # A checkpoint written before the CPU timing existed lacks its fields: they start
@@ -246,19 +412,9 @@ class _TargetRun:
                 columns.features, target, columns.time, target == cfg.targets[0],
                 self.recording.n_rows)
         self.state: _TargetState = state
-        self.spool = self._open_spool()
+        self.spool = self._open_spool(state, cfg.targets.index(target), target)
         self.has_dist = registry.supports_with_dist(state.model)
-        self.every = cfg.every or (10_000 if self.explicit else None)
-        self.next_save = (state.position // self.every + 1) * self.every if self.every else None
-        self.status, self.message = "completed", None
-        self.checkpoint_path: str | None = (
-            str(self.explicit) if self.explicit and self.explicit.exists() else None
-        )
-        # Before the clock starts: the first samples would otherwise time the loading or
-        # compiling of the model's code (0.45 s on the first sample of an RBF replay).
-        self.warm_up_s = self._warm_up()
-        self.started = self.last_note = time.perf_counter()
-        self.elapsed_before = state.elapsed
+        self._start_clock()
 
     def _warm_up(self, rows: int = 200) -> float:
         """Drive a clone of the model through the first rows (see
@@ -274,126 +430,35 @@ class _TargetRun:
         except Exception:  # noqa: BLE001 - the replay itself reports what is wrong, row by row
             return 0.0
 
-    @property
-    def recording_fp(self) -> dict[str, Any]:
-        if self._recording_fp is None:
-            self._recording_fp = recording_fingerprint(self.cfg.recording)
-        return self._recording_fp
-
-    def _open_spool(self) -> _Spool | None:
-        cfg, state = self.cfg, self.state
-        if cfg.out is not None and state.spool_path is None:
-            if state.n_predictions or state.position:
-                raise UsageError(
-                    "this checkpoint was made by a replay without --out, so its earlier "
-                    "predictions were not kept; resume without --out, or start again without "
-                    "--resume"
-                )
-            index = cfg.targets.index(self.target)
-            state.spool_path = str(
-                (Path(cfg.out) / ".spool" / f"{index:02d}-{_safe(self.target)}.bin").resolve()
-            )
-        return _Spool(Path(state.spool_path), state.n_predictions) if state.spool_path else None
-
-    def save(self, path: Path) -> None:
-        """Checkpoint the state (with the spool flushed to match) at ``path``."""
-        state = self.state
-        self.flush()
-        state.elapsed = self.elapsed_before + time.perf_counter() - self.started
-        try:
-            save_checkpoint(path, self.fp, state, self.recording_fp)
-        except OSError as exc:
-            raise _WriteFailed(f"saving the checkpoint {path} failed: {_os_reason(exc)}") from exc
-        except UsageError as exc:  # e.g. a key others can read: the run goes on unsaved
-            raise _WriteFailed(f"saving the checkpoint {path} failed: {exc}") from exc
-        self.checkpoint_path = str(path)
-
     def flush(self) -> None:
         """Write the spooled predictions; the state then counts exactly those on disk."""
-        if self.spool is None:
-            return
-        try:
-            self.spool.flush()
-        except OSError as exc:
-            raise _WriteFailed(
-                f"writing predictions to {self.spool.fh.name} failed: {_os_reason(exc)}"
-            ) from exc
-        self.state.n_predictions = self.spool.count()
+        if self.spool is not None:
+            self._flush_spool(self.spool, self.state)
+
+    def _progress(self) -> None:
+        self.notify("progress", (self.target, self.state.position, self.state.acc.rmse))
+
+    def _any_scored(self) -> bool:
+        return self.state.acc.n > 0
 
     def run(self) -> TargetResult:
         """Replay every row (or until stopped), checkpoint, and sum up."""
         state = self.state
-        self.notify("progress", (self.target, state.position, state.acc.rmse))
+        self._progress()
         try:
-            self._replay_rows()
-        except _ModelRaised as raised:
-            exc = raised.error
-            self.status = "model_error"
-            self.message = (
-                f"the model raised {type(exc).__name__} at "
-                f"{self.recording.describe_row(raised.row)}: {exc}"
-            )
-        except _WriteFailed as failed:
-            self.status, self.message = "write_error", str(failed)
-        if self.status == "completed" and state.acc.n == 0:
-            self.status, self.message = "nothing_scored", self._why_nothing_scored()
-        elif self.status in ("completed", "stopped") and state.acc.diverged:
-            self.status = "diverged"
-            self.message = (
-                f"the model diverged: nMSE {state.acc.nmse:.3g} over {state.acc.n} scored "
-                f"samples (a replay diverges when its nMSE is above {DIVERGED_NMSE:g} or not "
-                "finite); its predictions and metrics are written"
-            )
-        try:
-            self._finish()
-        except _WriteFailed as failed:
-            self.status, self.message = "write_error", str(failed)
+            self._run_rows(checkpoint_file(default_checkpoint(self.cfg), self.target,
+                                           self.cfg.targets))
         finally:
-            self._close_spool()
+            if self.spool is not None:
+                self._close_spool(self.spool, self.state)
+        if self.status in ("completed", "stopped") and state.acc.diverged:
+            self.status, self.message = "diverged", diverged_message(state.acc)
         state.elapsed = self.elapsed_before + time.perf_counter() - self.started
-        self.notify("progress", (self.target, state.position, state.acc.rmse))
+        self._progress()
         return self._result()
 
-    def _finish(self) -> None:
-        if self.status == "write_error":
-            return  # the disk refused: another write would fail the same way
-        self.flush()
-        # A checkpoint is saved whenever the model is consistent: not after it raised
-        # mid-update.
-        if self.status == "interrupted":
-            self.save(self.explicit or checkpoint_file(default_checkpoint(self.cfg), self.target,
-                                                       self.cfg.targets))
-        elif self.explicit is not None and self.status != "model_error":
-            self.save(self.explicit)
-
-    def _close_spool(self) -> None:
-        if self.spool is None:
-            return
-        try:
-            self.spool.close()
-        except OSError:  # already reported as a write_error; keep the records on disk
-            self.spool.buffer.clear()
-            with contextlib.suppress(OSError):
-                self.spool.fh.close()
-        with contextlib.suppress(OSError):  # what reached the disk, whole records only
-            self.state.n_predictions = min(self.state.n_predictions, _Spool.records_in(
-                self.state.spool_path))
-
     def _why_nothing_scored(self) -> str:
-        state, name = self.state, self.recording.path.name
-        if state.n_samples == 0 and state.n_corrupt == 0:
-            return f"nothing was scored: {name} has no rows to replay"
-        if state.n_samples == 0:
-            from onlinesparse.replay.checks import corrupt_column_hint
-
-            hint = corrupt_column_hint([why for _, why in state.corrupt_examples])
-            return (f"nothing was scored: all {state.n_corrupt} rows of {name} are corrupt"
-                    + (f"; {hint}" if hint else ""))
-        if state.n_samples <= self.cfg.warmup:
-            return (f"nothing was scored: all {state.n_samples} samples were in the warm-up "
-                    f"(--warmup {self.cfg.warmup})")
-        return (f"nothing was scored: every one of the {state.n_nonfinite} predictions was "
-                "non-finite")
+        return why_nothing_scored(self.cfg, self.state, self.recording.path.name)
 
     def _replay_rows(self) -> None:
         chunks = self.recording.iter_chunks(
@@ -406,12 +471,7 @@ class _TargetRun:
                 except ReplayError:
                     raise
                 except Exception as exc:  # e.g. a Parquet page that fails to decode mid-file
-                    self.status = "read_error"
-                    self.message = (
-                        f"reading {self.recording.path.name} failed after "
-                        f"{self.recording.describe_row(self.state.position)}: "
-                        f"{type(exc).__name__}: {exc}"
-                    )
+                    self._read_failed(exc)
                     return
                 if chunk is None:
                     self.state.finished = True
@@ -500,10 +560,7 @@ class _TargetRun:
         except Exception as exc:
             raise _ModelRaised(row, exc) from exc
         if timed:
-            state.latency.add(wall)
-            state.cpu_latency.add(cpu)
-            if self.cfg.budget_us is not None and wall > self.cfg.budget_us:
-                state.deadline_misses += 1
+            self._time(wall, cpu)
         if learns:
             state.n_samples += 1
         else:
@@ -511,12 +568,7 @@ class _TargetRun:
         state.position = row + 1
         if self.spool is not None:
             self.spool.buffer.append((row, t, y, mu, sigma))
-        if self.next_save is not None and state.position >= self.next_save:
-            self.save(self.explicit)
-            self.next_save += self.every
-        if state.n_samples & 255 == 0 and perf() - self.last_note > 0.2:
-            self.notify("progress", (self.target, state.position, state.acc.rmse))
-            self.last_note = perf()
+        self._after_row()
 
     def _trace(self, t: float, wall: float, cpu: float) -> None:
         """Keep the slowest sample since the trace's last point; every ``diag_every``
@@ -535,6 +587,30 @@ class _TargetRun:
                             self.checkpoint_path, self.has_dist)
         result.metrics["warm_up_s"] = self.warm_up_s
         return result
+
+
+def why_nothing_scored(cfg: ReplayConfig, state: Any, name: str) -> str:
+    """Why a target's replay (its state ``state``, of recording ``name``) scored nothing."""
+    if state.n_samples == 0 and state.n_corrupt == 0:
+        return f"nothing was scored: {name} has no rows to replay"
+    if state.n_samples == 0:
+        from onlinesparse.replay.checks import corrupt_column_hint
+
+        hint = corrupt_column_hint([why for _, why in state.corrupt_examples])
+        return (f"nothing was scored: all {state.n_corrupt} rows of {name} are corrupt"
+                + (f"; {hint}" if hint else ""))
+    if state.n_samples <= cfg.warmup:
+        return (f"nothing was scored: all {state.n_samples} samples were in the warm-up "
+                f"(--warmup {cfg.warmup})")
+    return (f"nothing was scored: every one of the {state.n_nonfinite} predictions was "
+            "non-finite")
+
+
+def diverged_message(acc: RegressionAccumulator) -> str:
+    """Why a replay whose accumulator ``acc`` diverged is said to have."""
+    return (f"the model diverged: nMSE {acc.nmse:.3g} over {acc.n} scored samples (a replay "
+            f"diverges when its nMSE is above {DIVERGED_NMSE:g} or not finite); its "
+            "predictions and metrics are written")
 
 
 def run_job(
