@@ -1,10 +1,5 @@
-"""Several targets of one recording through one shared model (issue 32), and ``--separate``.
+"""Several targets of one recording through one shared model (issue 32), and ``--separate``."""
 
-The registry's ``rbf`` entry is pointed at :data:`tests.multi_target_stand_in.MULTI_TARGET_PATH`
-(the multi-output form these tests run) by the fixture below.
-"""
-
-import dataclasses
 import json
 import math
 
@@ -20,19 +15,11 @@ from onlinesparse.replay.outputs import write_outputs
 from onlinesparse.replay.reader import open_recording
 from onlinesparse.replay.runner import ReplayConfig, format_summary, run_replay
 from onlinesparse.replay.shared import replay_shared
-from tests.multi_target_stand_in import MULTI_TARGET_PATH
 
 N = 300
 TARGETS = ["y1", "y2", "y3"]
 NO_Y1_ROW, BAD_Y2_ROW = 140, 170
 PARAMS = {"max_basis": 8, "window_size": 200}
-
-
-@pytest.fixture(autouse=True)
-def _multi_target_form(monkeypatch):
-    spec = registry.MODELS["rbf"]
-    monkeypatch.setitem(registry.MODELS, "rbf",
-                        dataclasses.replace(spec, multi_target=MULTI_TARGET_PATH))
 
 
 def _frame(seed: int = 3) -> pd.DataFrame:

@@ -145,28 +145,40 @@ def render_target(
         notes.append(f"the model does not report {', '.join(missing)} "
                      "(no diagnostics() or no such keys), so those curves are omitted.")
 
+    parts.extend(_model_parts(t, time_label, notes))
+    parts.extend(_corrupt_part(t))
+    return TargetSection(t.name, "\n".join(parts), notes, dict(t.metrics), t.has_dist, stem)
+
+
+def _model_parts(t: TargetReport, time_label: str, notes: list[str]) -> list[str]:
+    """A target's own model's input relevance and latency plot (a shared model's are in
+    its own section: a note says so)."""
     if t.metrics.get("shared_model"):
         notes.append("one model is shared by these targets: its time per row, its basis "
                      "functions and its input relevance are in the section of the shared "
                      "model.")
+        return []
+    parts = list(_relevance_part(t, notes))
+    figure = plots.plot_latency(t, time_label)
+    if figure is not None:
+        parts.append(_img(figure, f"{t.name}: latency"))
     else:
-        parts.extend(_relevance_part(t, notes))
-        figure = plots.plot_latency(t, time_label)
-        if figure is not None:
-            parts.append(_img(figure, f"{t.name}: latency"))
-        else:
-            notes.append("no scored samples, so no latency plot.")
+        notes.append("no scored samples, so no latency plot.")
+    return parts
 
+
+def _corrupt_part(t: TargetReport) -> list[str]:
+    """The corrupt rows a target's replay skipped (the first 20, and how many more)."""
     examples = t.metrics.get("corrupt_examples") or []
-    if examples:
-        shown_examples = examples[:20]
-        items = "".join(f"<li>{html.escape(e['where'])}: {html.escape(e['reason'])}</li>"
-                        for e in shown_examples)
-        more = int(t.metrics.get("corrupt_rows", 0)) - len(shown_examples)
-        tail = f"<li>… and {more} more</li>" if more > 0 else ""
-        parts.append(f"<p>Corrupt rows skipped ({t.metrics.get('corrupt_rows')}):</p>"
-                     f"<ul>{items}{tail}</ul>")
-    return TargetSection(t.name, "\n".join(parts), notes, dict(t.metrics), t.has_dist, stem)
+    if not examples:
+        return []
+    shown_examples = examples[:20]
+    items = "".join(f"<li>{html.escape(e['where'])}: {html.escape(e['reason'])}</li>"
+                    for e in shown_examples)
+    more = int(t.metrics.get("corrupt_rows", 0)) - len(shown_examples)
+    tail = f"<li>… and {more} more</li>" if more > 0 else ""
+    return [f"<p>Corrupt rows skipped ({t.metrics.get('corrupt_rows')}):</p>"
+            f"<ul>{items}{tail}</ul>"]
 
 
 def render_shared(shared: Any, relevant: Sequence[str] | None = None,
