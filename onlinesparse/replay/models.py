@@ -587,7 +587,9 @@ def has_basis_functions(model: Any) -> bool:
 
 
 # Modules whose models run the compiled loops that onlinesparse.warm_up() loads.
-_COMPILED_MODULES = ("onlinesparse.orr.rbf", "onlinesparse.vbls.kernel_regressor")
+_COMPILED_MODULES = ("onlinesparse.orr.rbf", "onlinesparse.vbls.regressor",
+                     "onlinesparse.vbls.kernel_regressor", "onlinesparse.vbls.classifier",
+                     "onlinesparse.stream.wrapper")
 _WARMED: list[bool] = []  # non-empty once onlinesparse.warm_up() ran in this process
 
 
