@@ -9,21 +9,24 @@ arrays allocated as the model grows. This measures them as a user meets them.
 Protocol. Each run is a fresh process (nothing loaded before): ``warm_up()`` (timed), then
 ``gc.collect()``, ``gc.freeze()``, ``gc.disable()`` as a control loop would, then a fresh
 model learns a stream sample by sample; a tick is ``predict_one(x)`` + ``learn_one(x, y)``,
-wall clock (``perf_counter_ns``). The stream is stationary and nonlinear, d inputs drawn
-uniformly in [−1, 1], y = sin(π x₁ x₂) + x₃² + mean(x) + 0.1 ε (indices wrap for d < 3),
-seeded per run. The models: ``SparseRBFRegressor()`` (defaults), with ``last_target=False``
-(a control loop's setting), with ``memory="window"``, and ``VBLSRegressor()`` (defaults),
-each at d = 3 and d = 21 (a 7-joint robot's q, q̇, q̈). numba's work during the ticks is
-counted with ``onlinesparse.warm.numba_work`` (functions whose machine code is looked up or
-compiled); a tree without it counts nothing. One unrecorded run goes first, so that every
-recorded run finds numba's cache as a user's second run does.
+wall clock (``perf_counter_ns``) and the thread's CPU time (``thread_time_ns``: a tick the
+host preempted shows a wall time far above its CPU time). The stream is stationary and
+nonlinear, d inputs drawn uniformly in [−1, 1], y = sin(π x₁ x₂) + x₃² + mean(x) + 0.1 ε
+(indices wrap for d < 3), seeded per run. The models: ``SparseRBFRegressor()`` (defaults),
+with ``last_target=False`` (a control loop's setting), with ``memory="window"``, and
+``VBLSRegressor()`` (defaults), each at d = 3 and d = 21 (a 7-joint robot's q, q̇, q̈).
+numba's work during the ticks is counted with ``onlinesparse.warm.numba_work`` (functions
+whose machine code is looked up or compiled); a tree without it counts nothing. One
+unrecorded run goes first, so that every recorded run finds numba's cache as a user's
+second run does.
 
 Printed per model and d, the median over ``--repeats`` runs (the host is shared: a single
 run's maximum is mostly other processes): tick 1, the largest of ticks 1–20, the median of
 ticks 1–20 and of ticks 21–100, the steady median (the median of the second half of the
 run, after the default window of 1000 has filled), the largest of ticks 1–20 over the
 steady median (the issue's target: within 2×) and the median of ticks 1–20 over it, the
-steady 99th percentile (the spread a steady tick has) and numba's lookups during the run.
+steady 99th percentile (the spread a steady tick has), the largest of ticks 1–20 over the
+steady median in CPU time, and numba's lookups during the run.
 
 Run: ``.venv/bin/python benchmarks/first_ticks.py`` (3 repeats × 8 runs of 3000 ticks, about
 two minutes), ``--quick`` (1 repeat, 1500 ticks), ``--repeats R``, ``--ticks N``. Writes
@@ -96,26 +99,28 @@ def child(model: str, d: int, ticks: int, seed: int) -> dict[str, Any]:
     gc.freeze()
     gc.disable()
     fresh = _models()[model]()
-    times = np.zeros(ticks, dtype=np.int64)
-    clock = time.perf_counter_ns
+    times, cpu = np.zeros(ticks, dtype=np.int64), np.zeros(ticks, dtype=np.int64)
+    clock, thread = time.perf_counter_ns, time.thread_time_ns
     if listening is not None:
         listening.__enter__()
     for i, (x, y) in enumerate(data):
         now[0] = i
-        t0 = clock()
+        c0, t0 = thread(), clock()
         fresh.predict_one(x)
         fresh.learn_one(x, y)
-        times[i] = clock() - t0
+        times[i], cpu[i] = clock() - t0, thread() - c0
     if listening is not None:
         listening.__exit__(None, None, None)
     gc.enable()
-    return {"warm_up_s": warm_s, "ticks_ns": times.tolist(), "events": events,
+    return {"warm_up_s": warm_s, "ticks_ns": times.tolist(), "cpu_ns": cpu.tolist(),
+            "events": events,
             "counted": watch is not None}
 
 
 def summarise(run: dict[str, Any]) -> dict[str, float]:
     """One run's figures (µs), the module docstring's."""
     t = np.asarray(run["ticks_ns"], dtype=float) / 1e3
+    c = np.asarray(run["cpu_ns"], dtype=float) / 1e3
     steady = float(np.median(t[len(t) // 2:]))
     first = t[:FIRST]
     return {"tick_1": float(first[0]), "first_max": float(first.max()),
@@ -124,6 +129,7 @@ def summarise(run: dict[str, Any]) -> dict[str, float]:
             "steady_p99": float(np.percentile(t[len(t) // 2:], 99)),
             "first_max_over_steady": float(first.max()) / steady,
             "first_median_over_steady": float(np.median(first)) / steady,
+            "cpu_first_max_over_steady": float(c[:FIRST].max() / np.median(c[len(c) // 2:])),
             "lookups": sum(1 for e in run["events"] if e[1] == "dispatch"),
             "compiles": sum(1 for e in run["events"] if e[1] == "compile"),
             "warm_up_s": run["warm_up_s"]}
@@ -178,6 +184,7 @@ def write(report: harness.Report, runs: dict[tuple[str, int], list[dict[str, Any
                      f"{med['steady_median']:.0f}", f"{med['steady_p99']:.0f}",
                      f"{med['first_max_over_steady']:.2f}",
                      f"{med['first_median_over_steady']:.2f}",
+                     f"{med['cpu_first_max_over_steady']:.2f}",
                      (f"{med['lookups']:.0f} " + (f"({', '.join(names)})" if names else ""))
                      if counted else "not counted"])
         per_tick = np.median([np.asarray(run["ticks_ns"][:FIRST]) / 1e3 for run in group],
@@ -190,6 +197,7 @@ def write(report: harness.Report, runs: dict[tuple[str, int], list[dict[str, Any
                  "medians over the repeats)",
                  ["model", "d", "tick 1", "max of 1–20", "median 1–20", "median 21–100",
                   "steady median", "steady p99", "max 1–20 / steady", "median 1–20 / steady",
+                  "CPU time: max 1–20 / steady",
                   "numba lookups in the run"], rows)
     report.table("ticks 1–20, µs (median over the repeats of each tick)",
                  ["model", "d", "ticks 1–20"], ticks_rows, doc=False)

@@ -25,8 +25,8 @@ __all__ = ["warm_up", "cache_is_cold", "numba_work", "COLD_SECONDS"]
 # 55, 56 and 69 s (three runs, both cores shared with other work; the RBF network's 255
 # functions about 47 s of it, VBLS's 9 s); loading it all from the cache then took 0.7 s.
 COLD_SECONDS = 60
-# A line at least this often while numba compiles one large function (the fused sample
-# alone takes some 25 s), so that a long wait does not read as a hang.
+# A line at least this often while numba compiles one large function (single functions
+# took up to 9 s on two loaded cores), so that a long wait does not read as a hang.
 _HEARTBEAT_SECONDS = 10.0
 
 
@@ -60,15 +60,18 @@ def warm_up(seed: int = 0, progress: bool | Callable[[str], None] = False) -> No
     The numerical core runs through numba: the first call of each compiled function in a
     process loads its machine code from the on-disk cache (0.7 s in all for this call), or
     compiles it when the cache is missing or stale, once per installation: measured 55–69 s
-    on two shared cores (``COLD_SECONDS``). A real-time loop calls this once before its first tick,
-    so that no tick pays it. Small throwaway models of every family
+    on two shared cores (``COLD_SECONDS``). A real-time loop calls this once before its
+    first tick, so that no tick pays it. Small throwaway models of every family
     (:class:`SparseRBFRegressor`, :class:`VBLSRegressor`, :class:`VBLSKernelRegressor`,
     :class:`VBLSClassifier`) are driven as a stream drives a new model — a prediction
     before each sample learned, the first one before any — and through the paths a short
     run rarely reaches (a basis function removed by the model's own operations, a refresh,
     the concepts kept after a change); the types, hence the machine code, are those of any
     model. The trade-off: a process that uses one family loads the others' machine code too
-    (tens of milliseconds each), and a first installation compiles them all at once.
+    (VBLS's about 0.2 s of the 0.7 s), and a first installation compiles them all at once.
+    What is left for a new model's first ``learn_one`` is building the model for the inputs
+    it sees (about 1 ms for the RBF network's defaults: its window's arrays, a candidate per
+    input), not machine code.
 
     ``progress``: ``True`` prints each stage, each function as numba compiles it, and a
     line every ten seconds of a long compilation, to standard error; a callable receives
