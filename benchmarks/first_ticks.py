@@ -303,11 +303,41 @@ def main() -> None:
                              "dimensions": list(DIMENSIONS), "models": list(MODELS),
                              "rows": args.rows, "replay_model": MODEL, "warmup": WARMUP},
                             quick=args.quick or args.part != "all", path=args.results)
+    parts = []
     if args.part in ("all", "ticks"):
-        write_ticks(report, ticks_part(args))
+        ticks = ticks_part(args)
+        write_ticks(report, ticks)
+        parts.append(ticks_summary(ticks))
     if args.part in ("all", "replay"):
-        write_replay(report, replay_part(args), args.rows)
+        replays = replay_part(args)
+        write_replay(report, replays, args.rows)
+        parts.append(replay_summary(replays))
+    report.note("; ".join(parts))  # (the one line the generated page shows)
     report.write()
+
+
+def ticks_summary(runs: dict[tuple[str, int], list[dict[str, Any]]]) -> str:
+    """Part 1 in a phrase: numba's work, tick 1 and the rest of ticks 1–20."""
+    figures = {key: [summarise(run) for run in group] for key, group in runs.items()}
+    work = sum(f["lookups"] + f["compiles"] for group in figures.values() for f in group)
+    first = {key: np.median([f["tick_1"] for f in group]) for key, group in figures.items()}
+    rest = [np.median(np.asarray(run["ticks_ns"][1:FIRST]) / 1e3)
+            / summarise(run)["steady_median"] for group in runs.values() for run in group]
+    rbf = [v for (model, _), v in first.items() if model.startswith("SparseRBF")]
+    vbls = [v for (model, _), v in first.items() if model.startswith("VBLS")]
+    return (f"after warm_up(), fresh models' ticks made {work:.0f} numba lookups in "
+            f"{sum(map(len, runs.values()))} runs; tick 1 {min(rbf) / 1e3:.1f}–"
+            f"{max(rbf) / 1e3:.1f} ms (RBF), {min(vbls) / 1e3:.1f}–{max(vbls) / 1e3:.1f} ms "
+            f"(VBLS): building the model; ticks 2–20 at a median {np.median(rest):.2f}× the "
+            "steady median")
+
+
+def replay_summary(runs: list[dict[str, Any]]) -> str:
+    """Part 2 in a phrase: the replay's maximum over the plain loop's, medians."""
+    ratio = {clock: np.median([r["replay"][clock]["max"] / r["loop"][clock]["max"]
+                               for r in runs]) for clock in ("wall", "cpu")}
+    return (f"the replay's maximum over the plain loop's: {ratio['wall']:.2f} wall clock, "
+            f"{ratio['cpu']:.2f} CPU time (median of {len(runs)} runs)")
 
 
 def write_ticks(report: harness.Report,
