@@ -381,11 +381,14 @@ def write_replay(report: harness.Report, runs: list[dict[str, Any]], rows: int) 
         cell = (lambda side, clock, key: float(np.median(
             [r[side][clock][key] for r in runs]))) if run is None else (
             lambda side, clock, key, run=run: float(run[side][clock][key]))
+        # (the ratios of the median row: the median of the runs' ratios, as paired)
+        ratio = [float(np.median([r["replay"][clock]["max"] / r["loop"][clock]["max"]
+                                  for r in (runs if run is None else [run])]))
+                 for clock in ("wall", "cpu")]
         table.append([label, *(f"{cell(side, clock, key):.0f}"
                                for side in ("replay", "loop") for clock in ("wall", "cpu")
                                for key in ("p99", "max")),
-                      f"{cell('replay', 'wall', 'max') / cell('loop', 'wall', 'max'):.2f}",
-                      f"{cell('replay', 'cpu', 'max') / cell('loop', 'cpu', 'max'):.2f}"])
+                      *(f"{v:.2f}" for v in ratio)])
     report.table(f"{MODEL} on {rows} rows: µs per sample (predict_one + learn_one), after "
                  f"{WARMUP} untimed rows",
                  ["", "replay p99", "replay max", "replay CPU p99", "replay CPU max",
