@@ -59,6 +59,19 @@ clock and CPU, of each, and the replay's maximum over the loop's. The host is sh
 a wall-clock maximum is one sample among 150 000 and is often another process's doing;
 the CPU maximum is the model's own.
 
+Measured (2026-11-27, two shared cores; before: the commit before issue 35's warm-up
+work, 35f1fd1). Part 1, before: tick 1 of a fresh model took 9.8–10.5 ms (RBF, 120–190× its
+steady median) and 16.8–16.9 ms (VBLS, then 19.5–20 ms again on tick 2): machine code
+loaded from the cache for paths warm_up's model never took, and numba typing every new RBF
+model's bundle in Python (4 ms). After: tick 1 1.1–1.3 ms (RBF, 15–21× a steady median of
+53–84 µs) and 0.7–0.8 ms (VBLS, 2.5–2.7×), all of it building the model for the inputs it
+first sees; no numba lookup in any run; ticks 2–20 at a median 1.25× the steady median,
+their slowest 2.4–3.2× it (RBF: a candidate column, a move handed back, the bundle rebuilt
+after a resize, as the model grows) and under the steady 99th percentile. Part 2: the
+replay's maximum over the plain loop's, median of 3 paired runs, 0.72 (wall) and 0.70 (CPU)
+before, 0.90–1.05 and 0.55–1.23 over four batches after: the replay adds nothing to the
+worst sample; on a loaded host the wall-clock maximum is the scheduler's (2–40 ms in both).
+
 Run: ``.venv/bin/python benchmarks/first_ticks.py`` (both parts: 3 repeats of 8 runs of
 3000 ticks, about a minute and a half, and 3 repeats of the replay and the loop on 150 000
 rows, about four minutes, on two loaded cores), ``--part ticks`` or ``--part replay``,
