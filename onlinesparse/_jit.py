@@ -82,10 +82,46 @@ def entry_point(dispatcher, *args):
     the entry point under 2 µs. The caller keeps it while its arguments keep their types
     (arrays of the same dtype, dimensions and layout) and calls through the dispatcher
     otherwise. Compiles (or loads from the cache) on first use. A plain Python function
-    (a test's stand-in) is returned as it is."""
+    (a test's stand-in) is returned as it is.
+
+    Found once per process for each signature: numba's ``typeof`` of a bundle of record
+    arrays takes about 4 ms (it rebuilds each structured dtype's numba type), which every
+    new model paid on its first ``learn_one``; a key made of what that type depends on
+    (:func:`_type_key`, some 30 µs) finds the entry point found before."""
     if not hasattr(dispatcher, "overloads"):
         return dispatcher
+    key = (dispatcher, _type_key(args))
+    found = _ENTRY_POINTS.get(key) if key[1] is not None else None
+    if found is not None:
+        return found
     signature = tuple(dispatcher.typeof_pyval(a) for a in args)
     if signature not in dispatcher.overloads:
         dispatcher.compile(signature)
-    return dispatcher.overloads[signature].entry_point
+    found = dispatcher.overloads[signature].entry_point
+    if key[1] is not None:
+        _ENTRY_POINTS[key] = found
+    return found
+
+
+_ENTRY_POINTS: dict = {}
+_INT64 = (-(2**63), 2**63)
+
+
+def _type_key(value):
+    """What numba's type of ``value`` depends on, as a hashable key (``None`` for a value
+    this does not know: such a call takes numba's own ``typeof``). An array's type is its
+    class, dtype (with a structured dtype's alignment), dimensions, layout, writability
+    and alignment; a tuple's its class and its members'; a Python int's whether it fits
+    in int64. The key holds the dtypes themselves, compared by value."""
+    if isinstance(value, np.ndarray):
+        flags = value.flags
+        return (type(value), value.dtype, value.dtype.isalignedstruct, value.ndim,
+                flags.c_contiguous, flags.f_contiguous, flags.writeable, flags.aligned)
+    if isinstance(value, tuple):
+        members = tuple(_type_key(v) for v in value)
+        return None if None in members else (type(value), members)
+    if type(value) is int:
+        return (int, _INT64[0] <= value < _INT64[1])
+    if type(value) in (float, bool, complex):
+        return type(value)
+    return None

@@ -91,7 +91,7 @@ def test_a_cold_compiled_core_is_compiled_first_with_a_message_and_progress(monk
     out = io.StringIO()
     assert cli.compile_first(out)
     text = out.getvalue()
-    assert "compiling the numerical core for this machine" in text
+    assert "compiling the numerical core, once for this installation" in text
     assert "80 functions compiled" in text and "compiled core ready" in text
     assert len(text.splitlines()) <= 5  # (a line every 40 functions, not one each)
     monkeypatch.setattr(warm, "cache_is_cold", lambda: False)

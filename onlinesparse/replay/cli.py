@@ -701,22 +701,31 @@ def compile_first(stream=None) -> bool:
     if not cache_is_cold():
         return False
     stream = sys.stderr if stream is None else stream
-    print(f"onlinesparse: compiling the numerical core for this machine, once (about "
-          f"{COLD_SECONDS} s on two cores); later runs load it from the cache",
-          file=stream, flush=True)
-    started, count = time.perf_counter(), [0]
+    print(f"onlinesparse: compiling the numerical core, once for this installation (about "
+          f"{COLD_SECONDS} s on two cores); later runs load it from the cache in under a "
+          "second", file=stream, flush=True)
+    warm_up(progress=_compile_progress(stream))
+    return True
+
+
+def _compile_progress(stream, every: int = 40, seconds: float = 5.0):
+    """warm_up's progress lines for a person: each stage, and the count of functions
+    compiled every ``every`` functions or ``seconds`` seconds, whichever comes first (a
+    line every few seconds, not one per function)."""
+    started = time.perf_counter()
+    count, shown = [0], [0, started]
 
     def progress(line: str) -> None:
-        if not line.startswith("compiling "):
-            print(f"onlinesparse: {line}", file=stream, flush=True)
-            return
-        count[0] += 1
-        if count[0] % 40 == 0:  # (a line every few seconds, not one per function)
-            print(f"onlinesparse: {count[0]} functions compiled "
-                  f"({time.perf_counter() - started:.0f} s)", file=stream, flush=True)
+        now = time.perf_counter()
+        if line.startswith("compiling "):
+            count[0] += 1
+            if count[0] - shown[0] < every and now - shown[1] < seconds:
+                return
+            line = f"{count[0]} functions compiled ({now - started:.0f} s)"
+        shown[:] = count[0], now
+        print(f"onlinesparse: {line}", file=stream, flush=True)
 
-    warm_up(progress=progress)
-    return True
+    return progress
 
 
 def main(argv: Sequence[str] | None = None) -> int:

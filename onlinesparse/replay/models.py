@@ -631,8 +631,8 @@ def has_basis_functions(model: Any) -> bool:
 
 
 # Modules (and packages) whose models run the compiled loops that onlinesparse.warm_up()
-# loads: the RBF network's, in either form, and VBLS over kernels.
-_COMPILED_MODULES = ("onlinesparse.orr", "onlinesparse.vbls.kernel_regressor")
+# loads: the RBF network's in either form, and every VBLS form.
+_COMPILED_MODULES = ("onlinesparse.orr", "onlinesparse.vbls", "onlinesparse.stream.wrapper")
 _WARMED: list[bool] = []  # non-empty once onlinesparse.warm_up() ran in this process
 
 

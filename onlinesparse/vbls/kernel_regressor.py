@@ -378,9 +378,11 @@ class VBLSKernelRegressor(Versioned, base.Regressor):
         the columns' merit, which evicts the lowest first."""
         stats, state = self._stats, self._state
         m, n = stats.n_model, stats.n_columns
+        # (the norms copied: a strided view of one candidate would have another numba type,
+        # and machine code of its own to load in the middle of a stream)
         pool = admission.score_pool(stats.gram_model, stats.cross_y_model, state.precisions,
                                     state.total_noise, stats.cross_candidates,
-                                    stats.cross_y_candidates, np.diagonal(stats.gram)[m:n])
+                                    stats.cross_y_candidates, np.diagonal(stats.gram)[m:n].copy())
         stats.merit[m:n] = pool.t2  # the buffer manager evicts the lowest first
         return pool
 
