@@ -66,13 +66,14 @@ def test_numba_work_reports_what_a_cold_process_loads():
     code = ("import json\nfrom onlinesparse import SparseRBFRegressor\n"
             "from onlinesparse.warm import numba_work\nevents = []\n"
             "with numba_work(lambda kind, name: events.append((kind, name))):\n"
-            "    m = SparseRBFRegressor()\n    m.predict_one({'a': 1.0})\n"
-            "    m.learn_one({'a': 1.0}, 2.0)\nprint(json.dumps(events))\n")
+            "    m = SparseRBFRegressor()\n    m.learn_one({'a': 1.0}, 2.0)\n"
+            "    m.learn_one({'a': 2.0}, 1.0)\n    m.predict_one({'a': 1.5})\n"
+            "print(json.dumps(events))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     events = json.loads(out.stdout.splitlines()[-1])
     names = [name for kind, name in events if kind == "dispatch"]
-    assert "predictive_without_model" in names and "stream_sample" in names
+    assert "stream_sample" in names and "prediction" in names
     assert len(names) == len(set(names))  # (one report per function, not per lock taken)
 
 
