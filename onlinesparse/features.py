@@ -118,6 +118,19 @@ def as_targets(y: object, names: list[Hashable] | None) -> tuple[np.ndarray, lis
     return np.array([values[name] for name in names]), names
 
 
+def as_target_rows(X: object, Y: object, names: list[Hashable] | None
+                   ) -> tuple[list[Mapping[Hashable, object]], list[Mapping[Hashable, object]]]:
+    """A multi-target batch's feature rows and target rows (:func:`as_rows` of each), every
+    target row validated by :func:`as_targets` against ``names`` (or the first row's), so
+    that a bad one refuses the batch before anything is learned."""
+    rows, targets = as_rows(X), as_rows(Y)
+    if len(rows) != len(targets):
+        raise ValueError(f"{len(rows)} rows of features but {len(targets)} of targets")
+    for y in targets:
+        names = as_targets(y, names)[1]
+    return rows, targets
+
+
 def as_rows(X: object) -> list[Mapping[Hashable, object]]:
     """The rows of a pandas ``DataFrame`` (or of any iterable of feature dicts) as dicts."""
     return list(X.to_dict(orient="records")) if hasattr(X, "to_dict") else list(X)

@@ -11,7 +11,7 @@ from river import base, proba
 
 from onlinesparse import core
 from onlinesparse._distributions import gaussian
-from onlinesparse.features import as_rows, as_targets
+from onlinesparse.features import as_rows, as_target_rows, as_targets
 from onlinesparse.orr.streaming import StreamingRBF
 
 __all__ = ["SparseRBFMultiTargetRegressor"]
@@ -118,12 +118,7 @@ class SparseRBFMultiTargetRegressor(StreamingRBF, base.MultiTargetRegressor):
         """Add many samples, then bring the model to its batch optimum on its window (as
         :meth:`SparseRBFRegressor.learn_many <onlinesparse.SparseRBFRegressor.learn_many>`):
         every row is validated first, a bad one refusing the batch with nothing changed."""
-        rows, targets = as_rows(X), as_rows(Y)
-        if len(rows) != len(targets):
-            raise ValueError(f"{len(rows)} rows of features but {len(targets)} of targets")
-        names = self._targets
-        for y in targets:
-            names = as_targets(y, names)[1]
+        rows, targets = as_target_rows(X, Y, self._targets)
         self._features.rehearse(rows)  # (validates every row on a copy)
         for row, y in zip(rows, targets, strict=True):
             self.learn_one(row, y)

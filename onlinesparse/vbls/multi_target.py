@@ -11,7 +11,7 @@ from river import base, proba
 
 from onlinesparse import core
 from onlinesparse._blas import single_blas_thread
-from onlinesparse.features import FeatureMap, as_rows, as_targets
+from onlinesparse.features import FeatureMap, as_rows, as_target_rows, as_targets
 from onlinesparse.orr.window import WindowStatistics
 from onlinesparse.stream.layer import after_learning
 from onlinesparse.stream.memory import AdaptiveMemory
@@ -202,13 +202,8 @@ class VBLSMultiTargetRegressor(base.MultiTargetRegressor):
                    Y: pd.DataFrame | Iterable[dict]) -> None:
         """Learn every row (validated first: a bad one refuses the batch with nothing
         changed), then sweep each target to its VBLS fixed point (:meth:`refine`)."""
-        rows, targets = as_rows(X), as_rows(Y)
-        if len(rows) != len(targets):
-            raise ValueError(f"{len(rows)} rows of features but {len(targets)} of targets")
-        names = self._targets
-        for y in targets:
-            names = as_targets(y, names)[1]
-        self._features.rehearse(rows)
+        rows, targets = as_target_rows(X, Y, self._targets)
+        self._features.rehearse(rows)  # (validates every row on a copy)
         for row, y in zip(rows, targets, strict=True):
             self.learn_one(row, y)
         self.refine()
