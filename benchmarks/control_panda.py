@@ -516,7 +516,7 @@ def parse_args() -> argparse.Namespace:
     unknown = [c for c in args.controllers if c not in CONTROLLERS]
     if unknown:
         parser.error(f"unknown controllers {unknown}; choose from {list(CONTROLLERS)}")
-    args.partial = (args.seconds != 20.0 or args.model != "per-joint"
+    args.partial = (args.seconds != 20.0 or args.model != "multi"
                     or args.acceleration != "measured"
                     or args.controllers != list(CONTROLLERS))
     if args.quick:
