@@ -150,6 +150,61 @@ def test_the_results_file_has_the_documented_keys(tmp_path):
     assert data["notes"] == ["a note"]
 
 
+# -- several targets, models interleaved (harness.interleaved) ---------------------------
+class MeanOfEach:
+    """A multi-output model: each target's mean so far ({} before the first sample), with a
+    distribution whose σ is 1; ``drop`` names a target it never predicts."""
+
+    def __init__(self, drop=None):
+        self.sums, self.n, self.drop = {}, 0, drop
+
+    def predict_one(self, x, with_dist=False):
+        from river import proba
+
+        out = {k: v / self.n for k, v in self.sums.items() if k != self.drop}
+        return {k: proba.Gaussian._from_state(1, m, 1.0, 0) for k, m in out.items()} \
+            if with_dist else out
+
+    def learn_one(self, x, y):
+        self.n += 1
+        for k, v in y.items():
+            self.sums[k] = self.sums.get(k, 0.0) + v
+
+
+TARGETS = {"a": [2.0, 4.0, 3.0, 7.0, 5.0, 6.0], "b": [1.0, -1.0, 0.5, 2.0, 0.0, 1.5]}
+XS = [x for x, _ in STREAM]
+
+
+def test_interleaved_scores_as_progressive_does_for_each_target():
+    single = harness.Model("m", lambda: Constant(1e12, 4.0), scale=False)
+    multi = harness.Model("multi", MeanOfEach, scale=False, with_dist=True)
+    runs = harness.interleaved(XS, TARGETS, [(single, "a"), (single, "b"), (multi, ("a", "b"))])
+    for name, values in TARGETS.items():
+        alone = harness.progressive(list(zip(XS, values, strict=True)),
+                                    [harness.Model("m", lambda: Constant(1e12, 4.0),
+                                                   scale=False)])
+        assert set(runs[name]) == {"m", "multi", harness.RUNNING_MEAN, harness.LAST_TARGET}
+        for label in ("m", harness.RUNNING_MEAN, harness.LAST_TARGET):
+            np.testing.assert_array_equal(runs[name][label].errors, alone[label].errors)
+        # The multi-output model: each target's running mean, σ = 1, first sample unscored.
+        run = runs[name]["multi"]
+        np.testing.assert_allclose(run.predictions[1:], runs[name][harness.RUNNING_MEAN]
+                                   .predictions[1:])
+        assert not run.scored[0] and run.missing == 0
+        np.testing.assert_array_equal(run.sigma[1:], 1.0)
+    # One time per sample for the whole multi-output model, in every target's run.
+    assert runs["a"]["multi"].seconds is runs["b"]["multi"].seconds
+    assert (runs["a"]["multi"].seconds > 0).all()
+
+
+def test_interleaved_counts_a_missing_key_as_missing_and_refuses_unknown_targets():
+    multi = harness.Model("multi", lambda: MeanOfEach(drop="b"), scale=False)
+    runs = harness.interleaved(XS, TARGETS, [(multi, ("a", "b"))], baselines=False)
+    assert runs["b"]["multi"].missing == 5 and runs["a"]["multi"].missing == 0
+    with pytest.raises(ValueError, match="'c'"):
+        harness.interleaved(XS, TARGETS, [(multi, ("a", "c"))])
+
+
 # -- the generated pages (benchmarks/performance.py) ------------------------------------
 import performance  # noqa: E402
 
