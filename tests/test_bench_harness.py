@@ -228,6 +228,31 @@ def test_the_page_shows_each_benchmarks_doc_tables_with_their_provenance(tmp_pat
     assert "python benchmarks/toy.py" in page
 
 
+def test_a_part_is_shown_compactly_inside_its_parents_section(tmp_path, monkeypatch):
+    _results_file(tmp_path)
+    report = harness.Report("toy_multi", "The toy, several targets.", {},
+                            path=tmp_path / "toy_multi.json")
+    report.table("summary", ["a", "b"], [["1", "2"]])
+    report.table("details", ["c"], [["3"]], doc=False)
+    report.note("first note")
+    report.note("the summary line.")
+    report.write()
+    monkeypatch.setattr(performance, "PARTS", {"toy_multi": ("toy", "toy.py --multi")})
+    page = performance.render_page(performance.load_results(tmp_path))
+    assert "## toy_multi" not in page and "### summary" not in page
+    bullet = next(line for line in page.splitlines() if line.startswith("* **The toy"))
+    assert "`python benchmarks/toy.py --multi`" in bullet
+    assert bullet.endswith(" the summary line.") and "first note" not in page
+    # The parent's tables come first, the part's doc table after its line, apart from it.
+    assert page.index("### toy stream") < page.index(bullet)
+    assert f"{bullet}\n\n| a | b |\n|---|---|\n| 1 | 2 |\n" in page
+    assert "details" not in page
+    # Without its parent, a part is a section of its own.
+    (tmp_path / "toy.json").unlink()
+    alone = performance.render_page(performance.load_results(tmp_path))
+    assert "## toy_multi" in alone and "### summary" in alone
+
+
 def test_generated_blocks_are_rewritten_between_their_markers_only():
     text = "keep\n<!-- generated: x -->\nold\nlines\n<!-- /generated: x -->\nkeep too\n"
     new = performance.replace_blocks(text, {"x": "new"})
