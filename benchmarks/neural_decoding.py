@@ -60,7 +60,10 @@ comparable within the run on a loaded machine; lin-1 and VBLS are left out. Prin
 target: nMSE, the ratio to the best river linear model, coverage, µs per sample (the
 multi-output model's time is that of all three targets) and rows/s; then the multi model's
 rows/s against the three single-output models' together and one's alone. Writes
-``benchmarks/results/neural_decoding_multi.json``.
+``benchmarks/results/neural_decoding_multi.json``. ``--multi --no-last-target``: both of ours
+with ``last_target=False`` (the spikes alone: the last-target expert predicts from the
+target's previous value, which a decoder driving a prosthesis does not observe; a partial
+run, written to ``benchmarks/results/quick/``).
 
 Run: ``.venv/bin/python benchmarks/neural_decoding.py`` (15 minutes on a loaded 2-core
 machine: lin-1's SVD per sample and VBLS take most of it), ``--quick`` (8 000 rows, tuned
@@ -251,16 +254,22 @@ def summary_note(ratios: dict[str, dict[str, float]]) -> str:
 
 
 # -- --multi: the three targets by one multi-output model --------------------------------
-def multi_models(targets: Sequence[str], rates: dict[str, dict[str, dict[str, Any]]]
-                 ) -> list[tuple[harness.Model, harness.Target]]:
+def multi_models(targets: Sequence[str], rates: dict[str, dict[str, dict[str, Any]]],
+                 last_target: bool = True) -> list[tuple[harness.Model, harness.Target]]:
     """One multi-output model of every target, one single-output model per target, and
     each target's river linear models (its tuned rates, and the default)."""
     from river import linear_model
 
+    def multi() -> SparseRBFMultiTargetRegressor:
+        return SparseRBFMultiTargetRegressor(last_target=last_target)
+
+    def single() -> SparseRBFRegressor:
+        return SparseRBFRegressor(last_target=last_target)
+
     tasks: list[tuple[harness.Model, harness.Target]] = [
-        (harness.Model(MULTI, SparseRBFMultiTargetRegressor, with_dist=True), tuple(targets))]
+        (harness.Model(MULTI, multi, with_dist=True), tuple(targets))]
     for target in targets:
-        tasks.append((harness.Model(RBF, SparseRBFRegressor, with_dist=True), target))
+        tasks.append((harness.Model(RBF, single, with_dist=True), target))
         tasks += [(harness.Model(f"LinearRegression {opt}({rates[target][opt]['rate']:g})",
                                  river_linear(opt, rates[target][opt]["rate"]), peer=True),
                    target) for opt in OPTIMIZERS]
@@ -356,10 +365,12 @@ def run_multi(args: argparse.Namespace) -> None:
     report = harness.Report(
         "neural_decoding_multi", "Decoding two EMG envelopes and a hand velocity together: "
         "one multi-output model against one per target (neural_decoding.py --multi, "
-        "issue 32).",
+        "issue 32)." + (" Both of ours with last_target=False." if args.no_last_target
+                        else ""),
         {"rows": args.rows, "tune_rows": args.tune_rows, "seed": SEED, "tune_seed": TUNE_SEED,
-         "targets": args.targets, "rates": list(RATES), "quick": args.quick},
-        quick=args.quick or args.partial, path=args.results)
+         "targets": args.targets, "rates": list(RATES), "quick": args.quick,
+         "last_target": not args.no_last_target},
+        quick=args.quick or args.partial or args.no_last_target, path=args.results)
     warm_up()
     frame = make_spike_count_session(n_rows=args.rows, seed=SEED)
     tuning = make_spike_count_session(n_rows=args.tune_rows, seed=TUNE_SEED)
@@ -375,7 +386,8 @@ def run_multi(args: argparse.Namespace) -> None:
     print("interleaved run", flush=True)
     runs = harness.interleaved(xs, {t: frame[t].astype(float).to_numpy()
                                     for t in args.targets},
-                               multi_models(args.targets, rates))
+                               multi_models(args.targets, rates,
+                                            last_target=not args.no_last_target))
     report_multi(report, runs, rates)
     report.write()
 
@@ -393,6 +405,8 @@ def parse_args() -> argparse.Namespace:
                         help=f"comma-separated subset of {','.join(TARGETS)}")
     parser.add_argument("--multi", action="store_true",
                         help="the targets by one multi-output model against one per target")
+    parser.add_argument("--no-last-target", action="store_true",
+                        help="--multi: ours with last_target=False (the spikes alone)")
     harness.add_common_args(parser)
     args = parser.parse_args()
     args.targets = [t.strip() for t in args.targets.split(",") if t.strip()]

@@ -408,7 +408,7 @@ def run_multi(args: argparse.Namespace, X: np.ndarray, tau: np.ndarray) -> None:
                   "µs one single", f"multi / one (≤ {COST_GOAL:g})",
                   "mean nMSE multi / separate", f"ratio (≤ {NMSE_GOAL:g})",
                   "coverage per joint, multi (93–97 %)", "separate"], rows)
-    report.note("issue 32's targets (multi / one single-output ≤ 2 in µs, mean nMSE multi / "
+    report.note("Issue 32's targets (multi / one single-output ≤ 2 in µs, mean nMSE multi / "
                 "separate ≤ 1.1, coverage 93–97 % on every joint): "
                 + ("met in every configuration" if not missed else
                    "MISSED at " + "; ".join(m[0] for m in missed) + " (cProfile in the results "
