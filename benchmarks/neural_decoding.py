@@ -325,6 +325,11 @@ def report_multi(report: harness.Report, runs: dict[str, dict[str, harness.Run]]
                        "cpu_us_median": float(np.median(cpu)) * 1e6}
                for label, (sec, cpu) in cost.items()}
     summary["cost"] = numbers
+    summary["end"] = {label: {"n_basis": float(run.model.diagnostics().get("n_basis", 0.0)),
+                              "memory_cuts": cuts(run) if label != MULTI
+                              else int(run.model.n_memory_cuts)}
+                      for label, run in ((MULTI, multi), *((f"{RBF} {t}", runs[t][RBF])
+                                                            for t in targets))}
     report.table("Summary: per target nMSE, / best river linear model's, 95 % coverage",
                  ["target", "best river", "multi nMSE", "single nMSE", "multi / single",
                   "multi / best river", "single / best river", "multi coverage",
@@ -358,7 +363,9 @@ def report_multi(report: harness.Report, runs: dict[str, dict[str, harness.Run]]
                                           for t in targets)
         + f"; rows/s multi {numbers[MULTI]['rows_per_s']:.0f}, the {len(targets)} singles "
         f"together {numbers[together_label]['rows_per_s']:.0f}, one alone "
-        f"{one['rows_per_s']:.0f}")
+        f"{one['rows_per_s']:.0f}; basis functions at the end: multi "
+        f"{summary['end'][MULTI]['n_basis']:.0f}, single " + ", ".join(
+            f"{summary['end'][f'{RBF} {t}']['n_basis']:.0f}" for t in targets))
 
 
 def run_multi(args: argparse.Namespace) -> None:

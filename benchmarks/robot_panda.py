@@ -267,6 +267,12 @@ def cost(seconds: np.ndarray, cpu: np.ndarray) -> dict[str, float]:
             "cpu_us_p99": float(np.percentile(cpu, 99)) * 1e6}
 
 
+def model_state(model: Any) -> dict[str, float | None]:
+    """A model's basis functions and memory cuts at the end of the stream."""
+    return {"n_basis": float(model.diagnostics().get("n_basis", 0.0)),
+            "memory_cuts": float(getattr(model, "n_memory_cuts", 0))}
+
+
 def multi_summary(runs: dict[str, dict[str, harness.Run]], tau: np.ndarray
                   ) -> dict[str, Any]:
     """Per joint nMSE and coverage of both, the cost of the multi model, of the separate
@@ -294,6 +300,8 @@ def multi_summary(runs: dict[str, dict[str, harness.Run]], tau: np.ndarray
                                   / out["cost"][f"{len(names)} × {SINGLE} together"][
                                       "us_median"])
     out["mean_nmse"] = {label: float(np.mean(out[label]["nmse"])) for label in (MULTI, SINGLE)}
+    out["end"] = {label: [model_state(runs[n][label].model) for n in
+                          (names[:1] if label == MULTI else names)] for label in (MULTI, SINGLE)}
     out["nmse_ratio"] = out["mean_nmse"][MULTI] / out["mean_nmse"][SINGLE]
     covers = out[MULTI]["coverage"]
     out["goals"] = {"cost": out["cost_ratio"] <= COST_GOAL,
@@ -304,6 +312,10 @@ def multi_summary(runs: dict[str, dict[str, harness.Run]], tau: np.ndarray
 
 def _span(values: list[float | None]) -> str:
     return f"{100 * min(values):.1f}–{100 * max(values):.1f} %"
+
+
+def _states(states: list[dict[str, float | None]], key: str) -> str:
+    return ", ".join(f"{state[key]:.0f}" for state in states)
 
 
 def report_multi(report: harness.Report, config: str, runs: dict[str, dict[str, harness.Run]],
@@ -335,7 +347,11 @@ def report_multi(report: harness.Report, config: str, runs: dict[str, dict[str, 
                 f"{len(names)} together {summary['cost_ratio_together']:.2f}; mean nMSE multi / "
                 f"separate {summary['nmse_ratio']:.3f} (target ≤ {NMSE_GOAL:g}); multi's "
                 f"coverage per joint {_span(summary[MULTI]['coverage'])} (target "
-                f"{100 * COVERAGE_GOAL[0]:.0f}–{100 * COVERAGE_GOAL[1]:.0f} %)", table=True)
+                f"{100 * COVERAGE_GOAL[0]:.0f}–{100 * COVERAGE_GOAL[1]:.0f} %); at the end, "
+                f"basis functions {_states(summary['end'][MULTI], 'n_basis')} (multi) and "
+                f"{_states(summary['end'][SINGLE], 'n_basis')} (per joint), memory cuts "
+                f"{_states(summary['end'][MULTI], 'memory_cuts')} and "
+                f"{_states(summary['end'][SINGLE], 'memory_cuts')}", table=True)
     report.data["streams"][f"{config}: summary"] = harness.finite_tree(summary)
 
 
