@@ -268,9 +268,12 @@ def cost(seconds: np.ndarray, cpu: np.ndarray) -> dict[str, float]:
 
 
 def model_state(model: Any) -> dict[str, float | None]:
-    """A model's basis functions and memory cuts at the end of the stream."""
-    return {"n_basis": float(model.diagnostics().get("n_basis", 0.0)),
-            "memory_cuts": float(getattr(model, "n_memory_cuts", 0))}
+    """A model's basis functions and memory cuts at the end of the stream (None for a model
+    without them)."""
+    diagnostics = model.diagnostics() if hasattr(model, "diagnostics") else {}
+    cuts = getattr(model, "n_memory_cuts", None)
+    return {"n_basis": diagnostics.get("n_basis"),
+            "memory_cuts": None if cuts is None else float(cuts)}
 
 
 def multi_summary(runs: dict[str, dict[str, harness.Run]], tau: np.ndarray
@@ -315,7 +318,7 @@ def _span(values: list[float | None]) -> str:
 
 
 def _states(states: list[dict[str, float | None]], key: str) -> str:
-    return ", ".join(f"{state[key]:.0f}" for state in states)
+    return ", ".join("—" if state[key] is None else f"{state[key]:.0f}" for state in states)
 
 
 def report_multi(report: harness.Report, config: str, runs: dict[str, dict[str, harness.Run]],

@@ -110,3 +110,5 @@ def test_the_multi_summary_compares_one_multi_output_model_with_one_model_per_jo
         "cost": summary["cost_ratio"] <= robot_panda.COST_GOAL,
         "nmse": summary["nmse_ratio"] <= robot_panda.NMSE_GOAL,
         "coverage": all(0.93 <= c <= 0.97 for c in summary[robot_panda.MULTI]["coverage"])}
+    assert summary["end"][robot_panda.MULTI] == [{"n_basis": None, "memory_cuts": None}]
+    assert len(summary["end"][robot_panda.SINGLE]) == 2
