@@ -62,8 +62,10 @@ multi-output model's time is that of all three targets) and rows/s; then the mul
 rows/s against the three single-output models' together and one's alone. Writes
 ``benchmarks/results/neural_decoding_multi.json``. ``--multi --no-last-target``: both of ours
 with ``last_target=False`` (the spikes alone: the last-target expert predicts from the
-target's previous value, which a decoder driving a prosthesis does not observe; a partial
-run, written to ``benchmarks/results/quick/``).
+target's previous value, which a decoder driving a prosthesis does not observe);
+``--memory window``: both of ours with the plain sliding window instead of the adaptive
+memory (the multi-output model cuts its shared memory on any target's alarm). Either is a
+partial run, written to ``benchmarks/results/quick/``.
 
 Run: ``.venv/bin/python benchmarks/neural_decoding.py`` (15 minutes on a loaded 2-core
 machine: lin-1's SVD per sample and VBLS take most of it), ``--quick`` (8 000 rows, tuned
@@ -255,16 +257,17 @@ def summary_note(ratios: dict[str, dict[str, float]]) -> str:
 
 # -- --multi: the three targets by one multi-output model --------------------------------
 def multi_models(targets: Sequence[str], rates: dict[str, dict[str, dict[str, Any]]],
-                 last_target: bool = True) -> list[tuple[harness.Model, harness.Target]]:
+                 last_target: bool = True, memory: str = "adaptive"
+                 ) -> list[tuple[harness.Model, harness.Target]]:
     """One multi-output model of every target, one single-output model per target, and
     each target's river linear models (its tuned rates, and the default)."""
     from river import linear_model
 
     def multi() -> SparseRBFMultiTargetRegressor:
-        return SparseRBFMultiTargetRegressor(last_target=last_target)
+        return SparseRBFMultiTargetRegressor(last_target=last_target, memory=memory)
 
     def single() -> SparseRBFRegressor:
-        return SparseRBFRegressor(last_target=last_target)
+        return SparseRBFRegressor(last_target=last_target, memory=memory)
 
     tasks: list[tuple[harness.Model, harness.Target]] = [
         (harness.Model(MULTI, multi, with_dist=True), tuple(targets))]
@@ -373,11 +376,13 @@ def run_multi(args: argparse.Namespace) -> None:
         "neural_decoding_multi", "Decoding two EMG envelopes and a hand velocity together: "
         "one multi-output model against one per target (neural_decoding.py --multi, "
         "issue 32)." + (" Both of ours with last_target=False." if args.no_last_target
-                        else ""),
+                        else "") + (f" Both of ours with memory='{args.memory}'."
+                                    if args.memory != "adaptive" else ""),
         {"rows": args.rows, "tune_rows": args.tune_rows, "seed": SEED, "tune_seed": TUNE_SEED,
          "targets": args.targets, "rates": list(RATES), "quick": args.quick,
-         "last_target": not args.no_last_target},
-        quick=args.quick or args.partial or args.no_last_target, path=args.results)
+         "last_target": not args.no_last_target, "memory": args.memory},
+        quick=args.quick or args.partial or args.no_last_target or args.memory != "adaptive",
+        path=args.results)
     warm_up()
     frame = make_spike_count_session(n_rows=args.rows, seed=SEED)
     tuning = make_spike_count_session(n_rows=args.tune_rows, seed=TUNE_SEED)
@@ -394,7 +399,8 @@ def run_multi(args: argparse.Namespace) -> None:
     runs = harness.interleaved(xs, {t: frame[t].astype(float).to_numpy()
                                     for t in args.targets},
                                multi_models(args.targets, rates,
-                                            last_target=not args.no_last_target))
+                                            last_target=not args.no_last_target,
+                                            memory=args.memory))
     report_multi(report, runs, rates)
     report.write()
 
@@ -414,6 +420,8 @@ def parse_args() -> argparse.Namespace:
                         help="the targets by one multi-output model against one per target")
     parser.add_argument("--no-last-target", action="store_true",
                         help="--multi: ours with last_target=False (the spikes alone)")
+    parser.add_argument("--memory", choices=("adaptive", "window"), default="adaptive",
+                        help="--multi: the memory of both of ours")
     harness.add_common_args(parser)
     args = parser.parse_args()
     args.targets = [t.strip() for t in args.targets.split(",") if t.strip()]
