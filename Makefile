@@ -51,9 +51,12 @@ bench: $(VENV)/.installed-bench
 RESULT_BENCHMARKS := stream_real river_more robot_panda stream_friedman friedman_seeds \
 	rbf_metric vbls_stream vbls_kernel_cost target_offset target_units stream_memory \
 	vbls_synthetic vbls_kernel memory_alarms neural_decoding control_panda
+# Runs of the same scripts with other options, each writing its own results file.
+RESULT_RUNS := "robot_panda.py --multi" "neural_decoding.py --multi"
 
 bench-all: $(VENV)/.installed-bench
 	for b in $(RESULT_BENCHMARKS); do $(BIN)/python benchmarks/$$b.py || exit 1; done
+	for r in $(RESULT_RUNS); do $(BIN)/python benchmarks/$$r || exit 1; done
 	$(PYTHON) benchmarks/performance.py
 
 performance:

@@ -24,6 +24,13 @@ samples) for models with a distribution, and the µs of predict + learn per samp
 median and 99th percentile of the wall clock (``perf_counter``) and of the thread's CPU
 time (``thread_time``; on a shared machine the wall-clock tail is mostly other processes).
 
+Several targets of one stream (``interleaved``): single- and multi-output models side by
+side, under the same rules, each single-output model learning its target and a multi-output
+model (river's ``MultiTargetRegressor``: ``y`` and predictions are dicts) all of them; the
+models take turns sample by sample, so that the load of a shared machine falls on all of
+them alike and their times compare within the run. A multi-output model's time per sample
+is that of all its targets.
+
 A benchmark builds its ``Model`` list, calls ``progressive`` per stream and hands the runs
 to a ``Report``, which prints the tables and writes ``benchmarks/results/<benchmark>.json``
 (machine, date, git commit, parameters, wall time, per-stream per-model numbers, the
@@ -285,6 +292,89 @@ def progressive(data: Iterable[tuple[dict, float]], models: Sequence[Model], *,
     return runs
 
 
+Target = str | tuple[str, ...]  # one target's name, or a multi-output model's names
+
+
+def interleaved(xs: Sequence[dict], ys: dict[str, Sequence[float]],
+                models: Sequence[tuple[Model, Target]], *, baselines: bool = True,
+                score_from: int = 1, warm: int = WARM) -> dict[str, dict[str, Run]]:
+    """Progressive validation of single- and multi-output models on one stream of several
+    targets, the models interleaved sample by sample, so that a change of the machine's
+    load falls on all of them alike: their times are comparable within the run.
+
+    ``ys`` holds each target's values; each model comes with the target it learns (a name:
+    ``learn_one(x, y)``, ``predict_one(x) -> float``) or the targets (a tuple of names: a
+    river multi-target regressor, ``learn_one(x, {name: y})``, ``predict_one(x) -> dict``,
+    ``predict_one(x, with_dist=True) -> {name: distribution}``). For every sample each model
+    predicts (timed), answers ``with_dist=True`` if it has a distribution (untimed), and
+    learns (timed), the models taking turns in an order rotated by one each sample (none is
+    always first after the previous sample's cache traffic). The rules are ``progressive``'s:
+    the first prediction is never scored, ``None`` (or a missing key) is missing, the running
+    mean and the last target of each target run beside unless ``baselines=False``.
+
+    Returns ``runs[target][label]``, each target's dict shaped as ``progressive``'s; a
+    multi-output model is in every one of its targets' dicts, each ``Run`` holding that
+    target's predictions and the whole model's time per sample (predict + learn for every
+    target)."""
+    from river import preprocessing
+
+    names = list(ys)
+    values = {name: np.asarray(ys[name], dtype=float) for name in names}
+    n = len(xs)
+    if any(len(v) != n for v in values.values()):
+        raise ValueError("every target needs one value per row of xs")
+    tasks = list(models)
+    if baselines:
+        tasks += [(m, name) for name in names for m in BASELINES]
+    slots = []  # (model, targets, pipeline, estimator, per-target arrays, times, key)
+    for model, target in tasks:
+        estimator = model.factory()
+        pipeline = (preprocessing.StandardScaler() | estimator if model.scale
+                    else estimator)
+        targets = (target,) if isinstance(target, str) else tuple(target)
+        unknown = [t for t in targets if t not in values]
+        if unknown:
+            raise ValueError(f"{model.label}: no values for targets {unknown}")
+        arrays = {t: (np.full(n, np.nan), np.full(n, np.nan)) for t in targets}
+        slots.append((model, targets, pipeline, estimator, arrays,
+                      (np.full(n, np.nan), np.full(n, np.nan)), isinstance(target, str)))
+    wall, thread = time.perf_counter, time.thread_time
+    rows = [{t: float(values[t][i]) for t in names} for i in range(n)]
+    count = len(slots)
+    for i, x in enumerate(xs):
+        y_all = rows[i]
+        for s in range(count):
+            model, targets, pipeline, _, arrays, (seconds, cpu), single = \
+                slots[(s + i) % count]
+            y = y_all[targets[0]] if single else {t: y_all[t] for t in targets}
+            c0, w0 = thread(), wall()
+            y_pred = pipeline.predict_one(x)
+            w1, c1 = wall(), thread()
+            dist = pipeline.predict_one(x, with_dist=True) if model.with_dist else None
+            c2, w2 = thread(), wall()
+            pipeline.learn_one(x, y)
+            w3, c3 = wall(), thread()
+            seconds[i], cpu[i] = (w1 - w0) + (w3 - w2), (c1 - c0) + (c3 - c2)
+            for t in targets:
+                pred = y_pred if single else (y_pred or {}).get(t)
+                if pred is not None:
+                    arrays[t][0][i] = pred
+                if dist is not None:
+                    d = dist if single else dist.get(t)
+                    if d is not None:
+                        arrays[t][1][i] = d.sigma
+    runs: dict[str, dict[str, Run]] = {name: {} for name in names}
+    first = max(1, score_from)
+    for model, targets, _, estimator, arrays, (seconds, cpu), _ in slots:
+        for t in targets:
+            predictions, sigma = arrays[t]
+            scored = ~np.isnan(predictions) & (np.arange(n) >= first)
+            runs[t][model.label] = Run(model.label, values[t], predictions, sigma, seconds,
+                                       cpu, scored, first, warm, model.with_dist,
+                                       model.peer, estimator)
+    return runs
+
+
 def best_peer(runs: dict[str, Run]) -> str | None:
     """The peer with the lowest RMSE (None if no peer ran)."""
     peers = [k for k, r in runs.items() if r.peer and math.isfinite(r.rmse())]
@@ -341,6 +431,17 @@ def _finite(value: Any) -> Any:
     if isinstance(value, float | np.floating):
         return float(value) if math.isfinite(value) else None
     return value
+
+
+def finite_tree(value: Any) -> Any:
+    """``_finite`` through nested dicts and lists (a summary for the results file)."""
+    if isinstance(value, dict):
+        return {k: finite_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_tree(v) for v in value]
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return _finite(value)
 
 
 def _git(*args: str) -> str:

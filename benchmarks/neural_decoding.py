@@ -50,11 +50,28 @@ and for our models ``n_memory_cuts`` at the end. Then the nMSE per fifth of the 
 the start of the 4th fifth), the rates chosen with the tuning scores, and a summary
 against the target.
 
+``--multi`` (issue 32): the three targets decoded together, as a motor-decoding experiment
+reads the muscles' activity and the hand's movement off the same population at once: ONE
+``SparseRBFMultiTargetRegressor()`` (one basis, window and variance matrix for the three)
+against one ``SparseRBFRegressor()`` per target, both with defaults, and the river linear
+models above (rates tuned per target on seed 43 as above) for the ratio to the best one; the
+models run interleaved sample by sample (``harness.interleaved``), so that their times are
+comparable within the run on a loaded machine; lin-1 and VBLS are left out. Printed per
+target: nMSE, the ratio to the best river linear model, coverage, µs per sample (the
+multi-output model's time is that of all three targets) and rows/s; then the multi model's
+rows/s against the three single-output models' together and one's alone. Writes
+``benchmarks/results/neural_decoding_multi.json``. ``--multi --no-last-target``: both of ours
+with ``last_target=False`` (the spikes alone: the last-target expert predicts from the
+target's previous value, which a decoder driving a prosthesis does not observe);
+``--memory window``: both of ours with the plain sliding window instead of the adaptive
+memory (the multi-output model cuts its shared memory on any target's alarm). Either is a
+partial run, written to ``benchmarks/results/quick/``.
+
 Run: ``.venv/bin/python benchmarks/neural_decoding.py`` (15 minutes on a loaded 2-core
 machine: lin-1's SVD per sample and VBLS take most of it), ``--quick`` (8 000 rows, tuned
-on 4 000), ``--rows N``, ``--tune-rows N``, ``--targets velocity,emg_0``. Writes
-``benchmarks/results/neural_decoding.json`` (``benchmarks/results/quick/`` for a quick or
-partial run).
+on 4 000), ``--rows N``, ``--tune-rows N``, ``--targets velocity,emg_0``, ``--multi``
+(about 8 minutes). Writes ``benchmarks/results/neural_decoding.json``
+(``benchmarks/results/quick/`` for a quick or partial run).
 """
 
 from __future__ import annotations
@@ -75,6 +92,7 @@ import pandas as pd  # noqa: E402
 
 from onlinesparse import (  # noqa: E402
     Lin1Regressor,
+    SparseRBFMultiTargetRegressor,
     SparseRBFRegressor,
     VBLSRegressor,
     warm_up,
@@ -95,6 +113,7 @@ VBLS = "ours VBLS()"
 VBLS_FORGETTING = "ours VBLS(memory='forgetting')"
 OURS = (RBF, VBLS, VBLS_FORGETTING)
 LIN1 = "lin-1"
+MULTI = "ours multi-output SparseRBF()"
 RIVER_DEFAULT = "LinearRegression() (SGD 0.01)"
 
 
@@ -236,6 +255,156 @@ def summary_note(ratios: dict[str, dict[str, float]]) -> str:
             + "; every table is in benchmarks/results/neural_decoding.json")
 
 
+# -- --multi: the three targets by one multi-output model --------------------------------
+def multi_models(targets: Sequence[str], rates: dict[str, dict[str, dict[str, Any]]],
+                 last_target: bool = True, memory: str = "adaptive"
+                 ) -> list[tuple[harness.Model, harness.Target]]:
+    """One multi-output model of every target, one single-output model per target, and
+    each target's river linear models (its tuned rates, and the default)."""
+    from river import linear_model
+
+    def multi() -> SparseRBFMultiTargetRegressor:
+        return SparseRBFMultiTargetRegressor(last_target=last_target, memory=memory)
+
+    def single() -> SparseRBFRegressor:
+        return SparseRBFRegressor(last_target=last_target, memory=memory)
+
+    tasks: list[tuple[harness.Model, harness.Target]] = [
+        (harness.Model(MULTI, multi, with_dist=True), tuple(targets))]
+    for target in targets:
+        tasks.append((harness.Model(RBF, single, with_dist=True), target))
+        tasks += [(harness.Model(f"LinearRegression {opt}({rates[target][opt]['rate']:g})",
+                                 river_linear(opt, rates[target][opt]["rate"]), peer=True),
+                   target) for opt in OPTIMIZERS]
+        tasks.append((harness.Model(RIVER_DEFAULT, linear_model.LinearRegression, peer=True),
+                      target))
+    return tasks
+
+
+def rows_per_second(seconds: np.ndarray) -> float:
+    """Throughput over the whole stream: rows over the summed predict + learn time."""
+    return len(seconds) / float(np.sum(seconds))
+
+
+def report_multi(report: harness.Report, runs: dict[str, dict[str, harness.Run]],
+                 rates: dict[str, dict[str, dict[str, Any]]]) -> None:
+    targets = list(runs)
+    summary: dict[str, Any] = {}
+    for target in targets:
+        target_runs = runs[target]
+        best = best_river(target_runs)
+        ratio = {k: nmse(target_runs[k]) / nmse(target_runs[best]) for k in (MULTI, RBF)}
+        report.table(f"{target} ({len(target_runs[best].targets)} rows), models interleaved",
+                     ["model", "nMSE", "/ best river", "95 % coverage", "µs median",
+                      "µs p99", "rows/s", "missing"],
+                     [[label, show(nmse(run)),
+                       harness.fmt(ratio[label], 3) if label in ratio else "",
+                       harness.percent(run.coverage()) if run.with_dist else "—",
+                       f"{run.latency(50):.0f}", f"{run.latency(99):.0f}",
+                       f"{rows_per_second(run.seconds):.0f}", str(run.missing)]
+                      for label, run in target_runs.items()], doc=False)
+        report.note(f"{target}: best river linear model {best}; the multi-output model's µs "
+                    "and rows/s are those of all the targets", table=True)
+        report.add_stream(target, target_runs, ours=MULTI,
+                          peers=[RBF, *(k for k, r in target_runs.items() if r.peer)],
+                          best_river=best, tuning=rates[target],
+                          nmse_ratio={k: harness._finite(v) for k, v in ratio.items()})
+        summary[target] = {"nmse": {k: harness._finite(nmse(target_runs[k]))
+                                    for k in (MULTI, RBF, best)},
+                           "best_river": best, "ratio_to_best_river": ratio,
+                           "coverage": {k: target_runs[k].coverage() for k in (MULTI, RBF)},
+                           "multi_over_single": nmse(target_runs[MULTI]) / nmse(
+                               target_runs[RBF])}
+    multi = runs[targets[0]][MULTI]
+    singles = [runs[t][RBF] for t in targets]
+    together = sum(r.seconds for r in singles)
+    together_cpu = sum(r.cpu for r in singles)
+    cost = {MULTI: (multi.seconds, multi.cpu),
+            f"{len(targets)} × {RBF} together": (together, together_cpu),
+            f"{RBF}, {targets[0]} alone": (singles[0].seconds, singles[0].cpu)}
+    numbers = {label: {"rows_per_s": rows_per_second(sec),
+                       "us_median": float(np.median(sec)) * 1e6,
+                       "us_p99": float(np.percentile(sec, 99)) * 1e6,
+                       "cpu_us_median": float(np.median(cpu)) * 1e6}
+               for label, (sec, cpu) in cost.items()}
+    summary["cost"] = numbers
+    summary["end"] = {label: {"n_basis": float(run.model.diagnostics().get("n_basis", 0.0)),
+                              "memory_cuts": cuts(run) if label != MULTI
+                              else int(run.model.n_memory_cuts)}
+                      for label, run in ((MULTI, multi), *((f"{RBF} {t}", runs[t][RBF])
+                                                            for t in targets))}
+    report.table("Summary: per target nMSE, / best river linear model's, 95 % coverage",
+                 ["target", "best river", "multi nMSE", "single nMSE", "multi / single",
+                  "multi / best river", "single / best river", "multi coverage",
+                  "single coverage"],
+                 [[t, summary[t]["best_river"], show(summary[t]["nmse"][MULTI]),
+                   show(summary[t]["nmse"][RBF]), harness.fmt(summary[t]["multi_over_single"], 3),
+                   harness.fmt(summary[t]["ratio_to_best_river"][MULTI], 3),
+                   harness.fmt(summary[t]["ratio_to_best_river"][RBF], 3),
+                   harness.percent(summary[t]["coverage"][MULTI]),
+                   harness.percent(summary[t]["coverage"][RBF])] for t in targets],
+                 doc=False)
+    one = numbers[f"{RBF}, {targets[0]} alone"]
+    report.table("Summary: cost per row (predict + learn, every target), interleaved in one run",
+                 ["model", "rows/s", "µs median", "µs p99", "CPU µs median",
+                  "µs median / one single-output's"],
+                 [[label, f"{c['rows_per_s']:.0f}", f"{c['us_median']:.0f}",
+                   f"{c['us_p99']:.0f}", f"{c['cpu_us_median']:.0f}",
+                   f"{c['us_median'] / one['us_median']:.2f}"]
+                  for label, c in numbers.items()], doc=False)
+    report.data["streams"]["summary"] = harness.finite_tree(summary)
+    together_label = f"{len(targets)} × {RBF} together"
+    report.note(
+        f"--multi, one multi-output model of {', '.join(targets)} against one "
+        "single-output model each, interleaved: nMSE multi / single "
+        + ", ".join(harness.fmt(summary[t]["multi_over_single"], 3) for t in targets)
+        + "; / best river linear model: multi " + ", ".join(
+            harness.fmt(summary[t]["ratio_to_best_river"][MULTI], 3) for t in targets)
+        + ", single " + ", ".join(harness.fmt(summary[t]["ratio_to_best_river"][RBF], 3)
+                                  for t in targets)
+        + "; coverage multi " + ", ".join(harness.percent(summary[t]["coverage"][MULTI])
+                                          for t in targets)
+        + f"; rows/s multi {numbers[MULTI]['rows_per_s']:.0f}, the {len(targets)} singles "
+        f"together {numbers[together_label]['rows_per_s']:.0f}, one alone "
+        f"{one['rows_per_s']:.0f}; basis functions at the end: multi "
+        f"{summary['end'][MULTI]['n_basis']:.0f}, single " + ", ".join(
+            f"{summary['end'][f'{RBF} {t}']['n_basis']:.0f}" for t in targets))
+
+
+def run_multi(args: argparse.Namespace) -> None:
+    report = harness.Report(
+        "neural_decoding_multi", "Decoding two EMG envelopes and a hand velocity together: "
+        "one multi-output model against one per target (neural_decoding.py --multi, "
+        "issue 32)." + (" Both of ours with last_target=False." if args.no_last_target
+                        else "") + (f" Both of ours with memory='{args.memory}'."
+                                    if args.memory != "adaptive" else ""),
+        {"rows": args.rows, "tune_rows": args.tune_rows, "seed": SEED, "tune_seed": TUNE_SEED,
+         "targets": args.targets, "rates": list(RATES), "quick": args.quick,
+         "last_target": not args.no_last_target, "memory": args.memory},
+        quick=args.quick or args.partial or args.no_last_target or args.memory != "adaptive",
+        path=args.results)
+    warm_up()
+    frame = make_spike_count_session(n_rows=args.rows, seed=SEED)
+    tuning = make_spike_count_session(n_rows=args.tune_rows, seed=TUNE_SEED)
+    truth = frame.attrs["truth"]
+    report.note(f"recording: seed {SEED}, {args.rows} rows × {len(truth['channels'])} "
+                f"channels; channel {truth['channels'][truth['dropped_channel']]} silent from "
+                f"row {truth['dropout_row']}; {len(truth['nan_cells'])} NaN cells")
+    xs, tune_xs = inputs(frame), inputs(tuning)
+    rates = {}
+    for target in args.targets:
+        print(f"{target}: tuning river's rates on seed {TUNE_SEED}", flush=True)
+        rates[target] = tune(stream(tune_xs, tuning, target))
+    print("interleaved run", flush=True)
+    runs = harness.interleaved(xs, {t: frame[t].astype(float).to_numpy()
+                                    for t in args.targets},
+                               multi_models(args.targets, rates,
+                                            last_target=not args.no_last_target,
+                                            memory=args.memory))
+    report_multi(report, runs, rates)
+    report.write()
+
+
 # -- main --------------------------------------------------------------------------------
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -247,6 +416,12 @@ def parse_args() -> argparse.Namespace:
                         help=f"{QUICK_ROWS} rows, rates tuned on {QUICK_TUNE_ROWS}")
     parser.add_argument("--targets", default=",".join(TARGETS),
                         help=f"comma-separated subset of {','.join(TARGETS)}")
+    parser.add_argument("--multi", action="store_true",
+                        help="the targets by one multi-output model against one per target")
+    parser.add_argument("--no-last-target", action="store_true",
+                        help="--multi: ours with last_target=False (the spikes alone)")
+    parser.add_argument("--memory", choices=("adaptive", "window"), default="adaptive",
+                        help="--multi: the memory of both of ours")
     harness.add_common_args(parser)
     args = parser.parse_args()
     args.targets = [t.strip() for t in args.targets.split(",") if t.strip()]
@@ -262,6 +437,9 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    if args.multi:
+        run_multi(args)
+        return
     report = harness.Report("neural_decoding", __doc__.splitlines()[0],
                             {"rows": args.rows, "tune_rows": args.tune_rows,
                              "seed": SEED, "tune_seed": TUNE_SEED, "targets": args.targets,

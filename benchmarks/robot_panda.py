@@ -33,10 +33,25 @@ the first 100 samples and the fraction of samples (after the first 100) with
 5σ-tail per 10 s segment (one move of the wandering offset each); µs per
 sample (median over samples, mean over joints).
 
+``--multi`` (issue 32): the same stream and scaling, the joints' torques learned by ONE
+``SparseRBFMultiTargetRegressor`` (one basis, window and variance matrix for every joint)
+against one ``SparseRBFRegressor`` per joint, each at the same ``max_basis`` and
+``window_size``: the script's main configuration, which is the defaults (100, 1000), and a
+smaller one (50, 500); ``--multi-configs 100x1000,50x500`` picks them. The models run
+interleaved sample by sample (``harness.interleaved``), so that their times are comparable
+in the run on a loaded machine. Printed per joint: nMSE (as above) and 95 % coverage of both
+and of the two baselines; the mean nMSE over the joints, multi / separate; µs per sample
+(predict + learn, wall clock and thread CPU, median and 99th percentile) of the multi model,
+of the separate models together (per sample, summed) and of ONE of them (joint 1's), and
+multi / one. Issue 32's targets: cost ≤ 2 × one single-output model, mean nMSE ≤ 1.1 × the
+separate models', coverage 93–97 % on every joint. Where the multi model misses one, its
+``predict_one`` / ``learn_one`` are profiled (cProfile, top 25 by cumulative time, on a
+fresh model over the same stream). Writes ``benchmarks/results/robot_panda_multi.json``.
+
 Run: ``.venv/bin/python benchmarks/robot_panda.py`` (a few minutes; ARF and AMF take most of
 it), ``--quick`` (1500 samples, 3 joints), ``--samples N``, ``--joints 3``,
-``--models ours,linear,bayes``, ``--noise 0.02``. Needs the ``bench`` extra (pybullet).
-Writes ``benchmarks/results/robot_panda.json``.
+``--models ours,linear,bayes``, ``--noise 0.02``, ``--multi`` (about two minutes). Needs the
+``bench`` extra (pybullet). Writes ``benchmarks/results/robot_panda.json``.
 """
 
 from __future__ import annotations
@@ -56,7 +71,11 @@ import harness  # noqa: E402
 import numpy as np  # noqa: E402
 from stream_real import MODELS, models  # noqa: E402
 
-from onlinesparse import warm_up  # noqa: E402
+from onlinesparse import (  # noqa: E402
+    SparseRBFMultiTargetRegressor,
+    SparseRBFRegressor,
+    warm_up,
+)
 
 SEED = harness.SEED
 WARM = harness.WARM
@@ -66,6 +85,13 @@ SEGMENT = 10.0  # s between waypoints of the wandering offset
 ARM = 7
 TAIL = 5.0  # "far" errors, in predictive standard deviations
 TAIL_TARGET = 0.003
+# --multi: the script's main configuration (the defaults) first, then a smaller model
+MULTI_CONFIGS = ((100, 1000), (50, 500))
+MULTI = "ours multi-output"
+SINGLE = "ours single-output"
+COST_GOAL = 2.0  # multi ≤ 2 × one single-output model, µs per sample
+NMSE_GOAL = 1.1  # mean nMSE over the joints ≤ 1.1 × the separate models'
+COVERAGE_GOAL = (0.93, 0.97)
 
 
 def _smoothstep(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -221,6 +247,211 @@ def report_targets(report: harness.Report, ours: list[harness.Run]) -> None:
                 f"{min(covers) * 100:.1f}–{max(covers) * 100:.1f} % (target 93–97 %)")
 
 
+# -- --multi: one multi-output model against one single-output model per joint ----------
+def multi_models(max_basis: int, window_size: int, names: tuple[str, ...]
+                 ) -> list[tuple[harness.Model, harness.Target]]:
+    """The multi-output model (every joint) and one single-output model per joint, all at
+    ``max_basis`` and ``window_size``, each behind its own StandardScaler."""
+    settings = {"max_basis": max_basis, "window_size": window_size}
+    multi = harness.Model(MULTI, lambda: SparseRBFMultiTargetRegressor(**settings),
+                          with_dist=True)
+    single = harness.Model(SINGLE, lambda: SparseRBFRegressor(**settings), with_dist=True)
+    return [(multi, names), *((single, name) for name in names)]
+
+
+def cost(seconds: np.ndarray, cpu: np.ndarray) -> dict[str, float]:
+    """µs per sample: median and 99th percentile, wall clock and thread CPU."""
+    return {"us_median": float(np.median(seconds)) * 1e6,
+            "us_p99": float(np.percentile(seconds, 99)) * 1e6,
+            "cpu_us_median": float(np.median(cpu)) * 1e6,
+            "cpu_us_p99": float(np.percentile(cpu, 99)) * 1e6}
+
+
+def model_state(model: Any) -> dict[str, float | None]:
+    """A model's basis functions and memory cuts at the end of the stream (None for a model
+    without them)."""
+    diagnostics = model.diagnostics() if hasattr(model, "diagnostics") else {}
+    cuts = getattr(model, "n_memory_cuts", None)
+    return {"n_basis": diagnostics.get("n_basis"),
+            "memory_cuts": None if cuts is None else float(cuts)}
+
+
+def multi_summary(runs: dict[str, dict[str, harness.Run]], tau: np.ndarray
+                  ) -> dict[str, Any]:
+    """Per joint nMSE and coverage of both, the cost of the multi model, of the separate
+    models together and of one of them (the first joint's), and the three ratios."""
+    names = list(runs)
+    var = tau[:, :len(names)].var(axis=0)
+    out: dict[str, Any] = {}
+    for label in (MULTI, SINGLE, harness.RUNNING_MEAN, harness.LAST_TARGET):
+        out[label] = {"nmse": [runs[n][label].rmse() ** 2 / var[j]
+                               for j, n in enumerate(names)],
+                      "coverage": [runs[n][label].coverage() if runs[n][label].with_dist
+                                   else None for n in names]}
+    multi, one = runs[names[0]][MULTI], runs[names[0]][SINGLE]
+    together = [sum(runs[n][SINGLE].seconds for n in names),
+                sum(runs[n][SINGLE].cpu for n in names)]
+    out["cost"] = {MULTI: cost(multi.seconds, multi.cpu),
+                   f"{len(names)} × {SINGLE} together": cost(*together),
+                   f"{SINGLE}, joint 1 alone": cost(one.seconds, one.cpu)}
+    out["cost_ratio"] = out["cost"][MULTI]["us_median"] / cost(one.seconds, one.cpu)[
+        "us_median"]
+    out["cost_ratio_cpu"] = out["cost"][MULTI]["cpu_us_median"] / cost(one.seconds, one.cpu)[
+        "cpu_us_median"]
+    out["cost_ratio_paired"] = float(np.median(multi.seconds / one.seconds))
+    out["cost_ratio_together"] = (out["cost"][MULTI]["us_median"]
+                                  / out["cost"][f"{len(names)} × {SINGLE} together"][
+                                      "us_median"])
+    out["mean_nmse"] = {label: float(np.mean(out[label]["nmse"])) for label in (MULTI, SINGLE)}
+    out["end"] = {label: [model_state(runs[n][label].model) for n in
+                          (names[:1] if label == MULTI else names)] for label in (MULTI, SINGLE)}
+    out["nmse_ratio"] = out["mean_nmse"][MULTI] / out["mean_nmse"][SINGLE]
+    covers = out[MULTI]["coverage"]
+    out["goals"] = {"cost": out["cost_ratio"] <= COST_GOAL,
+                    "nmse": out["nmse_ratio"] <= NMSE_GOAL,
+                    "coverage": all(COVERAGE_GOAL[0] <= c <= COVERAGE_GOAL[1] for c in covers)}
+    return out
+
+
+def _span(values: list[float | None]) -> str:
+    return f"{100 * min(values):.1f}–{100 * max(values):.1f} %"
+
+
+def _states(states: list[dict[str, float | None]], key: str) -> str:
+    return ", ".join("—" if state[key] is None else f"{state[key]:.0f}" for state in states)
+
+
+def report_multi(report: harness.Report, config: str, runs: dict[str, dict[str, harness.Run]],
+                 summary: dict[str, Any]) -> None:
+    """The config's tables (per joint; cost) and its results-file entries."""
+    names = list(runs)
+    for j, name in enumerate(names):
+        report.add_stream(f"{config}: joint {j + 1}", runs[name], ours=MULTI, peers=[SINGLE])
+    rows = []
+    for label in (MULTI, SINGLE, harness.RUNNING_MEAN, harness.LAST_TARGET):
+        entry = summary[label]
+        cells = [f"{v:.4f}" + ("" if c is None else f" / {100 * c:.1f} %")
+                 for v, c in zip(entry["nmse"], entry["coverage"], strict=True)]
+        rows.append([label, *cells, f"{np.mean(entry['nmse']):.4f}"])
+    report.table(f"{config}: nMSE / 95 % coverage per joint", [
+        "model", *(f"joint {j + 1}" for j in range(len(names))), "mean nMSE"], rows, doc=False)
+    one = summary["cost"][f"{SINGLE}, joint 1 alone"]["us_median"]
+    one_cpu = summary["cost"][f"{SINGLE}, joint 1 alone"]["cpu_us_median"]
+    report.table(f"{config}: µs per sample (predict + learn), interleaved in one run", [
+        "model", "µs median", "µs p99", "CPU µs median", "CPU µs p99",
+        "median / one single-output's", "CPU median / one's"],
+        [[label, f"{c['us_median']:.1f}", f"{c['us_p99']:.1f}", f"{c['cpu_us_median']:.1f}",
+          f"{c['cpu_us_p99']:.1f}", f"{c['us_median'] / one:.2f}",
+          f"{c['cpu_us_median'] / one_cpu:.2f}"]
+         for label, c in summary["cost"].items()], doc=False)
+    report.note(f"{config}: multi / one single-output model, median µs {summary['cost_ratio']:.2f}"
+                f" (CPU {summary['cost_ratio_cpu']:.2f}, median of the per-sample ratios "
+                f"{summary['cost_ratio_paired']:.2f}; target ≤ {COST_GOAL:g}); multi / the "
+                f"{len(names)} together {summary['cost_ratio_together']:.2f}; mean nMSE multi / "
+                f"separate {summary['nmse_ratio']:.3f} (target ≤ {NMSE_GOAL:g}); multi's "
+                f"coverage per joint {_span(summary[MULTI]['coverage'])} (target "
+                f"{100 * COVERAGE_GOAL[0]:.0f}–{100 * COVERAGE_GOAL[1]:.0f} %); at the end, "
+                f"basis functions {_states(summary['end'][MULTI], 'n_basis')} (multi) and "
+                f"{_states(summary['end'][SINGLE], 'n_basis')} (per joint), memory cuts "
+                f"{_states(summary['end'][MULTI], 'memory_cuts')} and "
+                f"{_states(summary['end'][SINGLE], 'memory_cuts')}", table=True)
+    report.data["streams"][f"{config}: summary"] = harness.finite_tree(summary)
+
+
+def profile_multi(data_x: list[dict], tau: np.ndarray, names: tuple[str, ...],
+                  max_basis: int, window_size: int, top: int = 25) -> list[list[str]]:
+    """cProfile of a fresh multi-output model's ``predict_one`` and ``learn_one`` (behind
+    its scaler, as measured) over the stream: the ``top`` functions by cumulative time."""
+    import cProfile
+    import pstats
+
+    from river import preprocessing
+
+    pipeline = preprocessing.StandardScaler() | SparseRBFMultiTargetRegressor(
+        max_basis=max_basis, window_size=window_size)
+    profiler = cProfile.Profile()
+    for i, x in enumerate(data_x):
+        y = {name: float(tau[i, j]) for j, name in enumerate(names)}
+        profiler.enable()
+        pipeline.predict_one(x)
+        pipeline.learn_one(x, y)
+        profiler.disable()
+    stats = pstats.Stats(profiler).sort_stats("cumulative")
+    rows = []
+    for func in stats.fcn_list[:top]:  # type: ignore[attr-defined]
+        calls, ncalls, tottime, cumtime, _ = stats.stats[func]  # type: ignore[attr-defined]
+        path, line, name = func
+        where = (f"{path.split('site-packages/')[-1].split('onlinesparse/', 1)[-1]}:{line}"
+                 if line else "")
+        rows.append([f"{ncalls}" + (f"/{calls}" if calls != ncalls else ""),
+                     f"{tottime:.3f}", f"{cumtime:.3f}",
+                     f"{1e6 * cumtime / len(data_x):.1f}", f"{where} {name}".strip()])
+    return rows
+
+
+def run_multi(args: argparse.Namespace, X: np.ndarray, tau: np.ndarray) -> None:
+    report = harness.Report(
+        "robot_panda_multi", "The Panda's joint torques: one multi-output model against one "
+        "single-output model per joint (robot_panda.py --multi, issue 32).",
+        {"samples": args.samples, "joints": args.joints, "noise": args.noise,
+         "configs": [list(c) for c in args.multi_configs], "quick": args.quick},
+        quick=args.quick or args.partial,
+        path=args.results)
+    report.note(f"Franka Panda stream: {args.samples} samples at {RATE:g} Hz, 21 features "
+                f"behind a StandardScaler per model, torques of joints 1–{args.joints}, noise "
+                f"{args.noise:g} × torque std; models interleaved sample by sample")
+    data_x = feature_dicts(X)
+    names = tuple(f"tau{j + 1}" for j in range(args.joints))
+    ys = {name: tau[:, j] for j, name in enumerate(names)}
+    rows, missed, sentences = [], [], []
+    for max_basis, window_size in args.multi_configs:
+        config = f"max_basis={max_basis}, window_size={window_size}"
+        started = time.perf_counter()
+        runs = harness.interleaved(data_x, ys, multi_models(max_basis, window_size, names))
+        print(f"  {config}: {time.perf_counter() - started:.1f} s", flush=True)
+        summary = multi_summary(runs, tau)
+        report_multi(report, config, runs, summary)
+        c = summary["cost"]
+        goals = summary["goals"]
+        rows.append([config, *(f"{c[k]['us_median']:.0f}" for k in c),
+                     f"{summary['cost_ratio']:.2f}" + ("" if goals["cost"] else " ✗"),
+                     f"{summary['mean_nmse'][MULTI]:.4f} / {summary['mean_nmse'][SINGLE]:.4f}",
+                     f"{summary['nmse_ratio']:.3f}" + ("" if goals["nmse"] else " ✗"),
+                     _span(summary[MULTI]["coverage"]) + ("" if goals["coverage"] else " ✗"),
+                     _span(summary[SINGLE]["coverage"])])
+        if not all(goals.values()):
+            missed.append((config, max_basis, window_size))
+        us = [c[k]["us_median"] for k in c]
+        sentences.append(
+            f"{config}: µs per sample {us[0]:.0f} (multi), {us[1]:.0f} ({args.joints} "
+            f"single-output together), {us[2]:.0f} (one), multi / one "
+            f"{summary['cost_ratio']:.2f}; mean nMSE {summary['mean_nmse'][MULTI]:.4f} against "
+            f"{summary['mean_nmse'][SINGLE]:.4f}, {summary['nmse_ratio']:.3f}; coverage per "
+            f"joint {_span(summary[MULTI]['coverage'])} (separate "
+            f"{_span(summary[SINGLE]['coverage'])})")
+    # (in the results file and printed; the page shows the note below: it is kept under 400
+    # lines)
+    report.table(f"one multi-output model against {args.joints} single-output models, same "
+                 "run (✗: issue 32's target missed)",
+                 ["configuration", "µs multi", f"µs {args.joints} single together",
+                  "µs one single", f"multi / one (≤ {COST_GOAL:g})",
+                  "mean nMSE multi / separate", f"ratio (≤ {NMSE_GOAL:g})",
+                  "coverage per joint, multi (93–97 %)", "separate"], rows, doc=False)
+    report.note("Issue 32's targets (multi / one single-output ≤ 2 in median µs, mean nMSE "
+                "multi / separate ≤ 1.1, coverage 93–97 % on every joint): "
+                + ("met in every configuration" if not missed else
+                   "MISSED at " + "; ".join(m[0] for m in missed) + " (cProfile in the results "
+                   "file)") + f"; {args.joints} joints, the models interleaved in one run. "
+                + ". ".join(sentences))
+    for config, max_basis, window_size in missed:
+        table = profile_multi(data_x, tau, names, max_basis, window_size)
+        report.table(f"{config}: cProfile of the multi-output model's predict_one + "
+                     f"learn_one over the {args.samples} samples, top {len(table)} by "
+                     "cumulative time", ["calls", "tottime s", "cumtime s",
+                                         "cum µs per sample", "function"], table, doc=False)
+    report.write()
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=4000, help="samples at 50 Hz")
@@ -231,8 +462,19 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--noise", type=float, default=0.02,
                         help="torque noise, in units of each joint's torque std")
     parser.add_argument("--quick", action="store_true", help="1500 samples, 3 joints")
+    parser.add_argument("--multi", action="store_true",
+                        help="one multi-output model against one single-output per joint")
+    parser.add_argument("--multi-configs", default=",".join(f"{m}x{w}"
+                                                            for m, w in MULTI_CONFIGS),
+                        help="--multi's max_basis x window_size pairs, comma-separated")
     harness.add_common_args(parser)
     args = parser.parse_args()
+    try:
+        args.multi_configs = [tuple(int(v) for v in c.split("x", 1))
+                              for c in args.multi_configs.split(",") if c.strip()]
+        assert args.multi_configs and all(len(c) == 2 for c in args.multi_configs)
+    except (ValueError, AssertionError):
+        parser.error("--multi-configs: pairs such as 100x1000,50x500")
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in args.models if m not in MODELS]
     if unknown:
@@ -241,6 +483,9 @@ def parse_args() -> argparse.Namespace:
         parser.error(f"need --samples ≥ {2 * WARM} and --noise ≥ 0")
     args.partial = (len(args.models) < len(MODELS) or args.samples != 4000
                     or args.joints != ARM or args.noise != 0.02)
+    if args.multi:
+        args.partial = (args.samples != 4000 or args.joints != ARM or args.noise != 0.02
+                        or args.multi_configs != [tuple(c) for c in MULTI_CONFIGS])
     if args.quick:
         args.samples, args.joints = 1500, 3
     return args
@@ -248,6 +493,11 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    if args.multi:
+        X, tau = panda_stream(args.samples, args.noise)
+        warm_up()
+        run_multi(args, X, tau)
+        return
     report = harness.Report("robot_panda", __doc__.splitlines()[0],
                             {k: getattr(args, k) for k in ("samples", "joints", "models",
                                                            "noise", "quick")},

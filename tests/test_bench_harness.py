@@ -150,6 +150,61 @@ def test_the_results_file_has_the_documented_keys(tmp_path):
     assert data["notes"] == ["a note"]
 
 
+# -- several targets, models interleaved (harness.interleaved) ---------------------------
+class MeanOfEach:
+    """A multi-output model: each target's mean so far ({} before the first sample), with a
+    distribution whose σ is 1; ``drop`` names a target it never predicts."""
+
+    def __init__(self, drop=None):
+        self.sums, self.n, self.drop = {}, 0, drop
+
+    def predict_one(self, x, with_dist=False):
+        from river import proba
+
+        out = {k: v / self.n for k, v in self.sums.items() if k != self.drop}
+        return {k: proba.Gaussian._from_state(1, m, 1.0, 0) for k, m in out.items()} \
+            if with_dist else out
+
+    def learn_one(self, x, y):
+        self.n += 1
+        for k, v in y.items():
+            self.sums[k] = self.sums.get(k, 0.0) + v
+
+
+TARGETS = {"a": [2.0, 4.0, 3.0, 7.0, 5.0, 6.0], "b": [1.0, -1.0, 0.5, 2.0, 0.0, 1.5]}
+XS = [x for x, _ in STREAM]
+
+
+def test_interleaved_scores_as_progressive_does_for_each_target():
+    single = harness.Model("m", lambda: Constant(1e12, 4.0), scale=False)
+    multi = harness.Model("multi", MeanOfEach, scale=False, with_dist=True)
+    runs = harness.interleaved(XS, TARGETS, [(single, "a"), (single, "b"), (multi, ("a", "b"))])
+    for name, values in TARGETS.items():
+        alone = harness.progressive(list(zip(XS, values, strict=True)),
+                                    [harness.Model("m", lambda: Constant(1e12, 4.0),
+                                                   scale=False)])
+        assert set(runs[name]) == {"m", "multi", harness.RUNNING_MEAN, harness.LAST_TARGET}
+        for label in ("m", harness.RUNNING_MEAN, harness.LAST_TARGET):
+            np.testing.assert_array_equal(runs[name][label].errors, alone[label].errors)
+        # The multi-output model: each target's running mean, σ = 1, first sample unscored.
+        run = runs[name]["multi"]
+        np.testing.assert_allclose(run.predictions[1:], runs[name][harness.RUNNING_MEAN]
+                                   .predictions[1:])
+        assert not run.scored[0] and run.missing == 0
+        np.testing.assert_array_equal(run.sigma[1:], 1.0)
+    # One time per sample for the whole multi-output model, in every target's run.
+    assert runs["a"]["multi"].seconds is runs["b"]["multi"].seconds
+    assert (runs["a"]["multi"].seconds > 0).all()
+
+
+def test_interleaved_counts_a_missing_key_as_missing_and_refuses_unknown_targets():
+    multi = harness.Model("multi", lambda: MeanOfEach(drop="b"), scale=False)
+    runs = harness.interleaved(XS, TARGETS, [(multi, ("a", "b"))], baselines=False)
+    assert runs["b"]["multi"].missing == 5 and runs["a"]["multi"].missing == 0
+    with pytest.raises(ValueError, match="'c'"):
+        harness.interleaved(XS, TARGETS, [(multi, ("a", "c"))])
+
+
 # -- the generated pages (benchmarks/performance.py) ------------------------------------
 import performance  # noqa: E402
 
@@ -171,6 +226,31 @@ def test_the_page_shows_each_benchmarks_doc_tables_with_their_provenance(tmp_pat
     assert "### toy stream (6 samples)\n| model |" in page and "| last target |" in page
     assert "scratch" not in page  # doc=False: in the JSON only
     assert "python benchmarks/toy.py" in page
+
+
+def test_a_part_is_shown_compactly_inside_its_parents_section(tmp_path, monkeypatch):
+    _results_file(tmp_path)
+    report = harness.Report("toy_multi", "The toy, several targets.", {},
+                            path=tmp_path / "toy_multi.json")
+    report.table("summary", ["a", "b"], [["1", "2"]])
+    report.table("details", ["c"], [["3"]], doc=False)
+    report.note("first note")
+    report.note("the summary line.")
+    report.write()
+    monkeypatch.setattr(performance, "PARTS", {"toy_multi": ("toy", "toy.py --multi")})
+    page = performance.render_page(performance.load_results(tmp_path))
+    assert "## toy_multi" not in page and "### summary" not in page
+    bullet = next(line for line in page.splitlines() if line.startswith("* **The toy"))
+    assert "`python benchmarks/toy.py --multi`" in bullet
+    assert bullet.endswith(" the summary line.") and "first note" not in page
+    # The parent's tables come first, the part's doc table after its line, apart from it.
+    assert page.index("### toy stream") < page.index(bullet)
+    assert f"{bullet}\n\n| a | b |\n|---|---|\n| 1 | 2 |\n" in page
+    assert "details" not in page
+    # Without its parent, a part is a section of its own.
+    (tmp_path / "toy.json").unlink()
+    alone = performance.render_page(performance.load_results(tmp_path))
+    assert "## toy_multi" in alone and "### summary" in alone
 
 
 def test_generated_blocks_are_rewritten_between_their_markers_only():

@@ -63,3 +63,52 @@ def test_panda_trajectory_is_smooth_within_limits_and_wanders():
     first, last = q[:seg], q[-seg:]
     gaps = np.linalg.norm(last[:, None, :] - first[None, :, :], axis=2).min(axis=1)
     assert np.median(gaps) > 0.5
+
+
+def test_the_multi_summary_compares_one_multi_output_model_with_one_model_per_joint():
+    from tests.test_bench_harness import MeanOfEach
+
+    class Half:
+        """A single-output model predicting half the last target, σ = 1."""
+
+        def __init__(self):
+            self.last = None
+
+        def predict_one(self, x, with_dist=False):
+            from river import proba
+
+            if self.last is None:
+                return None
+            return proba.Gaussian._from_state(1, self.last / 2, 1.0, 0) if with_dist \
+                else self.last / 2
+
+        def learn_one(self, x, y):
+            self.last = y
+
+    harness = robot_panda.harness
+    rng = np.random.default_rng(0)
+    tau = rng.normal(size=(300, 2))
+    names = ("tau1", "tau2")
+    multi = harness.Model(robot_panda.MULTI, MeanOfEach, with_dist=True, scale=False)
+    single = harness.Model(robot_panda.SINGLE, Half, with_dist=True, scale=False)
+    runs = harness.interleaved([{"x": 0.0}] * 300, {"tau1": tau[:, 0], "tau2": tau[:, 1]},
+                               [(multi, names), (single, "tau1"), (single, "tau2")])
+    summary = robot_panda.multi_summary(runs, tau)
+    var = tau.var(axis=0)
+    for label in (robot_panda.MULTI, robot_panda.SINGLE):
+        expected = [runs[n][label].rmse() ** 2 / var[j] for j, n in enumerate(names)]
+        np.testing.assert_allclose(summary[label]["nmse"], expected)
+    assert summary["nmse_ratio"] == pytest.approx(
+        np.mean(summary[robot_panda.MULTI]["nmse"]) / np.mean(summary[robot_panda.SINGLE]["nmse"]))
+    one = runs["tau1"][robot_panda.SINGLE].seconds
+    assert summary["cost_ratio"] == pytest.approx(
+        np.median(runs["tau1"][robot_panda.MULTI].seconds) / np.median(one))
+    together = summary["cost"][f"2 × {robot_panda.SINGLE} together"]["us_median"]
+    assert together == pytest.approx(1e6 * np.median(
+        runs["tau1"][robot_panda.SINGLE].seconds + runs["tau2"][robot_panda.SINGLE].seconds))
+    assert summary["goals"] == {
+        "cost": summary["cost_ratio"] <= robot_panda.COST_GOAL,
+        "nmse": summary["nmse_ratio"] <= robot_panda.NMSE_GOAL,
+        "coverage": all(0.93 <= c <= 0.97 for c in summary[robot_panda.MULTI]["coverage"])}
+    assert summary["end"][robot_panda.MULTI] == [{"n_basis": None, "memory_cuts": None}]
+    assert len(summary["end"][robot_panda.SINGLE]) == 2
