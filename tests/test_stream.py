@@ -409,25 +409,6 @@ def test_a_change_of_scale_is_caught_although_the_interval_widens_at_once():
     assert alarms and 20_000 <= alarms[0] < 20_100
 
 
-@pytest.mark.parametrize("watched", [1, 3, 7])
-def test_detectors_watching_one_memory_share_its_false_alarm_rate(watched):
-    """K targets' detectors cut one memory: each alarms at h + ln K, which keeps their
-    union's false alarms about one detector's (a statistic's run between false alarms grows
-    as e^h). A statistic between h and h + ln K alarms only when it watches alone, and a
-    model's records carry the threshold of their number."""
-    threshold = change.CHANGE_THRESHOLD + math.log(watched)
-    assert change.new_change(watched)[0]["threshold"] == threshold
-    streams = layer.new_streams(watched)
-    assert np.all(streams.change["threshold"] == threshold)
-    for statistic in (threshold - 0.01, threshold + 0.01):
-        record = change.new_change(watched)
-        record[0]["up"] = statistic
-        record[0]["run_up"] = 50
-        change.watch_for_change(record, change.CHANGE_ALLOWANCE, 0.0)  # (an increment of 0)
-        assert (record[0]["keep"] > 0) == (statistic > threshold)
-        assert change.change_underway(change.new_change(watched)) is False
-
-
 def test_without_the_last_target_expert_it_never_predicts():
     """``last_target=False`` (a model queried at inputs of its owner's choosing, a control
     loop): the last target is never judged nor given a share, whatever the stream."""

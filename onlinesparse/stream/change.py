@@ -9,8 +9,7 @@ wandering offset) in units of an in-control deviation, ``z`` (clipped at ±3), a
 three one-sided statistics: the errors' mean going up, going down, and their scale
 doubling (the log-likelihood ratio of N(0, 4) against N(0, 1)). Each is
 ``max(0, S + increment)``; the samples since it was last 0 are its estimate of how long
-ago the stream changed. When one passes its threshold (``CHANGE_THRESHOLD``; see
-:func:`new_change` for a memory several detectors watch), ``keep`` is set to that
+ago the stream changed. When one passes ``CHANGE_THRESHOLD``, ``keep`` is set to that
 estimate (the owner's memory forgets the patterns before it,
 :mod:`~onlinesparse.stream.memory`) and every statistic starts again.
 
@@ -55,7 +54,7 @@ __all__ = ["CHANGE", "CHANGE_ALLOWANCE", "CHANGE_THRESHOLD", "YOUNG_WINDOW", "ne
 CHANGE = np.dtype([("up", np.float64), ("down", np.float64), ("scale", np.float64),
                    ("run_up", np.int64), ("run_down", np.int64), ("run_scale", np.int64),
                    ("keep", np.int64), ("log_scale", np.float64), ("z", np.float64),
-                   ("persistence", np.float64, (2, 5)), ("threshold", np.float64)])
+                   ("persistence", np.float64, (2, 5))])
 # The allowance k (a shift of the errors' mean by 2k deviations is what the bias statistics
 # are tuned to) and the threshold h: with k = 0.5 and h = 12 a one-sided statistic of
 # independent standard normal errors raises a false alarm about once in 10⁶ samples
@@ -96,16 +95,10 @@ WARM_UP = 100.0
 YOUNG_WINDOW = 60.0
 
 
-def new_change(watched: int = 1) -> np.ndarray:
+def new_change() -> np.ndarray:
     """No statistic yet; the persistence of ``z`` and of the scale increment as independent
-    standard normal errors would show it (a factor of 1). ``watched``: how many detectors
-    watch one memory (a model of several targets has one per target, and any alarm cuts
-    it): each gets the threshold ``CHANGE_THRESHOLD + ln(watched)``, so that their union
-    raises false alarms about as rarely as one detector does (Siegmund's approximation: a
-    one-sided statistic's run between false alarms grows as e^h), at a few samples more
-    of detection delay."""
+    standard normal errors would show it (a factor of 1)."""
     record = np.zeros(1, dtype=CHANGE)
-    record[0]["threshold"] = CHANGE_THRESHOLD + math.log(watched)
     for tracker, mean, variance in ((0, 0.0, 1.0), (1, SCALE_MEAN, SCALE_VARIANCE)):
         record[0]["persistence"][tracker] = (mean, 0.0,
                                              variance * RECENT_RATE / (2.0 - RECENT_RATE),
@@ -187,11 +180,11 @@ def watch_for_change(change: np.ndarray, z: float, scale_increment: float) -> No
     s.down, s.run_down = _cusum_step(s.down, s.run_down, -z - CHANGE_ALLOWANCE)
     s.scale, s.run_scale = _cusum_step(s.scale, s.run_scale, scale_increment)
     run = -1
-    if s.up > s.threshold:
+    if s.up > CHANGE_THRESHOLD:
         run = s.run_up
-    if s.down > s.threshold:
+    if s.down > CHANGE_THRESHOLD:
         run = max(run, s.run_down)
-    if s.scale > s.threshold:
+    if s.scale > CHANGE_THRESHOLD:
         run = max(run, s.run_scale)
     if run < 0:
         return
@@ -210,7 +203,7 @@ def _cusum_step(statistic: float, run: int, increment: float) -> tuple[float, in
 def change_underway(change: np.ndarray) -> bool:
     """Whether a change is building up: a statistic is past half its threshold."""
     s = change[0]
-    return max(s.up, s.down, s.scale) > 0.5 * s.threshold
+    return max(s.up, s.down, s.scale) > 0.5 * CHANGE_THRESHOLD
 
 
 @jit

@@ -72,10 +72,9 @@ class Streams(NamedTuple):
 def new_streams(n_targets: int, coverage: float = 0.95, last_target: bool = True
                 ) -> Streams:
     """Fresh records for ``n_targets`` targets (:class:`Streams`), each calibrated to
-    ``coverage``; their change detectors watch one memory
-    (:func:`~onlinesparse.stream.change.new_change`)."""
+    ``coverage``."""
     return Streams(np.concatenate([new_calibration(coverage)] * n_targets),
-                   np.concatenate([new_change(n_targets)] * n_targets),
+                   np.concatenate([new_change()] * n_targets),
                    np.stack([new_baseline(last_target)] * n_targets),
                    np.stack([new_levels()] * n_targets),
                    np.concatenate([new_level_state()] * n_targets))

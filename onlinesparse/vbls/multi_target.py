@@ -13,7 +13,7 @@ from onlinesparse import core
 from onlinesparse._blas import single_blas_thread
 from onlinesparse.features import FeatureMap, as_rows, as_target_rows, as_targets
 from onlinesparse.orr.window import WindowStatistics
-from onlinesparse.stream.layer import StreamLayer, after_learning, new_streams, target_stream
+from onlinesparse.stream.layer import after_learning
 from onlinesparse.stream.memory import AdaptiveMemory
 from onlinesparse.vbls.regressor import MEMORY_PER_WEIGHT, VBLSRegressor
 
@@ -144,16 +144,11 @@ class VBLSMultiTargetRegressor(base.MultiTargetRegressor):
             self._stats.promote(column)
         self._targets = list(names)
         self._heads = []
-        # (the targets' change detectors watch one memory: stream.layer.new_streams)
-        coverage = 0.95 if self.coverage is None else self.coverage
-        records = new_streams(len(names), coverage, self.last_target)
         for k, reference in enumerate(values.tolist()):
             head = self._head()
             head._features = self._features
             head._stats = _TargetColumn(self._stats, k)
             head._target_reference = reference
-            if head._layer is not None:
-                head._layer = StreamLayer(coverage, bundle=target_stream(records, k))
             self._heads.append(head)
 
     @single_blas_thread
