@@ -34,7 +34,7 @@ def _predict(concept: Concept, x: np.ndarray) -> float:
     """h(x)ᵀw from scratch: exp(−Σ_f (x_f − c_f)²/r_f²) per basis function."""
     frozen = concept.predictor
     h = np.exp(-np.sum(frozen.inv_r2 * (x - frozen.centres) ** 2, axis=1))
-    return float(h @ frozen.weights)
+    return float(h @ frozen.weights[:, 0])
 
 
 @settings(max_examples=60, deadline=None)

@@ -130,12 +130,13 @@ def support(XT: np.ndarray, head: int, count: int, x: np.ndarray, inv_r2: float,
 
 
 @jit
-def inner(a: np.ndarray, b: np.ndarray, m: int) -> float:
-    """``Σᵢ<m aᵢbᵢ`` summed in order: a model's output ``hᵀw``, the same bits on every path
-    (predictions, and the error the buffer manager judges a sample by)."""
+def fit(h: np.ndarray, weights: np.ndarray, m: int, k: int) -> float:
+    """``Σᵢ<m hᵢwᵢₖ`` summed in order: target k's output ``hᵀwₖ`` (``weights`` M × K, a
+    column per target), the same bits on every path (predictions, the error before
+    learning, the slide's fits)."""
     total = 0.0
     for i in range(m):
-        total += a[i] * b[i]
+        total += h[i] * weights[i, k]
     return total
 
 
@@ -151,11 +152,11 @@ def model_row(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray, inv_r2: np.
 @jit
 def predict_mean(x: np.ndarray, kinds: np.ndarray, centres: np.ndarray, inv_r2: np.ndarray,
                  features: np.ndarray, weights: np.ndarray) -> float:
-    """``h(x)ᵀw`` over the columns of ``weights``: the prediction of a model whose basis and
-    weights are all that is kept (a concept the stream has left,
+    """``h(x)ᵀw`` of a one-target model (``weights`` M × 1): the prediction of a model whose
+    basis and weights are all that is kept (a concept the stream has left,
     :mod:`onlinesparse.stream.concepts`). O(M·d)."""
     m = weights.shape[0]
-    return inner(model_row(x, kinds, centres, inv_r2, features, m), weights, m)
+    return fit(model_row(x, kinds, centres, inv_r2, features, m), weights, m, 0)
 
 
 @jit
@@ -170,10 +171,7 @@ def predict_means_and_spread(x: np.ndarray, kinds: np.ndarray, centres: np.ndarr
     m = weights.shape[0]
     h = model_row(x, kinds, centres, inv_r2, features, m)
     for k in range(weights.shape[1]):
-        total = 0.0  # (summed in order, as inner)
-        for i in range(m):
-            total += h[i] * weights[i, k]
-        means[k] = total
+        means[k] = fit(h, weights, m, k)
     return symmetric_quadratic(variance, h, m)
 
 

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from onlinesparse._jit import jit
+from onlinesparse.core.basis import fit
 from onlinesparse.core.health import is_healthy
 from onlinesparse.core.linalg import rank_one_update, symmetric_matvec, symmetric_matvec_pair
 from onlinesparse.core.statistics import cancellation_ratio
@@ -71,15 +72,6 @@ def sherman_morrison(variance: np.ndarray, weights: np.ndarray, h: np.ndarray,
         for i in range(m):
             weights[i, k] += work[i] * step
     return denom
-
-
-@jit
-def fit(h: np.ndarray, weights: np.ndarray, m: int, k: int) -> float:
-    """``hᵀwₖ`` over the first m entries, summed in order (target k's output)."""
-    total = 0.0
-    for i in range(m):
-        total += h[i] * weights[i, k]
-    return total
 
 
 @jit

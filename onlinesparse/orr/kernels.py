@@ -335,6 +335,11 @@ class FrozenBasis:
     features: np.ndarray
     weights: np.ndarray
 
+    def __post_init__(self) -> None:
+        # (one column, M × 1: core.basis.fit reads a target's column of W)
+        object.__setattr__(self, "weights", np.ascontiguousarray(
+            self.weights, dtype=float).reshape(len(self.kinds), 1))
+
     @classmethod
     def of(cls, basis: Basis, weights: np.ndarray) -> FrozenBasis | None:
         """The first ``len(weights)`` columns of ``basis`` with ``weights`` (None when
@@ -343,7 +348,7 @@ class FrozenBasis:
         if not m:
             return None
         kinds, centres, inv_r2, features = (a[:m].copy() for a in basis.arrays())
-        return cls(kinds, centres, inv_r2, features, weights.copy())
+        return cls(kinds, centres, inv_r2, features, np.array(weights, dtype=float))
 
     def predict(self, x: np.ndarray) -> float:
         """``h(x)ᵀw``, O(M·d)."""

@@ -30,6 +30,7 @@ import numpy as np
 from onlinesparse._jit import jit
 from onlinesparse.core.basis import (
     evaluate_rows,
+    fit,
     nearest_sq_distance,
     predict_means_and_spread,
 )
@@ -46,7 +47,6 @@ from onlinesparse.core.relevance import model_gradient, track_relevance, track_r
 from onlinesparse.core.selection import lambda_min, proposes
 from onlinesparse.core.state import SUM, Targets
 from onlinesparse.core.statistics import running_mean
-from onlinesparse.core.updates import fit
 from onlinesparse.stream.change import hold_noise_estimate
 from onlinesparse.stream.layer import (
     Streams,
@@ -206,12 +206,16 @@ def consider(b: SampleState, x: np.ndarray, state: Ridge) -> None:
     sr.propose = 1 if propose else 0
     if sr.n_learned % sr.noise_every != 0:
         return
-    training, gamma = criteria_now(b.ridge, targets, t.gram, t.cross_y, state.variance,
-                                   state.weights, state.lambdas)
+    computed = False
     for k in range(targets.noise.shape[0]):
-        if not hold_noise_estimate(b.stream.change[k:k + 1], w.count, sr.noise_every):
-            targets.noise[k] = noise_estimate(targets.training[k], gamma, w.count,
-                                              targets.noise[k])
+        if hold_noise_estimate(b.stream.change[k:k + 1], w.count, sr.noise_every):
+            continue
+        if not computed:  # (the criteria only when some target takes an estimate)
+            _, gamma = criteria_now(b.ridge, targets, t.gram, t.cross_y, state.variance,
+                                    state.weights, state.lambdas)
+            computed = True
+        targets.noise[k] = noise_estimate(targets.training[k], gamma, w.count,
+                                          targets.noise[k])
     if weigh_targets(b.window, targets):
         b.ridge[0].summary_version = -1
 
