@@ -371,6 +371,20 @@ def report_multi(report: harness.Report, runs: dict[str, dict[str, harness.Run]]
             f"{summary['end'][f'{RBF} {t}']['n_basis']:.0f}" for t in targets))
 
 
+
+def _recording(args, report) -> tuple:
+    """The compiled loops loaded (not inside the first timed sample), the recording and the
+    tuning recording, noted in the report; their inputs. Returns ``(frame, tuning, xs,
+    tune_xs)``."""
+    warm_up()
+    frame = make_spike_count_session(n_rows=args.rows, seed=SEED)
+    tuning = make_spike_count_session(n_rows=args.tune_rows, seed=TUNE_SEED)
+    truth = frame.attrs["truth"]
+    report.note(f"recording: seed {SEED}, {args.rows} rows × {len(truth['channels'])} "
+                f"channels; channel {truth['channels'][truth['dropped_channel']]} silent from "
+                f"row {truth['dropout_row']}; {len(truth['nan_cells'])} NaN cells")
+    return frame, tuning, inputs(frame), inputs(tuning)
+
 def run_multi(args: argparse.Namespace) -> None:
     report = harness.Report(
         "neural_decoding_multi", "Decoding two EMG envelopes and a hand velocity together: "
@@ -383,14 +397,7 @@ def run_multi(args: argparse.Namespace) -> None:
          "last_target": not args.no_last_target, "memory": args.memory},
         quick=args.quick or args.partial or args.no_last_target or args.memory != "adaptive",
         path=args.results)
-    warm_up()
-    frame = make_spike_count_session(n_rows=args.rows, seed=SEED)
-    tuning = make_spike_count_session(n_rows=args.tune_rows, seed=TUNE_SEED)
-    truth = frame.attrs["truth"]
-    report.note(f"recording: seed {SEED}, {args.rows} rows × {len(truth['channels'])} "
-                f"channels; channel {truth['channels'][truth['dropped_channel']]} silent from "
-                f"row {truth['dropout_row']}; {len(truth['nan_cells'])} NaN cells")
-    xs, tune_xs = inputs(frame), inputs(tuning)
+    frame, tuning, xs, tune_xs = _recording(args, report)
     rates = {}
     for target in args.targets:
         print(f"{target}: tuning river's rates on seed {TUNE_SEED}", flush=True)
@@ -445,14 +452,7 @@ def main() -> None:
                              "seed": SEED, "tune_seed": TUNE_SEED, "targets": args.targets,
                              "rates": list(RATES), "quick": args.quick},
                             quick=args.quick or args.partial, path=args.results)
-    warm_up()  # loads the compiled loops now, not inside the first timed sample
-    frame = make_spike_count_session(n_rows=args.rows, seed=SEED)
-    tuning = make_spike_count_session(n_rows=args.tune_rows, seed=TUNE_SEED)
-    truth = frame.attrs["truth"]
-    report.note(f"recording: seed {SEED}, {args.rows} rows × {len(truth['channels'])} "
-                f"channels; channel {truth['channels'][truth['dropped_channel']]} silent from "
-                f"row {truth['dropout_row']}; {len(truth['nan_cells'])} NaN cells")
-    xs, tune_xs = inputs(frame), inputs(tuning)
+    frame, tuning, xs, tune_xs = _recording(args, report)
     ratios, rates = {}, {}
     for target in args.targets:
         print(f"\n{target}: tuning river's rates on seed {TUNE_SEED}", flush=True)
