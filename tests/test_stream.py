@@ -359,7 +359,8 @@ def test_the_detector_runs_pages_statistics_on_errors_shrunk_by_their_persistenc
     """change.watch_errors composed by hand: z is the error in units of the in-control
     deviation (clipped), z and the scale increment shrunk by their persistence step
     watch_for_change, and only while no change is underway do the factor and the trackers
-    learn — a change's errors do not teach the detector that they are normal."""
+    learn — a change's errors do not teach the detector that they are normal; before the
+    statistics start the factor learns at the interval's rate."""
     rng = np.random.default_rng(2)
     composed, parts = change.new_change(), change.new_change()
     q, alpha = calibration.aim(0.95)
@@ -379,8 +380,11 @@ def test_the_detector_runs_pages_statistics_on_errors_shrunk_by_their_persistenc
                                     + (increment - change.SCALE_MEAN) / math.sqrt(f_s))
         held = change.change_underway(parts)
         if not held:
+            # (while the statistics wait for their reference, at the interval's own rate)
+            warming = p["persistence"][0][change.SAMPLES] < change.WARM_UP
+            step = calibration.CALIBRATION_STEP if warming else change.IN_CONTROL_STEP
             p["log_scale"] = calibration.calibration_step(p["log_scale"], error, deviation,
-                                                          q, alpha, change.IN_CONTROL_STEP)
+                                                          q, alpha, step)
             change.track_persistence(p["persistence"][0], z)
             change.track_persistence(p["persistence"][1], increment)
         np.testing.assert_array_equal(composed, parts)

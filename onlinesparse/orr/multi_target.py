@@ -75,14 +75,15 @@ class SparseRBFMultiTargetRegressor(StreamingRBF, base.MultiTargetRegressor):
                  evaluations_per_sample: int = 1, candidate_every: int = 3,
                  linear: bool = True, novelty: float = 0.25, error_threshold: float = 2.0,
                  noise_every: int = 1, strict: bool = False, metric: str = "gradient",
-                 coverage: float = 0.95, last_target: bool = True):
+                 coverage: float = 0.95, last_target: bool = True,
+                 horizon: int | None = None):
         super().__init__(max_basis=max_basis, window_size=window_size, memory=memory,
                          kernel=kernel, radii=radii, n_candidates=n_candidates,
                          evaluations_per_sample=evaluations_per_sample,
                          candidate_every=candidate_every, linear=linear, novelty=novelty,
                          error_threshold=error_threshold, noise_every=noise_every,
                          strict=strict, metric=metric, concepts=0, coverage=coverage,
-                         last_target=last_target)
+                         last_target=last_target, horizon=horizon)
         self._targets: list[Hashable] | None = None
 
     @classmethod

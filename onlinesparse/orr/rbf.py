@@ -88,7 +88,10 @@ class SparseRBFRegressor(StreamingRBF, base.Regressor):
         that the prequential errors show (CUSUM on their mean and scale, see
         ``docs/rbf_on_streams.md``); ``"window"`` keeps a fixed sliding window of
         ``window_size``. Adaptive memory follows drift, at the cost of an O(W·n² + M³)
-        recomputation on a sample that detects a change.
+        recomputation on a sample that detects a change. Where the inputs come in a
+        trajectory (``horizon`` below) the memory is first cut once it spans its horizon,
+        and again once it spans it anew: until then its errors grow wherever the trajectory
+        goes where it has no data, which a cut would only make worse.
     kernel
         ``"gaussian"``, ``"multiquadric"``, ``"inverse_multiquadric"`` or ``"cauchy"``.
     radii
@@ -152,6 +155,18 @@ class SparseRBFRegressor(StreamingRBF, base.Regressor):
         target, as a controller's feedforward at the desired state does: there the last
         applied torque would feed the loop's own output back (a 7-joint Panda loop tracked
         at 0.27 rad with it, 0.10 without).
+    horizon
+        How far back, in samples, a full window may reach (by default 20 windows). Once the
+        window is full its ``window_size`` patterns are one sample in a stride measured on
+        the stream: 1 where consecutive inputs are as unlike as any two (the last
+        ``window_size`` samples, as a plain sliding window), up to ``horizon /
+        window_size`` where they are nearly the same — a control loop at 1 kHz, a
+        trajectory at 100 Hz — so that the window keeps the whole trajectory rather than
+        its last second (``stream.memory.Horizon``; a 7-joint Panda loop tracked at 0.0017
+        rad with it, 0.13 with the last 1000 samples). A longer horizon remembers more of
+        a trajectory and forgets a slow drift later; ``horizon=window_size`` turns it off.
+        A skipped sample costs its prediction, the stream layer's step and the pruner's
+        evaluations, not the pattern's update.
 
     Attributes
     ----------

@@ -35,6 +35,7 @@ from onlinesparse.core.basis import (
     predict_means_and_spread,
 )
 from onlinesparse.core.criteria import noise_estimate
+from onlinesparse.core.linalg import symmetric_quadratic
 from onlinesparse.core.pattern import (
     REFRESH,
     SLIDE_REFUSED,
@@ -67,7 +68,8 @@ NOVELTY, MEAN, VARIANCE = 0, 1, 2
 
 __all__ = ["QUIET", "MOVE", "NOVELTY", "MEAN", "VARIANCE", "Inputs", "Ring", "SampleState",
            "noise_level",
-           "model_prediction", "prediction", "consider", "continue_sample", "stream_sample"]
+           "model_prediction", "prediction", "consider", "continue_sample", "stream_sample",
+           "observe_sample"]
 
 
 class Inputs(NamedTuple):
@@ -252,25 +254,17 @@ def stream_sample(x: np.ndarray, y: np.ndarray, means: np.ndarray, committed: in
     ``committed``-th learned input), the stream layer's step on each target, then
     :func:`continue_sample`. Returns ``QUIET``, ``SLIDE_REFUSED`` (nothing changed),
     ``REFRESH`` (the pattern is in: refresh S, then :func:`continue_sample`) or ``MOVE``."""
-    n = b.window[0].n_columns
     d = x.shape[0]
     t, s, inputs = b.tracked, b.state, b.inputs
     targets = b.ring.targets
-    row = b.row[:n]
-    evaluate_rows(t.kinds, t.centres, t.inv_r2, t.features, x.reshape((1, d)), 0, n,
-                  row.reshape((1, n)))
+    row = _errors_before(b, x, y)
     m = s.weights.shape[0]
-    for k in range(y.shape[0]):
-        targets.error[k] = y[k] - fit(row, s.weights, m, k)
     # The model's slopes before learning, tracked once the pattern is in; a relevance of
     # no entries is not tracked (metric="isotropic": nothing reads it).
     track = m > 0 and inputs.relevance.shape[0] == d
     gradient = np.empty(d if track else 0)
     if track:
         _slopes(b, x, row, gradient)
-    b.pruner[0].resized = 0  # (what the pruner reports is this call's)
-    b.pruner[0].stop = 0
-    b.pruner[0].done = 0
     status = learn_pattern(b.window, b.ridge, x, y, row, t.gram, t.cross_y, t.traffic, t.HT,
                            b.ring.XT, targets.values, targets.moments, t.stamps, s.variance,
                            s.weights, s.lambdas)
@@ -283,6 +277,44 @@ def stream_sample(x: np.ndarray, y: np.ndarray, means: np.ndarray, committed: in
     if status == REFRESH:
         return REFRESH
     return continue_sample(b, x, evaluations, first)
+
+
+@jit
+def observe_sample(x: np.ndarray, y: np.ndarray, means: np.ndarray, committed: int,
+                   evaluations: int, first: int, b: SampleState) -> int:
+    """``learn_one`` for a sample the memory does not take in
+    (:class:`~onlinesparse.stream.memory.Horizon`): what :func:`stream_sample` does but the
+    pattern — each target's error before learning, the leverage ``hᵀSh`` its interval
+    reads, the inputs' running ``means``, the stream layer's step, then
+    :func:`continue_sample` (the pruner's evaluations and the buffer manager's test).
+    Returns ``QUIET``, ``REFRESH`` or ``MOVE``, as :func:`continue_sample` does."""
+    row = _errors_before(b, x, y)
+    m = b.state.weights.shape[0]
+    b.ridge[0].leverage = symmetric_quadratic(b.state.variance, row, m) if m else 0.0
+    b.record[0].n_learned += 1
+    running_mean(means, x, committed)
+    _observe(b, y)
+    return continue_sample(b, x, evaluations, first)
+
+
+@jit
+def _errors_before(b: SampleState, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The input's row over every tracked column (``row[:n]``, returned) and each target's
+    error before learning (``targets.error``); what the pruner reports is reset to this
+    call's."""
+    n = b.window[0].n_columns
+    t, s = b.tracked, b.state
+    row = b.row[:n]
+    evaluate_rows(t.kinds, t.centres, t.inv_r2, t.features, x.reshape((1, x.shape[0])), 0,
+                  n, row.reshape((1, n)))
+    m = s.weights.shape[0]
+    error = b.ring.targets.error
+    for k in range(y.shape[0]):
+        error[k] = y[k] - fit(row, s.weights, m, k)
+    b.pruner[0].resized = 0
+    b.pruner[0].stop = 0
+    b.pruner[0].done = 0
+    return row
 
 
 @jit

@@ -36,7 +36,7 @@ from onlinesparse.orr.input_metric import InputMetric, prediction_moves
 from onlinesparse.orr.kernels import KERNELS, BasisSpec, FrozenBasis
 from onlinesparse.orr.pruner import GCVPruner
 from onlinesparse.orr.ridge import IllConditionedError, IncrementalRidge
-from onlinesparse.stream import AdaptiveMemory, ConceptMemory, StreamLayer
+from onlinesparse.stream import AdaptiveMemory, ConceptMemory, Horizon, StreamLayer
 from onlinesparse.stream.concepts import LASTED
 from onlinesparse.stream.layer import after_learning, new_streams
 
@@ -59,6 +59,7 @@ class _Compiled(NamedTuple):
 
     bundle: fused.SampleState
     sample: Callable
+    observe: Callable
     carry_on: Callable
     predict: Callable
     reads: tuple  # (what orr.sample.prediction reads of the bundle)
@@ -78,6 +79,7 @@ class _Compiled(NamedTuple):
         y = np.zeros(n_targets)
         return cls(bundle,
                    entry_point(fused.stream_sample, x, y, x, 1, 1, 0, bundle),
+                   entry_point(fused.observe_sample, x, y, x, 1, 1, 0, bundle),
                    entry_point(fused.continue_sample, bundle, x, 1, 0),
                    entry_point(fused.prediction, x, *reads, np.zeros((3, n_targets))), reads)
 
@@ -92,6 +94,9 @@ _AUTO_RADII = (0.5, 1.0, 2.0)
 # h²) per window per entry (1e-14 relative after ten), and the statistics' own account
 # still calls for a full refresh if a subtraction ever cancels badly.
 _REFRESH_WINDOWS = 10
+# A full window's patterns reach back at most this many windows' worth of samples by
+# default (stream.memory.Horizon): the longest stride.
+HORIZON_WINDOWS = 20
 # A model below its budget runs more of the pruner's O(M²) evaluations per sample, as many
 # as cost what the budgeted ones cost at M = max_basis, but at most this many times as
 # many (each has a fixed cost too): growth is where a stream's model is worst.
@@ -111,10 +116,12 @@ class StreamingRBF(Versioned, RecordOwner):
                  evaluations_per_sample: int = 1, candidate_every: int = 3,
                  linear: bool = True, novelty: float = 0.25, error_threshold: float = 2.0,
                  noise_every: int = 1, strict: bool = False, metric: str = "gradient",
-                 concepts: int = 3, coverage: float = 0.95, last_target: bool = True):
+                 concepts: int = 3, coverage: float = 0.95, last_target: bool = True,
+                 horizon: int | None = None):
         self.max_basis = max_basis
         self.window_size = window_size
         self.memory = memory
+        self.horizon = horizon
         self.kernel = kernel
         self.radii = radii
         self.n_candidates = n_candidates
@@ -151,6 +158,8 @@ class StreamingRBF(Versioned, RecordOwner):
         check_int("noise_every", self.noise_every)
         check_int("concepts", self.concepts, 0)
         check_choice("memory", self.memory, ("adaptive", "window"))
+        if self.horizon is not None:
+            check_int("horizon", self.horizon)
         check_choice("kernel", self.kernel, KERNELS)
         check_choice("metric", self.metric, ("gradient", "isotropic"))
         check_radii("radii", self.radii)
@@ -248,7 +257,8 @@ class StreamingRBF(Versioned, RecordOwner):
         self._buffer.protected.update(ids)
         self._constant_id = ids[0]
         self._inputs = InputMetric(n_features, self.metric)
-        self._adaptive = AdaptiveMemory(self.window_size)
+        self._horizon = Horizon(self.window_size, self._max_stride)
+        self._adaptive = AdaptiveMemory(self.window_size, self._horizon)
         if self._stream_records is None or len(self._stream_records.calibration) != n_targets:
             self._stream_records = new_streams(n_targets, self.coverage, self.last_target)
             self._bind_layers()
@@ -257,6 +267,14 @@ class StreamingRBF(Versioned, RecordOwner):
                                                       min(LASTED, self.window_size))
                           if n_targets == 1 else None)
         self.n_memory_cuts = 0  # (memory="adaptive": stream.layer.after_learning)
+
+    @property
+    def _max_stride(self) -> int:
+        """The longest stride of a full window (``horizon`` / ``window_size``; by default
+        ``HORIZON_WINDOWS``)."""
+        if self.horizon is None:
+            return HORIZON_WINDOWS
+        return max(self.horizon // self.window_size, 1)
 
     def _noise_level(self, k: int = 0) -> float:
         """Target k's noise variance in use (``orr.sample.noise_level``): the last
@@ -299,8 +317,12 @@ class StreamingRBF(Versioned, RecordOwner):
         fast = known and features.is_fitted
         means = features.means if fast else np.empty(len(vector))
         compiled = self._compiled()
-        status = compiled.sample(vector, targets, means, features.n_committed + 1,
-                                 evaluations, first, compiled.bundle)
+        # (a sample the memory does not take in moves the stream layer and the pruner all
+        # the same: stream.memory.Horizon)
+        enters = self._horizon.admits(model.n_stored, self._n_learned, model.window)
+        status = (compiled.sample if enters else compiled.observe)(
+            vector, targets, means, features.n_committed + 1, evaluations, first,
+            compiled.bundle)
         if status == core.SLIDE_REFUSED:  # the add-first order, by the model's operations
             row = self._row_buffer()[: model.window.n_columns].copy()
             try:

@@ -19,7 +19,8 @@ model implements (:class:`~onlinesparse.stream.memory.Forgetful`: ``n_stored``,
                     knows little
 ``layer``           the records as one bundle (:class:`Stream`), the per-sample
                     :func:`observe` and the composed :func:`predictive`
-``memory``          adaptive memory: where a change cuts the memory, how long it may regrow
+``memory``          adaptive memory: where a change cuts the memory, how long it may regrow,
+                    which samples a full memory holds
 ``concepts``        the models a change ended, kept frozen, weighed by their evidence
 ``wrapper``         a river wrapper that gives the layer to any onlinesparse regressor
 ==================  ========================================================================
@@ -29,8 +30,8 @@ Nothing here imports a model family; the families import this.
 
 from onlinesparse.stream.concepts import ConceptMemory
 from onlinesparse.stream.layer import Stream, StreamLayer, observe, predictive
-from onlinesparse.stream.memory import AdaptiveMemory
+from onlinesparse.stream.memory import AdaptiveMemory, Horizon
 from onlinesparse.stream.wrapper import StreamRegressor
 
-__all__ = ["AdaptiveMemory", "ConceptMemory", "Stream", "StreamLayer", "StreamRegressor",
+__all__ = ["AdaptiveMemory", "ConceptMemory", "Horizon", "Stream", "StreamLayer", "StreamRegressor",
            "observe", "predictive"]

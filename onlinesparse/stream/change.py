@@ -45,11 +45,11 @@ import math
 import numpy as np
 
 from onlinesparse._jit import jit
-from onlinesparse.stream.calibration import calibration_step
+from onlinesparse.stream.calibration import CALIBRATION_STEP, calibration_step
 
 __all__ = ["CHANGE", "CHANGE_ALLOWANCE", "CHANGE_THRESHOLD", "YOUNG_WINDOW", "new_change",
-           "watch_errors", "watch_for_change", "persistence", "track_persistence",
-           "change_underway", "hold_noise_estimate"]
+           "restart_reference", "watch_errors", "watch_for_change", "persistence",
+           "track_persistence", "change_underway", "hold_noise_estimate"]
 
 CHANGE = np.dtype([("up", np.float64), ("down", np.float64), ("scale", np.float64),
                    ("run_up", np.int64), ("run_down", np.int64), ("run_scale", np.int64),
@@ -106,6 +106,15 @@ def new_change() -> np.ndarray:
     return record
 
 
+def restart_reference(change: np.ndarray) -> None:
+    """After a cut: the model, refitted to a shorter memory, makes errors of its own, and
+    the statistics wait ``WARM_UP`` in-control samples again while the detector's deviation
+    and the errors' persistence are learned anew from them. (Measured in its predecessor's
+    deviation, a young model's errors read as a change: each cut of a 7-joint control
+    loop's memory left a model that raised the next alarm, 67 cuts in 20 s.)"""
+    change["persistence"][..., SAMPLES] = 0.0
+
+
 @jit
 def watch_errors(change: np.ndarray, error: float, variance: float, quantile: float,
                  miss_rate: float) -> None:
@@ -132,8 +141,11 @@ def watch_errors(change: np.ndarray, error: float, variance: float, quantile: fl
                          SCALE_MEAN + (increment - SCALE_MEAN)
                          / math.sqrt(persistence(s.persistence[1])))
     if not change_underway(change):
+        # (while the statistics wait, the deviation is learned at the interval's own rate:
+        # it is their reference from the first step on)
+        warming = s.persistence[0][SAMPLES] < WARM_UP
         s.log_scale = calibration_step(s.log_scale, error, deviation, quantile, miss_rate,
-                                       IN_CONTROL_STEP)
+                                       CALIBRATION_STEP if warming else IN_CONTROL_STEP)
         track_persistence(s.persistence[0], z)
         track_persistence(s.persistence[1], increment)
 

@@ -31,7 +31,12 @@ from onlinesparse.stream.baseline import (
     weigh_baselines,
 )
 from onlinesparse.stream.calibration import calibrate, new_calibration
-from onlinesparse.stream.change import change_underway, new_change, watch_errors
+from onlinesparse.stream.change import (
+    change_underway,
+    new_change,
+    restart_reference,
+    watch_errors,
+)
 from onlinesparse.stream.concepts import ConceptMemory, Predictor
 from onlinesparse.stream.evidence import LOG_ODDS_LIMIT
 from onlinesparse.stream.level import level_mixture, new_level_state, new_levels, track_level
@@ -265,11 +270,13 @@ class StreamLayer:
         """:func:`after_learning` of this layer alone (a single-output model)."""
         return after_learning((self,), memory, concepts, model, freeze, learned)
 
-    def restart_level(self) -> None:
+    def restart(self) -> None:
         """A model refitted after a change makes errors of its own: the level its
-        predecessor's errors had starts again from 0."""
+        predecessor's errors had starts again from 0, and the change detector learns its
+        reference anew (:func:`~onlinesparse.stream.change.restart_reference`)."""
         self.bundle.levels[:] = new_levels()
         self.bundle.level[:] = new_level_state()
+        restart_reference(self.bundle.change)
 
     def trust_the_model(self) -> None:
         """A model that did not earn its weight sample by sample (built from a batch fit)
@@ -330,10 +337,10 @@ def after_learning(layers: Sequence[StreamLayer], memory: AdaptiveMemory | None,
         if memory.holding:
             memory.hold(model, learned)
         return False
-    if concepts is not None:
-        concepts.after_alarm(freeze, learned)
-    if memory.after_alarm(model, since, learned):
-        for layer in layers:
-            layer.restart_level()
-        return True
-    return False
+    if not memory.after_alarm(
+            model, since, learned,
+            None if concepts is None else lambda: concepts.after_alarm(freeze, learned)):
+        return False
+    for layer in layers:
+        layer.restart()
+    return True

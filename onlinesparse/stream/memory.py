@@ -13,14 +13,27 @@ A stream that keeps changing is best fitted on about the stretch between its cha
 From the second alarm on, the window refills only up to the interval between the last two
 alarms (:meth:`AdaptiveMemory.hold`). A single change leaves it to refill up to the
 window size.
+
+Which samples a full memory holds is a decision of its own (:class:`Horizon`): where
+consecutive inputs are alike (a control loop at 1 kHz, a trajectory sampled at 100 Hz), its
+``window_size`` patterns are one sample in a stride measured on the stream, so that it keeps
+the trajectory's past, not its last second; where they are not, the last ``window_size``
+samples. Until the memory is full, after a cut and after an alarm, every sample enters.
+Where the inputs do not decorrelate within the longest stride (a trajectory sampled fast), a
+memory that does not yet span its horizon is not cut: it is still meeting parts of the
+trajectory for the first time, and its errors grow there for want of data.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["MIN_MEMORY", "RELAX", "Forgetful", "AdaptiveMemory"]
+import numpy as np
+
+__all__ = ["MIN_MEMORY", "RELAX", "DECORRELATED", "MEASURED", "Forgetful",
+           "Horizon", "AdaptiveMemory", "decorrelation_stride"]
 
 # The fewest patterns a cut keeps; how many caps' worth of samples without a change relax
 # the cap on a stream that keeps changing (a stream that drifts throughout is fitted best
@@ -42,6 +55,139 @@ class Forgetful(Protocol):
     def forget_oldest(self, k: int) -> None: ...
 
 
+# A full memory's stride is the first lag (1, 2, 4, … samples) at which its inputs are
+# less alike than this (the pooled autocorrelation of the standardised inputs).
+DECORRELATED = 0.5
+# The stride is first measured on this many stored patterns (then again on the full memory).
+MEASURED = 100
+
+
+class StoresInputs(Protocol):
+    """A memory whose stored inputs can be read, oldest first (a row each)."""
+
+    def stored_inputs(self) -> np.ndarray: ...
+
+
+@dataclass
+class Horizon:
+    """Which samples a memory of ``window_size`` patterns takes in: every one until it is
+    full; then one in ``stride`` (the first, and every ``stride``-th after it), the stride
+    measured on the full memory as the lag at which its inputs decorrelate
+    (:func:`decorrelation_stride`), at most ``max_stride``.
+
+    On a stream whose consecutive inputs are alike — a control loop at 1 kHz, a trajectory
+    sampled at 100 Hz — the last ``window_size`` samples cover a second of it, and the model
+    forgets the rest of the trajectory while it learns; one sample in ``stride`` spreads
+    the same patterns over ``stride`` times as long. Where consecutive inputs are as unlike
+    as any two (shuffled data, spike counts), the stride is 1: the last ``window_size``
+    samples, as before. A sample the memory does not take still moves everything that
+    reads the stream (the errors' calibration and change statistics, the pruner's
+    evaluations). An alarm makes the next ``dense`` samples enter whatever the stride (a
+    change is learned at the stream's full rate, and its patterns are there for the cut);
+    after a cut every sample enters until the memory is full again.
+
+    Attributes
+    ----------
+    window_size
+        The memory's patterns.
+    max_stride
+        The longest stride: the full memory reaches back at most ``max_stride ·
+        window_size`` samples (1: the last ``window_size`` samples, always).
+    stride
+        The stride in force.
+    full_since
+        The sample at which the memory was last found full (−1: not since the start or the
+        last cut).
+    dense_from, dense_until
+        The samples an alarm lets in, whatever the stride (``[dense_from, dense_until)``).
+    """
+
+    window_size: int
+    max_stride: int
+    stride: int = 1
+    full_since: int = -1
+    dense_from: int = 0
+    dense_until: int = 0
+
+    def admits(self, stored: int, learned: int, window: StoresInputs) -> bool:
+        """Whether sample ``learned`` (the samples learned before it) enters a memory that
+        holds ``stored`` patterns; ``window`` gives the stored inputs when the memory is
+        found full (the stride is measured then, O(W·d))."""
+        if self.full_since < 0:
+            if stored == min(MEASURED, self.window_size - 1) and self.max_stride > 1:
+                # (measured early, so that a trajectory's young memory is known for one)
+                self.stride = decorrelation_stride(window.stored_inputs(), self.max_stride)
+            if stored < self.window_size:
+                return True
+            self.full_since = learned
+            self.stride = (decorrelation_stride(window.stored_inputs(), self.max_stride)
+                           if self.max_stride > 1 else 1)
+        if learned < self.dense_until:
+            return True
+        return (learned - self.full_since) % self.stride == 0
+
+    def patterns_in(self, samples: int, learned: int) -> int:
+        """How many of the patterns that came in stay from the last ``samples`` samples (at
+        sample ``learned``): every one before the memory was full and while an alarm's
+        samples entered, one in ``stride`` else."""
+        if self.full_since < 0 or self.stride == 1:
+            return samples
+        start = max(learned - samples, 0)
+        before = max(min(self.full_since, learned) - start, 0)
+        start = max(start, self.full_since)
+        lo, hi = max(start, self.dense_from), min(self.dense_until, learned)
+        dense = max(hi - lo, 0) - (self._on_stride(lo, hi) if hi > lo else 0)
+        return before + self._on_stride(start, learned) + dense
+
+    def _on_stride(self, lo: int, hi: int) -> int:
+        """The samples in [lo, hi) on the stride (lo at or after ``full_since``)."""
+        f, s = self.full_since, self.stride
+        return -(-(hi - f) // s) - -(-(lo - f) // s)
+
+    def spans(self, learned: int) -> bool:
+        """Whether the memory spans its horizon at sample ``learned``: always unless the
+        inputs did not decorrelate within the longest stride (a trajectory sampled fast:
+        a control loop, a robot at 100 Hz); then once every stored pattern came in at the
+        stride. (A memory that spans less of such a trajectory is still meeting parts of
+        it for the first time, and its errors grow there for want of data, not because
+        the stream changed; inputs that decorrelate sooner — an hourly cycle, whose hour
+        decorrelates in 8 samples and returns in 24 — revisit what the memory holds.)"""
+        if self.stride < self.max_stride or self.max_stride == 1:
+            return True
+        return self.full_since >= 0 and learned - self.full_since >= self.stride * self.window_size
+
+    def alarm(self, learned: int, dense: int) -> None:
+        """A change may have begun: the next ``dense`` samples enter."""
+        self.dense_from = learned + 1
+        self.dense_until = learned + 1 + dense
+
+    def restart(self) -> None:
+        """After a cut the memory is not full: every sample enters until it is again."""
+        self.full_since = -1
+
+
+def decorrelation_stride(inputs: np.ndarray, max_stride: int) -> int:
+    """The first lag ℓ = 1, 2, 4, … (at most ``max_stride``) at which the stored
+    ``inputs`` (oldest first, a row each) are less alike than ``DECORRELATED``: the pooled
+    autocorrelation ``1 − mean‖zₜ₊ℓ − zₜ‖² / (2·d)`` of the inputs standardised over the
+    memory (constant inputs left out); ``max_stride`` where none is. Independent inputs
+    give 1; noise on some inputs does not hide the others' smoothness, as long as the
+    smooth ones are at least half of the variance."""
+    spread = inputs.std(axis=0)
+    varying = spread > 0.0
+    if not np.any(varying):
+        return 1
+    z = (inputs[:, varying] - inputs[:, varying].mean(axis=0)) / spread[varying]
+    d = z.shape[1]
+    lag = 1
+    while lag < max_stride and lag < z.shape[0] // 2:
+        step = z[lag:] - z[:-lag]
+        if 1.0 - np.mean(np.einsum("ij,ij->i", step, step)) / (2.0 * d) < DECORRELATED:
+            return lag
+        lag *= 2
+    return max_stride
+
+
 @dataclass
 class AdaptiveMemory:
     """The memory's state between alarms.
@@ -50,6 +196,9 @@ class AdaptiveMemory:
     ----------
     window_size
         The window's maximum, where a relaxed cap is dropped.
+    horizon
+        Which samples the memory holds (:class:`Horizon`): the alarms date a change in
+        samples, the memory counts patterns.
     last_alarm
         The sample of the last alarm that began a change (−1: none yet).
     cap
@@ -62,6 +211,7 @@ class AdaptiveMemory:
     """
 
     window_size: int
+    horizon: Horizon | None = None
     last_alarm: int = -1
     cap: int = 0
     cap_since: int = 0
@@ -72,32 +222,54 @@ class AdaptiveMemory:
         """Whether :meth:`hold` has anything to do."""
         return bool(self.cap or self.stale)
 
-    def after_alarm(self, model: Forgetful, since: int, learned: int) -> bool:
+    def after_alarm(self, model: Forgetful, since: int, learned: int,
+                    before_cut: Callable[[], None] | None = None) -> bool:
         """An alarm at sample ``learned`` dating the change ``since`` samples back: cut the
-        window of ``model`` to the patterns after it (module docstring). Returns whether
-        patterns were forgotten."""
+        window of ``model`` to the patterns after it (module docstring) if the memory
+        spans its horizon (:meth:`Horizon.spans`), calling ``before_cut()`` first (a
+        concept memory keeps the outgoing model). Returns whether patterns were
+        forgotten."""
         floor = _floor(model)
         stored = model.n_stored
+        horizon = self.horizon
+        if horizon is not None and not horizon.spans(learned):
+            return False  # (a trajectory's young memory: Horizon.spans)
         if stored < 2 * floor:
             # (a memory short of twice its floor is young, or just cut: its model's errors
             # are still falling, and a cut would keep most of it)
             return False
-        keep = max(since, floor)
+        if horizon is not None:
+            horizon.alarm(learned, 2 * floor)
         interval = learned - self.last_alarm
         # (an alarm within two floors of the last is the same change, still settling: it
         # cuts, and leaves the interval between changes as it was)
-        if self.last_alarm < 0 or interval >= 2 * keep:
+        if self.last_alarm < 0 or interval >= 2 * max(since, floor):
             if self.last_alarm >= 0:
                 self.cap = interval
                 self.cap_since = learned
             self.last_alarm = learned
+        after = self._patterns_in(since, learned)
+        keep = max(after, floor)
         cut = keep < stored
         if cut:
-            model.forget_oldest(stored - keep)
+            if before_cut is not None:
+                before_cut()
+            self._forget(model, stored - keep)
         # (the patterns from before the change kept to reach the floor go as soon as as
         # many new ones have come: hold)
-        self.stale = max(min(keep, stored) - since, 0)
+        self.stale = max(min(keep, stored) - after, 0)
         return cut
+
+    def _forget(self, model: Forgetful, count: int) -> None:
+        """The ``count`` oldest patterns forgotten: the memory is no longer full, and every
+        sample enters again until it is (:meth:`Horizon.restart`)."""
+        model.forget_oldest(count)
+        if self.horizon is not None:
+            self.horizon.restart()
+
+    def _patterns_in(self, samples: int, learned: int) -> int:
+        return (samples if self.horizon is None
+                else self.horizon.patterns_in(samples, learned))
 
     def hold(self, model: Forgetful, learned: int) -> None:
         """Forget the stale patterns once the floor is reached without them, and keep the
@@ -108,7 +280,7 @@ class AdaptiveMemory:
         ``window_size``."""
         stored = model.n_stored
         if self.stale and stored - self.stale >= _floor(model):
-            model.forget_oldest(self.stale)
+            self._forget(model, self.stale)
             self.stale = 0
             return
         cap = self.cap
@@ -121,7 +293,7 @@ class AdaptiveMemory:
                 self.cap = 0
                 return
         if stored >= 1.5 * cap:
-            model.forget_oldest(stored - cap)
+            self._forget(model, stored - cap)
 
 
 def _floor(model: Forgetful) -> int:

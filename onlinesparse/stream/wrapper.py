@@ -130,7 +130,7 @@ class StreamRegressor(base.Wrapper, base.Regressor):
             self.n_memory_cuts += 1
             return
         if alarm:  # (no cut: a model that cannot forget, or nothing to cut)
-            self._layer.restart_level()
+            self._layer.restart()
 
     def predict_one(self, x: dict, with_dist: bool = False, **kwargs
                     ) -> float | proba.Gaussian:
