@@ -39,24 +39,35 @@ def _shuffled(n: int, seed: int = 0, d: int = 3):
 def test_the_stride_is_one_on_independent_inputs_and_the_longest_on_a_trajectory():
     rng = np.random.default_rng(0)
     assert decorrelation_stride(rng.standard_normal((1000, 5)), 20) == 1
-    smooth = np.array([[x[k] for k in sorted(x)] for x, _ in _trajectory(1000)])
+    smooth = _inputs(_trajectory(1000))
     assert decorrelation_stride(smooth, 20) == 20
-    assert decorrelation_stride(smooth, 1) == 1
-    # Noise on a third of the inputs does not hide the others' smoothness (pooled: the
-    # smooth ones are two thirds of the variance); noise on all of them does.
-    noisy = np.hstack([smooth, rng.standard_normal((1000, 3)) * smooth.std(axis=0)])
-    noisy = noisy[:, :4]
+    # The same trajectory at 100 Hz returns within half the memory (period 400 samples):
+    # the memory spans its cycle already.
+    assert decorrelation_stride(_inputs(_trajectory(1000, rate=100.0)), 20) == 1
+    # Noise on one input in four does not hide the others' smoothness (pooled); noise on
+    # all of them does.
+    noisy = np.hstack([smooth, rng.standard_normal((1000, 1)) * smooth.std()])
     assert decorrelation_stride(noisy, 20) == 20
     assert decorrelation_stride(smooth + 3.0 * rng.standard_normal(smooth.shape), 20) == 1
-    # A lag where the pooled autocorrelation first drops below one half: white noise
-    # smoothed over 6 samples is alike at lags 1 and 2, no longer at 4.
+    # White noise averaged over 6 samples (autocorrelation (6 − ℓ)/6) first decorrelates
+    # at lag 4 and never returns: one sample in 4.
     smoothed = np.apply_along_axis(lambda c: np.convolve(c, np.ones(6), "valid"), 0,
                                    rng.standard_normal((2000, 4)))
     assert decorrelation_stride(smoothed, 20) == 4
+    assert decorrelation_stride(smoothed, 3) == 3
+    # An hourly cycle decorrelates in 8 samples and returns in 24: stride 1.
+    hours = np.arange(300.0)[:, None] % 24.0
+    assert decorrelation_stride(hours, 20) == 1
     assert decorrelation_stride(np.ones((50, 2)), 20) == 1  # (nothing varies)
 
 
+def _inputs(stream) -> np.ndarray:
+    return np.array([[x[k] for k in sorted(x)] for x, _ in stream])
+
+
 class _Window:
+    """Stored inputs to measure a stride on (whatever the memory's count)."""
+
     def __init__(self, inputs: np.ndarray):
         self.inputs = inputs
 
@@ -73,7 +84,7 @@ def test_a_full_memory_takes_one_sample_in_the_stride_and_counts_them(stride, si
     after it, and every stride-th), and every one of the ``dense`` after an alarm;
     patterns_in counts the patterns of the last samples exactly."""
     horizon = Horizon(size, max_stride=stride)
-    smooth = _Window(np.cumsum(np.ones((size, 2)), axis=0))  # (alike at every lag)
+    smooth = _Window(_inputs(_trajectory(1000)))  # (alike at every lag)
     stored, entered = 0, []
     for learned in range(size + extra + stride * size):
         if alarm is not None and learned == size + alarm[0]:
@@ -93,7 +104,7 @@ def test_a_full_memory_takes_one_sample_in_the_stride_and_counts_them(stride, si
 
 def test_an_alarm_lets_the_next_samples_in_and_a_cut_restarts_the_filling():
     horizon = Horizon(10, max_stride=4)
-    smooth = _Window(np.cumsum(np.ones((10, 2)), axis=0))
+    smooth = _Window(_inputs(_trajectory(1000)))
     for learned in range(10):
         assert horizon.admits(learned, learned, smooth)
     assert horizon.admits(10, 10, smooth) and not horizon.admits(10, 11, smooth)
@@ -114,7 +125,7 @@ def test_a_trajectorys_memory_is_not_cut_until_it_spans_its_horizon():
             self.n_stored -= k
 
     horizon = Horizon(200, max_stride=3)
-    smooth = _Window(np.cumsum(np.ones((200, 2)), axis=0))
+    smooth = _Window(_inputs(_trajectory(1000)))
     memory = AdaptiveMemory(200, horizon)
     model = _Model()
     assert horizon.admits(200, 200, smooth) and horizon.stride == 3
@@ -123,11 +134,12 @@ def test_a_trajectorys_memory_is_not_cut_until_it_spans_its_horizon():
     assert memory.after_alarm(model, since=30, learned=800)
     assert model.n_stored == max(10 + 20 // 3 + 1, 30)  # (the floor: MIN_MEMORY)
     assert horizon.full_since < 0  # (cut: every sample enters until full again)
-    # Inputs that decorrelate within the longest stride (an hourly cycle's) revisit what
-    # the memory holds: cut as before.
+    # Inputs that decorrelate within the longest stride revisit what the memory holds:
+    # cut as before.
     cycle = Horizon(200, max_stride=20)
-    hours = np.arange(200.0)[:, None] % 24.0
-    assert cycle.admits(200, 200, _Window(hours)) and 1 < cycle.stride < 20
+    smoothed = np.convolve(np.random.default_rng(1).standard_normal(205), np.ones(6),
+                           "valid")[:, None]
+    assert cycle.admits(200, 200, _Window(smoothed)) and 1 < cycle.stride < 20
     assert cycle.spans(201)
     # A stream whose inputs are independent (stride 1) is cut as before.
     independent = AdaptiveMemory(200, Horizon(200, max_stride=3))

@@ -109,7 +109,8 @@ def new_change() -> np.ndarray:
 def restart_reference(change: np.ndarray) -> None:
     """After a cut: the model, refitted to a shorter memory, makes errors of its own, and
     the statistics wait ``WARM_UP`` in-control samples again while the detector's deviation
-    and the errors' persistence are learned anew from them. (Measured in its predecessor's
+    and the errors' persistence learn from them (the trackers at the fast rate of a new
+    stream's). (Measured in its predecessor's
     deviation, a young model's errors read as a change: each cut of a 7-joint control
     loop's memory left a model that raised the next alarm, 67 cuts in 20 s.)"""
     change["persistence"][..., SAMPLES] = 0.0

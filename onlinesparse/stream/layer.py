@@ -337,9 +337,9 @@ def after_learning(layers: Sequence[StreamLayer], memory: AdaptiveMemory | None,
         if memory.holding:
             memory.hold(model, learned)
         return False
-    if not memory.after_alarm(
-            model, since, learned,
-            None if concepts is None else lambda: concepts.after_alarm(freeze, learned)):
+    if concepts is not None:
+        concepts.after_alarm(freeze, learned)
+    if not memory.after_alarm(model, since, learned):
         return False
     for layer in layers:
         layer.restart()
