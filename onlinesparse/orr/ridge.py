@@ -399,11 +399,14 @@ class IncrementalRidge(RecordOwner):
         l_vec = state.variance @ g
         if g_jj - float(g @ l_vec) >= core.PROJECT_BELOW * g_jj:
             return None
-        rows = window.stored_rows(model_only=False)  # (oldest first, one row per pattern)
-        residual = rows[:, position] - rows[:, : state.size] @ l_vec
-        targets = window.targets.values[:, window._order()]
+        # (over the ring's slots as stored: the sums need no order, and a full ring's rows
+        # are read in place, not copied oldest first)
+        HT, YT = window.pattern_arrays()[3], window.targets.values
+        slots = (slice(0, window.n_stored) if window.n_stored == window.ring_size
+                 else window._order())
+        residual = HT[position, slots] - l_vec @ HT[: state.size, slots]
         return (float(residual @ residual + l_vec @ (state.lambdas * l_vec)),
-                targets @ residual)
+                YT[:, slots] @ residual)
 
     def _can_project(self) -> bool:
         """Whether :meth:`_projection` can use the stored rows (an unweighted window)."""
