@@ -98,13 +98,19 @@ class BufferManager:
             pass
         due = self.column_due()
         self.n_considered += 1
-        if not (column and due):
-            return
+        if column and due:
+            self.add_columns(window)
+
+    def add_columns(self, window: WindowStatistics) -> int:
+        """Make up to ``max_new_per_sample`` queued proposals candidates (a column each over
+        the stored window, O(W·n)); returns how many."""
+        added = 0
         for _ in range(min(self.max_new_per_sample, len(self.queue))):
             # (the centre is a validated input and the radii were checked at creation)
             if window.n_candidates < self.capacity:
                 centre, radius, metric = self.queue.popleft()
                 window.add_radial(centre, radius, self.kernel, metric)
+                added += 1
                 continue
             # A full pool: the new candidate takes the least useful one's place.
             position = self._least_useful(window)
@@ -113,6 +119,8 @@ class BufferManager:
             centre, radius, metric = self.queue.popleft()
             window.replace_radial(position, centre, radius, self.kernel, metric)
             self.n_evicted += 1
+            added += 1
+        return added
 
     def propose(self, centre: np.ndarray, metric: np.ndarray | None = None) -> None:
         """Queue ``centre`` (the caller's to give away) once per radius, with the inputs'

@@ -218,6 +218,13 @@ class GCVPruner(RecordOwner):
             model.maintain()
         return ran
 
+    def carry_out(self, model: IncrementalRidge, kind: int, action: int, j: int,
+                  protected: bool, numbers: np.ndarray) -> None:
+        """A move the compiled pruner handed back earlier and its caller held
+        (``orr.upkeep``), made now with the ``numbers`` it was decided with."""
+        self.move[: numbers.shape[0]] = numbers
+        self._carry_out(model, kind, action, j, protected)
+
     def _carry_out(self, model: IncrementalRidge, kind: int, action: int, j: int,
                    protected: bool) -> None:
         """A move the compiled pruner handed back, made by the model's own operations."""

@@ -36,6 +36,7 @@ from onlinesparse.orr.input_metric import InputMetric, prediction_moves
 from onlinesparse.orr.kernels import KERNELS, BasisSpec, FrozenBasis
 from onlinesparse.orr.pruner import GCVPruner
 from onlinesparse.orr.ridge import IllConditionedError, IncrementalRidge
+from onlinesparse.orr.upkeep import Upkeep
 from onlinesparse.stream import AdaptiveMemory, ConceptMemory, Horizon, StreamLayer
 from onlinesparse.stream.concepts import LASTED
 from onlinesparse.stream.layer import after_learning, new_streams
@@ -138,6 +139,7 @@ class StreamingRBF(Versioned, RecordOwner):
         self.last_target = last_target
         self._validate_parameters()
         self._model: IncrementalRidge | None = None
+        self._upkeep = Upkeep()
         self._features = FeatureMap(strict=strict)
         self._buffer: BufferManager | None = None
         # The constant is the intercept, unpenalised: the model's choices do not depend on
@@ -309,10 +311,15 @@ class StreamingRBF(Versioned, RecordOwner):
         # refresh sample then selects as any other: when a refresh is called for is
         # decided by rounding (the accounts and the drift probe measure it), so it must
         # not decide what the model does (docs/numerics.md §10).
-        if self.candidate_every == 1 or not self._buffer.column_due():
+        upkeep = self._upkeep
+        if upkeep.overdue(self._n_learned):  # (a loop that stopped calling maintain())
+            self.maintain()
+        if upkeep.refresh_inline(model, self.candidate_every == 1
+                                 or not self._buffer.column_due(), self._n_learned):
             model.maintain()
         size = model.size
         evaluations, first = self._schedule(size)
+        evaluations = upkeep.evaluations(evaluations)
         added = pruner.n_added if size >= self.max_basis else -1  # (-1: not at the budget)
         fast = known and features.is_fitted
         means = features.means if fast else np.empty(len(vector))
@@ -338,7 +345,12 @@ class StreamingRBF(Versioned, RecordOwner):
         else:
             features.commit(vector, x, known)
         while status != fused.QUIET:
-            evaluations, first = self._carry_on(status, evaluations, first)
+            if status == fused.MOVE and upkeep.holds(pruner, self._n_learned):
+                self._adopt_resized()  # (the move waits for maintain(): orr.upkeep)
+                upkeep.hold(pruner, model.window.ids, self._n_learned)
+                evaluations = 0
+            else:
+                evaluations, first = self._carry_on(status, evaluations, first)
             compiled = self._compiled()
             status = compiled.carry_on(compiled.bundle, vector, evaluations, first)
         self._after_sample(vector, targets, size, added)
@@ -398,6 +410,27 @@ class StreamingRBF(Versioned, RecordOwner):
         ran = self._pruner.finish(self._model, None)
         self._overfilled = True
         return evaluations - ran, core.continued_order(first, ran - 1)
+
+    def maintain(self, max_pieces: int | None = None) -> int:
+        """Do the heavy work ``learn_one`` owes (:mod:`onlinesparse.orr.upkeep`): a move of
+        the pruner, a refresh of S, a new candidate's column, at most ``max_pieces`` of
+        them (all by default). Returns how many were done.
+
+        For a control loop, in the time between its ticks: once called, ``learn_one``
+        leaves those pieces to it — its tick is then the sample's light work alone (the
+        7-joint Panda loop: no tick over 1 ms after the first 2 s, where 20 carried a
+        piece inline) — and a piece owed for ``MAX_DEFERRAL`` (100) samples is done by
+        ``learn_one`` again. A model that is never maintained does at most one piece per
+        sample, as before."""
+        if self._model is None:
+            self._upkeep.maintained = True
+            return 0
+        moved = self._upkeep.move is not None
+        done = self._upkeep.run(self._model, self._pruner, self._buffer, max_pieces)
+        self._adopt_resized()
+        if moved:
+            self._overfilled = True
+        return done
 
     def _adopt_resized(self) -> None:
         """Take the state a compiled call resized into the spare arrays."""
@@ -468,8 +501,9 @@ class StreamingRBF(Versioned, RecordOwner):
         compute a new candidate column (or trim a pool that :meth:`refine` overfilled)."""
         buffer = self._buffer
         proposal = bool(self._propose)
-        column = not busy
-        if ((column and buffer.column_due() and (proposal or buffer.queue))
+        due = buffer.column_due() and bool(proposal or buffer.queue)
+        column = not busy and self._upkeep.columns_inline(due, self._n_learned)
+        if ((column and due)
                 or (self._overfilled
                     and self._model.window.n_candidates > buffer.capacity)):
             # (with the verdict given, consider reads neither the error nor a noise level)
