@@ -102,7 +102,7 @@ def test_a_piece_owed_too_long_is_done_by_learn_one(monkeypatch, cls):
     counter = _Counter(monkeypatch)
     model = cls(max_basis=15, window_size=200)
     model.maintain()
-    for k, (x, y) in enumerate(_friedman(1500)):
+    for x, y in _friedman(1500):
         counter.learn(model, x, y if cls is SparseRBFRegressor else {"a": y, "b": -y})
         upkeep, learned = model._upkeep, model._n_learned
         for since in (upkeep.move_since, upkeep.column_since):
