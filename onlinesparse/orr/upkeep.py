@@ -79,8 +79,12 @@ class Upkeep:
     def overdue(self, learned: int) -> bool:
         """Whether a piece has been owed for ``MAX_DEFERRAL`` samples (``learned`` so far):
         then ``learn_one`` does the owed pieces first."""
-        return any(since >= 0 and learned - since >= MAX_DEFERRAL
-                   for since in (self.move_since, self.refresh_since, self.column_since))
+        if not self.maintained:  # (nothing is ever owed: the common case, every sample)
+            return False
+        oldest = min(s for s in (self.move_since, self.refresh_since, self.column_since)
+                     if s >= 0) if max(self.move_since, self.refresh_since,
+                                       self.column_since) >= 0 else learned
+        return learned - oldest >= MAX_DEFERRAL
 
     def refresh_inline(self, model: IncrementalRidge, free: bool, learned: int) -> bool:
         """Whether ``learn_one`` runs a deferred refresh of S now: at the first sample

@@ -118,6 +118,8 @@ class Horizon:
         """Whether sample ``learned`` (the samples learned before it) enters a memory that
         holds ``stored`` patterns; ``window`` gives the stored inputs when the memory is
         found full (the stride is measured then, O(W·d))."""
+        if self.stride == 1 and self.full_since >= 0 and learned >= self.dense_until:
+            return True  # (the last window_size samples: every sample, the common case)
         if self.full_since < 0:
             if stored == min(MEASURED, self.window_size - 1) and self.max_stride > 1:
                 # (measured early, so that a trajectory's young memory is known for one)
