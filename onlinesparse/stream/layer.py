@@ -77,12 +77,13 @@ class Streams(NamedTuple):
 def new_streams(n_targets: int, coverage: float = 0.95, last_target: bool = True
                 ) -> Streams:
     """Fresh records for ``n_targets`` targets (:class:`Streams`), each calibrated to
-    ``coverage``."""
-    return Streams(np.concatenate([new_calibration(coverage)] * n_targets),
-                   np.concatenate([new_change()] * n_targets),
-                   np.stack([new_baseline(last_target)] * n_targets),
-                   np.stack([new_levels()] * n_targets),
-                   np.concatenate([new_level_state()] * n_targets))
+    ``coverage``. (Repeated, not concatenated: joining structured arrays promotes their
+    fields, 250 µs of a 7-target model's first sample against 23.)"""
+    return Streams(np.repeat(new_calibration(coverage), n_targets),
+                   np.repeat(new_change(), n_targets),
+                   np.repeat(new_baseline(last_target)[None], n_targets, axis=0),
+                   np.repeat(new_levels()[None], n_targets, axis=0),
+                   np.repeat(new_level_state(), n_targets))
 
 
 @jit
