@@ -271,9 +271,7 @@ def stream_sample(x: np.ndarray, y: np.ndarray, means: np.ndarray, committed: in
     if status == SLIDE_REFUSED:
         return SLIDE_REFUSED
     _track_inputs(b, x, gradient, track)
-    b.record[0].n_learned += 1
-    running_mean(means, x, committed)
-    _observe(b, y)
+    _count_and_observe(b, x, y, means, committed)
     if status == REFRESH:
         return REFRESH
     return continue_sample(b, x, evaluations, first)
@@ -291,10 +289,18 @@ def observe_sample(x: np.ndarray, y: np.ndarray, means: np.ndarray, committed: i
     row = _errors_before(b, x, y)
     m = b.state.weights.shape[0]
     b.ridge[0].leverage = symmetric_quadratic(b.state.variance, row, m) if m else 0.0
+    _count_and_observe(b, x, y, means, committed)
+    return continue_sample(b, x, evaluations, first)
+
+
+@jit
+def _count_and_observe(b: SampleState, x: np.ndarray, y: np.ndarray, means: np.ndarray,
+                       committed: int) -> None:
+    """What every learned sample moves, taken in or not: the count, the inputs' running
+    ``means`` (the ``committed``-th learned input) and the stream layer's step."""
     b.record[0].n_learned += 1
     running_mean(means, x, committed)
     _observe(b, y)
-    return continue_sample(b, x, evaluations, first)
 
 
 @jit

@@ -345,7 +345,7 @@ class StreamingRBF(Versioned, RecordOwner):
         else:
             features.commit(vector, x, known)
         while status != fused.QUIET:
-            if status == fused.MOVE and upkeep.holds(pruner, self._n_learned):
+            if status == fused.MOVE and upkeep.holds(pruner):
                 self._adopt_resized()  # (the move waits for maintain(): orr.upkeep)
                 upkeep.hold(pruner, model.window.ids, self._n_learned)
                 evaluations = 0

@@ -21,7 +21,7 @@ the sample cannot go on without it), and the memory's cut after an alarm
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -73,8 +73,6 @@ class Upkeep:
     move_since: int = -1
     refresh_since: int = -1
     column_since: int = -1
-    done: dict[str, int] = field(default_factory=lambda: {"refresh": 0, "move": 0,
-                                                          "column": 0})
 
     def overdue(self, learned: int) -> bool:
         """Whether a piece has been owed for ``MAX_DEFERRAL`` samples (``learned`` so far):
@@ -101,7 +99,7 @@ class Upkeep:
         decision would be made on a state the held move is about to change)."""
         return evaluations if self.move is None else 0
 
-    def holds(self, pruner: GCVPruner, learned: int) -> bool:
+    def holds(self, pruner: GCVPruner) -> bool:
         """Whether a move the compiled pruner just handed back waits for ``maintain()``."""
         return (self.maintained and self.move is None
                 and int(pruner.record[0]["stop"]) == core.pruning.HAND_BACK)
@@ -132,20 +130,18 @@ class Upkeep:
         """Do the owed pieces, at most ``max_pieces`` (all by default), the held move
         first, then the refresh, then a candidate column; returns how many were done."""
         self.maintained = True
-        budget = max_pieces if max_pieces is not None else 3
+        budget = max_pieces if max_pieces is not None else 3  # (3: every kind of piece)
         done = 0
         if self.move is not None and done < budget:
             self._make_held_move(model, pruner)
             done += 1
         if done < budget and model.maintain():
-            self.done["refresh"] += 1
             done += 1
         if not model.refresh_pending:
             self.refresh_since = -1
         if self.column_since >= 0 and done < budget:
             buffer.add_columns(model.window)
             self.column_since = -1
-            self.done["column"] += 1
             done += 1
         return done
 
@@ -158,4 +154,3 @@ class Upkeep:
             except ValueError:
                 return
         pruner.carry_out(model, held.kind, held.action, held.basis, held.protected, numbers)
-        self.done["move"] += 1

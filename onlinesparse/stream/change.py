@@ -137,14 +137,14 @@ def watch_errors(change: np.ndarray, error: float, variance: float, quantile: fl
     deviation = math.exp(s.log_scale) * math.sqrt(variance)
     z = s.z = min(max(error / deviation, -3.0), 3.0)
     increment = SCALE_WEIGHT * z * z - SCALE_OFFSET
-    if s.persistence[0][SAMPLES] >= WARM_UP:  # (before, no reference to judge by)
+    warming = s.persistence[0][SAMPLES] < WARM_UP  # (no reference to judge by yet)
+    if not warming:
         watch_for_change(change, z / math.sqrt(persistence(s.persistence[0])),
                          SCALE_MEAN + (increment - SCALE_MEAN)
                          / math.sqrt(persistence(s.persistence[1])))
     if not change_underway(change):
         # (while the statistics wait, the deviation is learned at the interval's own rate:
         # it is their reference from the first step on)
-        warming = s.persistence[0][SAMPLES] < WARM_UP
         s.log_scale = calibration_step(s.log_scale, error, deviation, quantile, miss_rate,
                                        CALIBRATION_STEP if warming else IN_CONTROL_STEP)
         track_persistence(s.persistence[0], z)
