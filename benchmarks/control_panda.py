@@ -68,7 +68,9 @@ model that has one runs ``maintain(1)`` (timed apart: one piece of the heavy wor
 period together).
 The compute time of a tick is predict + learn, ``time.perf_counter_ns`` (wall clock; the
 thread's CPU time beside it). Before each
-run: ``onlinesparse.warm_up()`` (once per process), ``gc.collect()``, ``gc.freeze()``, and
+run: ``onlinesparse.warm_up()`` (once per process), the model's ``prepare(x, y)`` if it has
+one (its state built for these inputs and targets before the first tick), ``gc.collect()``,
+``gc.freeze()``, and
 ``gc.disable()`` for the whole loop (re-enabled and unfrozen after it).
 
 Printed per controller: the tracking RMS (rad) over the second half of the run, all joints
@@ -347,6 +349,9 @@ def run(controller: str, seconds: float, seed: int = SEED, model: Any = None,
         predict_ns, learn_ns, cpu_ns, maintain_ns = (np.zeros(n, dtype=np.int64)
                                                      for _ in range(4))
         maintain = getattr(model, "maintain", None)
+        prepare = getattr(model, "prepare", None)
+        if prepare is not None:  # (the model's state built before the first tick)
+            prepare(inputs(q_ref[0], qd_ref[0], qdd_ref[0]), dict.fromkeys(TARGETS, 0.0))
         clipped, failures = 0, []
         previous = None  # (q̃, q̃̇, torque, true q̇) of the last tick
         exact = acceleration == "simulator"

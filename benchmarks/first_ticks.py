@@ -16,7 +16,9 @@ wall clock (``perf_counter_ns``) and the thread's CPU time (``thread_time_ns``: 
 host preempted shows a wall time far above its CPU time). The stream is stationary and
 nonlinear, d inputs drawn uniformly in [−1, 1], y = sin(π x₁ x₂) + x₃² + mean(x) + 0.1 ε
 (indices wrap for d < 3), seeded per run. The models: ``SparseRBFRegressor()`` (defaults),
-with ``last_target=False`` (a control loop's setting), with ``memory="window"``, and
+with ``last_target=False`` (a control loop's setting), the same with its state built
+before the first tick (``prepare(x)`` on the stream's first input, untimed, after the
+collector is frozen), with ``memory="window"``, and
 ``VBLSRegressor()`` (defaults), each at d = 3 and d = 21 (a 7-joint robot's q, q̇, q̈).
 numba's work during the ticks is counted with ``onlinesparse.warm.numba_work`` (functions
 whose machine code is looked up or compiled); a tree without it counts nothing. One
@@ -115,11 +117,14 @@ def _models() -> dict[str, Callable[[], Any]]:
     return {"SparseRBFRegressor()": SparseRBFRegressor,
             "SparseRBFRegressor(last_target=False)":
                 lambda: SparseRBFRegressor(last_target=False),
+            PREPARED: lambda: SparseRBFRegressor(last_target=False),
             "SparseRBFRegressor(memory='window')": lambda: SparseRBFRegressor(memory="window"),
             "VBLSRegressor()": VBLSRegressor}
 
 
-MODELS = ("SparseRBFRegressor()", "SparseRBFRegressor(last_target=False)",
+# (a loop's model whose state is built before the first tick: prepare(x), untimed)
+PREPARED = "SparseRBFRegressor(last_target=False), prepared"
+MODELS = ("SparseRBFRegressor()", "SparseRBFRegressor(last_target=False)", PREPARED,
           "SparseRBFRegressor(memory='window')", "VBLSRegressor()")
 
 
@@ -151,6 +156,8 @@ def child(model: str, d: int, ticks: int, seed: int) -> dict[str, Any]:
     gc.freeze()
     gc.disable()
     fresh = _models()[model]()
+    if model == PREPARED:
+        fresh.prepare(data[0][0])
     times, cpu = np.zeros(ticks, dtype=np.int64), np.zeros(ticks, dtype=np.int64)
     clock, thread = time.perf_counter_ns, time.thread_time_ns
     if listening is not None:

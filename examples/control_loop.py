@@ -22,8 +22,10 @@ spans 20 s of the trajectory rather than its last second. Then, in the time left
 next tick, ``maintain(1)``: one piece of the heavy work (a move of the model selection, a
 refresh of the variance matrix, a new candidate) that ``learn_one`` leaves to it once the
 loop has called it, so that no tick carries one. Before the loop: ``warm_up()`` loads every
-compiled loop, ``gc.freeze()`` takes the long-lived objects (libraries, models) out of the
-garbage collector's passes and ``gc.disable()`` keeps a collection out of the ticks.
+compiled loop, ``prepare(x, y)`` builds the model's arrays for these inputs and targets
+(else the first tick would, 1–2 ms), ``gc.freeze()`` takes the long-lived objects
+(libraries, models) out of the garbage collector's passes and ``gc.disable()`` keeps a
+collection out of the ticks.
 
 Prints the tracking RMS per second with and without the learned feed-forward and the
 compute per tick against the budget. This is Python on a general-purpose OS: the
@@ -78,6 +80,8 @@ def learned_loop(seconds: float) -> dict:
     # comes back as the target; the last-target expert would feed the loop's output back)
     model = SparseRBFMultiTargetRegressor(last_target=False)
     model.maintain()  # (this loop has idle time: learn_one leaves the heavy pieces to it)
+    # (its arrays and candidates built now for these 21 inputs and 7 targets, not in tick 1)
+    model.prepare(inputs(q_ref[0], qd_ref[0], qdd_ref[0]), dict.fromkeys(TARGETS, 0.0))
     sim.reset(reference.centre)
 
     errors = np.empty((n, ARM))

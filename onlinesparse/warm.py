@@ -77,7 +77,7 @@ def warm_up(seed: int = 0, progress: bool | Callable[[str], None] = False) -> No
     (VBLS's about 0.2 s of the 0.7 s), and a first installation compiles them all at once.
     What is left for a new model's first ``learn_one`` is building the model for the inputs
     it sees (about 1 ms for the RBF network's defaults: its window's arrays, a candidate per
-    input), not machine code.
+    input), not machine code: the Orr family's ``prepare(x, y)`` does that before a loop.
 
     ``progress``: ``True`` prints each stage, each function as numba compiles it, and a
     line every ten seconds of a long compilation, to standard error; a callable receives

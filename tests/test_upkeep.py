@@ -127,3 +127,79 @@ def test_deferring_the_pieces_fits_as_well():
 
     inline, deferred = rmse(False), rmse(True)
     assert deferred <= 1.1 * inline
+
+
+# -- prepare(): a fresh model's state built before the loop ----------------------------------
+
+def _samples(n: int, multi: bool):
+    """Friedman samples with a step of the target halfway (the memory cuts once)."""
+    for i, (x, y) in enumerate(_friedman(n, seed=3)):
+        y += 8.0 * (i >= n // 2)
+        yield x, ({"a": y, "b": -2.0 * y + x["x0"]} if multi else y)
+
+
+def _moments(prediction) -> list[tuple[float, float]]:
+    """A predictive distribution's (or a dict of them's) means and deviations."""
+    dists = prediction.values() if isinstance(prediction, dict) else [prediction]
+    return [(d.mu, d.sigma) for d in dists]
+
+
+@pytest.mark.parametrize("multi", [False, True])
+def test_a_prepared_model_learns_as_an_unprepared_one(multi, monkeypatch):
+    """prepare() changes when the state is built, never what the model does: every
+    prediction equal, and the first learn_one builds nothing (the ridge is made once, in
+    prepare)."""
+    cls = SparseRBFMultiTargetRegressor if multi else SparseRBFRegressor
+    plain, prepared = cls(max_basis=20, window_size=150), cls(max_basis=20, window_size=150)
+    samples = list(_samples(600, multi))
+    built = []
+    original = IncrementalRidge.__init__
+
+    def counted(self, *args, **kwargs):
+        built.append(self)
+        original(self, *args, **kwargs)
+    monkeypatch.setattr(IncrementalRidge, "__init__", counted)
+    prepared.prepare(samples[0][0], samples[0][1] if multi else None)
+    assert len(built) == 1 and prepared.model is None
+    prepared.maintain(0)  # (a loop's mode, set before the first sample, is kept)
+    plain.maintain(0)
+    for x, y in samples:
+        assert _moments(prepared.predict_one(x, with_dist=True)) == _moments(
+            plain.predict_one(x, with_dist=True))
+        prepared.learn_one(x, y)
+        plain.learn_one(x, y)
+    assert len(built) == 2  # (the plain model's; the prepared one took its own)
+    assert prepared.model is built[0]
+    assert prepared.n_memory_cuts == plain.n_memory_cuts >= 1
+    assert prepared._upkeep.maintained
+
+
+def test_a_first_sample_unlike_the_prepared_one_builds_anew():
+    """Other inputs, another number of targets, or a parameter set since: the first
+    sample builds as a fresh model does, and learns as one."""
+    samples = list(_samples(300, True))
+    for change in ("inputs", "targets", "parameter"):
+        plain = SparseRBFMultiTargetRegressor(max_basis=10, window_size=100)
+        model = SparseRBFMultiTargetRegressor(max_basis=10, window_size=100)
+        x, y = samples[0]
+        model.prepare({**x, "extra": 1.0} if change == "inputs" else x,
+                      {**y, "c": 0.0} if change == "targets" else y)
+        if change == "parameter":
+            model.window_size = plain.window_size = 80
+        for x, y in samples:
+            model.learn_one(x, y)
+            plain.learn_one(x, y)
+        assert model.model.window.store_capacity == (80 if change == "parameter" else 100)
+        assert model.predict_one(samples[0][0]) == plain.predict_one(samples[0][0])
+
+
+def test_prepare_refuses_bad_input_and_a_model_that_learned():
+    model = SparseRBFMultiTargetRegressor()
+    with pytest.raises(ValueError, match="x1"):
+        model.prepare({"x1": float("nan")}, {"a": 1.0})
+    with pytest.raises(ValueError, match="dict of targets"):
+        model.prepare({"x1": 1.0})
+    assert "_staged" not in vars(model) and model.model is None
+    model.learn_one({"x1": 1.0}, {"a": 1.0})
+    with pytest.raises(ValueError, match="not learned yet"):
+        model.prepare({"x1": 1.0}, {"a": 1.0})

@@ -108,8 +108,8 @@ class SparseRBFMultiTargetRegressor(StreamingRBF, base.MultiTargetRegressor):
         if not known:
             vector = features.transform(x, learning=True)
         if self._model is None:
-            self._targets, self._references = list(names), values.copy()
             self._start(len(vector), len(names))
+            self._targets, self._references = list(names), values.copy()
         targets = self._scratch().targets
         np.subtract(values, self._references, out=targets)
         self._learn(vector, x, known, targets)

@@ -204,8 +204,8 @@ class SparseRBFRegressor(StreamingRBF, base.Regressor):
             vector = features.transform(x, learning=True)
         target = as_target(y)
         if self._model is None:
-            self._target_reference = target
             self._start(len(vector), 1)
+            self._target_reference = target
         targets = self._scratch().targets
         targets[0] = target - self._target_reference
         self._learn(vector, x, known, targets)

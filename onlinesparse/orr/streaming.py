@@ -29,7 +29,7 @@ from onlinesparse._validation import (
     check_real,
 )
 from onlinesparse.core.state import SAMPLE, Field, RecordOwner, new_record
-from onlinesparse.features import FeatureMap
+from onlinesparse.features import FeatureMap, as_targets
 from onlinesparse.orr import sample as fused
 from onlinesparse.orr.buffer import BufferManager
 from onlinesparse.orr.input_metric import InputMetric, prediction_moves
@@ -237,7 +237,48 @@ class StreamingRBF(Versioned, RecordOwner):
         return 0 if self._model is None else self._model.n_targets
 
     # -- learning -------------------------------------------------------------------------
+    def prepare(self, x: dict, y: dict | None = None) -> None:
+        """Build, before the first sample, what a model for inputs like ``x`` holds: its
+        window's arrays, its candidates, its stream layer and its compiled calls' bundle.
+
+        For a loop whose every tick has a budget: a fresh model builds these on its first
+        ``learn_one`` (1–2 ms on the defaults, 21 inputs; the compiled code itself is
+        :func:`~onlinesparse.warm_up`'s), which a prepared model then takes as it is —
+        its first tick costs about what a later one does. Nothing is learned: the model
+        predicts and learns exactly as an unprepared one (tested), and a first sample of
+        other inputs or another number of targets than prepared for builds anew. ``y``
+        names the targets of a multi-output model (its values are not read); ``x`` is
+        validated as ``learn_one`` does (a bad value raises ``ValueError``, nothing kept).
+        """
+        if self._model is not None:
+            raise ValueError("prepare() is for a model that has not learned yet")
+        n_features = len(self._features.transform(x, learning=True))
+        n_targets = self._fixed_targets or len(as_targets(y, None)[1])
+        shadow = self.clone()
+        shadow._start(n_features, n_targets)
+        shadow._compiled()
+        shadow._scratch()
+        self._staged = (n_features, n_targets, shadow, self._get_params())
+
+    def _adopt_staged(self, n_features: int, n_targets: int) -> bool:
+        """Take what :meth:`prepare` built, if it was built for these inputs and targets
+        and these parameters; whatever it built is dropped either way."""
+        staged = self.__dict__.pop("_staged", None)
+        if staged is None or staged[:2] != (n_features, n_targets):
+            return False
+        shadow, params = staged[2:]
+        # (a parameter set since; river's _get_params() reads the signature: 300 µs)
+        if any(getattr(self, name) != value for name, value in params.items()):
+            return False
+        # (the features and the upkeep's mode are the model's own; the rest is built state)
+        kept = {name: self.__dict__[name] for name in ("_features", "_upkeep")}
+        self.__dict__.update(shadow.__dict__)
+        self.__dict__.update(kept)
+        return True
+
     def _start(self, n_features: int, n_targets: int) -> None:
+        if self._adopt_staged(n_features, n_targets):
+            return
         radii = self.radii or tuple(r * math.sqrt(max(n_features, 1)) for r in _AUTO_RADII)
         self.model = IncrementalRidge(n_features, memory="window", size=self.window_size,
                                       refresh_every=_REFRESH_WINDOWS * self.window_size,
