@@ -116,6 +116,21 @@ def test_an_alarm_lets_the_next_samples_in_and_a_cut_restarts_the_filling():
     assert not horizon.spans(18)
 
 
+def test_a_deferred_measurement_keeps_the_stride_in_force_until_it_is_made():
+    """admits(defer=True) (a maintained model's) owes the measurement: the memory goes on
+    at the stride last measured (here none: every sample) until measure() makes it."""
+    horizon = Horizon(10, max_stride=4)
+    smooth = _Window(_inputs(_trajectory(1000)))
+    for learned in range(10):
+        assert horizon.admits(learned, learned, smooth, defer=True)
+    assert horizon.due and horizon.admits(10, 10, smooth, defer=True)
+    assert horizon.admits(10, 11, smooth, defer=True)  # (stride 1 until measured)
+    assert horizon.measure(smooth) and not horizon.due and horizon.stride == 4
+    assert not horizon.measure(smooth)  # (nothing owed: nothing done)
+    assert [horizon.admits(10, k, smooth, defer=True) for k in range(12, 15)] == [
+        False, False, True]  # (on the stride counted from when the memory was full: 10)
+
+
 def test_a_trajectorys_memory_is_not_cut_until_it_spans_its_horizon():
     class _Model:
         n_parameters = 5

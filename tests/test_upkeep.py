@@ -15,6 +15,9 @@ from onlinesparse.orr.buffer import BufferManager
 from onlinesparse.orr.pruner import GCVPruner
 from onlinesparse.orr.ridge import IncrementalRidge
 from onlinesparse.orr.upkeep import MAX_DEFERRAL
+from onlinesparse.stream.memory import Horizon
+
+PIECES = ("move", "column", "refresh", "measure")  # (the heavy pieces, orr.upkeep)
 
 
 def _friedman(n: int, seed: int = 0):
@@ -31,8 +34,8 @@ class _Counter:
 
     def __init__(self, monkeypatch):
         self.inside = False
-        self.counts = {"learn": {"move": 0, "column": 0, "refresh": 0},
-                       "maintain": {"move": 0, "column": 0, "refresh": 0}}
+        self.counts = {"learn": dict.fromkeys(PIECES, 0),
+                       "maintain": dict.fromkeys(PIECES, 0)}
         self.per_call: list[int] = []
         for cls, name, piece in ((GCVPruner, "_carry_out", "move"),
                                  (BufferManager, "add_columns", "column")):
@@ -45,6 +48,14 @@ class _Counter:
                 self._count("refresh")
             return refreshed
         monkeypatch.setattr(IncrementalRidge, "maintain", maintain)
+        measure = Horizon.measure
+
+        def measured(horizon, window):
+            done = measure(horizon, window)
+            if done:
+                self._count("measure")
+            return done
+        monkeypatch.setattr(Horizon, "measure", measured)
 
     def _count(self, piece: str) -> None:
         self.counts["learn" if self.inside else "maintain"][piece] += 1
@@ -78,8 +89,8 @@ def test_a_maintained_model_leaves_the_heavy_pieces_to_maintain(monkeypatch):
         counter.learn(model, x, y)
         counter.maintain(model, 1)
     learn, maintain = counter.counts["learn"], counter.counts["maintain"]
-    assert learn == {"move": 0, "column": 0, "refresh": 0}
-    assert maintain["move"] > 10 and maintain["column"] > 10
+    assert learn == dict.fromkeys(PIECES, 0)
+    assert maintain["move"] > 10 and maintain["column"] > 10 and maintain["measure"] >= 2
     assert max(counter.per_call) <= 1  # (one piece per call, as asked)
     assert model.n_basis > 5
 
@@ -90,7 +101,8 @@ def test_an_unmaintained_model_does_them_in_learn_one_as_before(monkeypatch):
     for x, y in _friedman(1500):
         counter.learn(model, x, y)
     assert counter.counts["learn"]["move"] > 10 and counter.counts["learn"]["column"] > 10
-    assert counter.counts["maintain"] == {"move": 0, "column": 0, "refresh": 0}
+    assert counter.counts["maintain"] == dict.fromkeys(PIECES, 0)
+    assert counter.counts["learn"]["measure"] >= 2  # (the stride: at 199 patterns and full)
     upkeep = model._upkeep
     assert not upkeep.maintained and upkeep.move is None and upkeep.column_since < 0
 
@@ -105,7 +117,7 @@ def test_a_piece_owed_too_long_is_done_by_learn_one(monkeypatch, cls):
     for x, y in _friedman(1500):
         counter.learn(model, x, y if cls is SparseRBFRegressor else {"a": y, "b": -y})
         upkeep, learned = model._upkeep, model._n_learned
-        for since in (upkeep.move_since, upkeep.column_since):
+        for since in (upkeep.move_since, upkeep.column_since, upkeep.measure_since):
             assert since < 0 or learned - since <= MAX_DEFERRAL
     assert counter.counts["learn"]["move"] > 0 and counter.counts["learn"]["column"] > 0
     assert model.n_basis > 5

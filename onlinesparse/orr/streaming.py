@@ -367,7 +367,11 @@ class StreamingRBF(Versioned, RecordOwner):
         compiled = self._compiled()
         # (a sample the memory does not take in moves the stream layer and the pruner all
         # the same: stream.memory.Horizon)
-        enters = self._horizon.admits(model.n_stored, self._n_learned, model.window)
+        horizon = self._horizon
+        enters = horizon.admits(model.n_stored, self._n_learned, model.window,
+                                defer=upkeep.maintained)
+        if horizon.due:  # (a loop's model measures its stride in maintain())
+            upkeep.owe_measurement(self._n_learned)
         status = (compiled.sample if enters else compiled.observe)(
             vector, targets, means, features.n_committed + 1, evaluations, first,
             compiled.bundle)
@@ -453,9 +457,10 @@ class StreamingRBF(Versioned, RecordOwner):
         return evaluations - ran, core.continued_order(first, ran - 1)
 
     def maintain(self, max_pieces: int | None = None) -> int:
-        """Do the heavy work ``learn_one`` owes (:mod:`onlinesparse.orr.upkeep`): a move of
-        the pruner, a refresh of S, a new candidate's column, at most ``max_pieces`` of
-        them (all by default). Returns how many were done.
+        """Do the heavy work ``learn_one`` owes (:mod:`onlinesparse.orr.upkeep`): the
+        memory's measurement of its stride, a move of the pruner, a refresh of S, a new
+        candidate's column, at most ``max_pieces`` of them (all by default). Returns how
+        many were done.
 
         For a control loop, in the time between its ticks: once called, ``learn_one``
         leaves those pieces to it — its tick is then the sample's light work alone (the
@@ -467,7 +472,8 @@ class StreamingRBF(Versioned, RecordOwner):
             self._upkeep.maintained = True
             return 0
         moved = self._upkeep.move is not None
-        done = self._upkeep.run(self._model, self._pruner, self._buffer, max_pieces)
+        done = self._upkeep.run(self._model, self._pruner, self._buffer, self._horizon,
+                                max_pieces)
         self._adopt_resized()
         if moved:
             self._overfilled = True

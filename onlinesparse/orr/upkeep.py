@@ -5,9 +5,11 @@ one piece per sample), or, once the caller has shown it has idle time by calling
 Three pieces of a sample's work are heavy at M = 100: a refresh of S (LAPACK, O(M³)), a
 new candidate's column over the stored window (O(W·n)), and a move of the pruner that
 needs the stored rows (a trade or an addition whose candidate is nearly in the model's
-span: O(W·M)). Each is 0.3–1.3 ms on a 1 kHz Panda loop, and a tick that carries one
-misses its millisecond. A loop that calls :meth:`Upkeep.run` (the estimators'
-``maintain()``) in the time between its ticks tells the model so; from then on
+span: O(W·M)); a fourth is rare, the memory's measurement of its stride when it fills
+(O(W·d log W), ``stream.memory.Horizon``). Each is 0.3–1.3 ms on a 1 kHz Panda loop,
+and a tick that carries one misses its millisecond. A loop that calls
+:meth:`Upkeep.run` (the estimators' ``maintain()``) in the time between its ticks tells
+the model so; from then on
 ``learn_one`` owes those pieces instead of doing them — a held move stops the pruner
 until it is made — and ``maintain()`` does them. Nothing is decided differently: the
 same move on the same column, the same refresh, the same candidate, a few samples later.
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from onlinesparse.orr.buffer import BufferManager
     from onlinesparse.orr.pruner import GCVPruner
     from onlinesparse.orr.ridge import IncrementalRidge
+    from onlinesparse.stream.memory import Horizon
 
 __all__ = ["MAX_DEFERRAL", "HeldMove", "Upkeep"]
 
@@ -64,8 +67,9 @@ class Upkeep:
         pieces rather than doing them.
     move, move_since
         A move held for ``maintain()``.
-    refresh_since, column_since
-        Since when a refresh of S, a candidate column, has been owed.
+    refresh_since, column_since, measure_since
+        Since when a refresh of S, a candidate column, a measurement of the memory's
+        stride (``stream.memory.Horizon.measure``) has been owed.
     """
 
     maintained: bool = False
@@ -73,16 +77,21 @@ class Upkeep:
     move_since: int = -1
     refresh_since: int = -1
     column_since: int = -1
+    measure_since: int = -1
 
     def overdue(self, learned: int) -> bool:
         """Whether a piece has been owed for ``MAX_DEFERRAL`` samples (``learned`` so far):
         then ``learn_one`` does the owed pieces first."""
         if not self.maintained:  # (nothing is ever owed: the common case, every sample)
             return False
-        oldest = min(s for s in (self.move_since, self.refresh_since, self.column_since)
-                     if s >= 0) if max(self.move_since, self.refresh_since,
-                                       self.column_since) >= 0 else learned
-        return learned - oldest >= MAX_DEFERRAL
+        owed = [s for s in (self.move_since, self.refresh_since, self.column_since,
+                            self.measure_since) if s >= 0]
+        return bool(owed) and learned - min(owed) >= MAX_DEFERRAL
+
+    def owe_measurement(self, learned: int) -> None:
+        """Note a measurement of the stride that the memory deferred as owed."""
+        if self.measure_since < 0:
+            self.measure_since = learned
 
     def refresh_inline(self, model: IncrementalRidge, free: bool, learned: int) -> bool:
         """Whether ``learn_one`` runs a deferred refresh of S now: at the first sample
@@ -126,12 +135,17 @@ class Upkeep:
         return False
 
     def run(self, model: IncrementalRidge, pruner: GCVPruner, buffer: BufferManager,
-            max_pieces: int | None = None) -> int:
-        """Do the owed pieces, at most ``max_pieces`` (all by default), the held move
-        first, then the refresh, then a candidate column; returns how many were done."""
+            horizon: Horizon, max_pieces: int | None = None) -> int:
+        """Do the owed pieces, at most ``max_pieces`` (all by default): the stride's
+        measurement first (it decides which samples enter), then the held move, the
+        refresh and a candidate column; returns how many were done."""
         self.maintained = True
-        budget = max_pieces if max_pieces is not None else 3  # (3: every kind of piece)
+        budget = max_pieces if max_pieces is not None else 4  # (4: every kind of piece)
         done = 0
+        if done < budget and horizon.measure(model.window):
+            done += 1
+        if not horizon.due:
+            self.measure_since = -1
         if self.move is not None and done < budget:
             self._make_held_move(model, pruner)
             done += 1

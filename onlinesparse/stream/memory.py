@@ -104,6 +104,9 @@ class Horizon:
         memory).
     dense_from, dense_until
         The samples an alarm lets in, whatever the stride (``[dense_from, dense_until)``).
+    due
+        Whether a measurement of the stride is owed (``admits(defer=True)``), to be made
+        by :meth:`measure`; the stride in force until then is the last one measured.
     """
 
     window_size: int
@@ -113,27 +116,39 @@ class Horizon:
     measured: bool = False
     dense_from: int = 0
     dense_until: int = 0
+    due: bool = False
 
-    def admits(self, stored: int, learned: int, window: StoresInputs) -> bool:
+    def admits(self, stored: int, learned: int, window: StoresInputs,
+               defer: bool = False) -> bool:
         """Whether sample ``learned`` (the samples learned before it) enters a memory that
-        holds ``stored`` patterns; ``window`` gives the stored inputs when the memory is
-        found full (the stride is measured then, O(W·d))."""
+        holds ``stored`` patterns; ``window`` gives the stored inputs when the stride is
+        measured — on ``MEASURED`` patterns and when the memory is found full, O(W·d log
+        W), about 0.5 ms at W = 1000, d = 21 — now, or with ``defer`` by :meth:`measure`
+        later (a loop's idle time)."""
         if self.stride == 1 and self.full_since >= 0 and learned >= self.dense_until:
             return True  # (the last window_size samples: every sample, the common case)
         if self.full_since < 0:
-            if stored == min(MEASURED, self.window_size - 1) and self.max_stride > 1:
-                # (measured early, so that a trajectory's young memory is known for one)
-                self.stride = decorrelation_stride(window.stored_inputs(), self.max_stride)
-                self.measured = True
+            # (measured early too, so that a trajectory's young memory is known for one)
+            self.due |= stored == min(MEASURED, self.window_size - 1) and self.max_stride > 1
+            if stored >= self.window_size:
+                self.full_since = learned
+                self.due = self.max_stride > 1
+            if not defer:
+                self.measure(window)
             if stored < self.window_size:
                 return True
-            self.full_since = learned
-            self.stride = (decorrelation_stride(window.stored_inputs(), self.max_stride)
-                           if self.max_stride > 1 else 1)
-            self.measured = True
         if learned < self.dense_until:
             return True
         return (learned - self.full_since) % self.stride == 0
+
+    def measure(self, window: StoresInputs) -> bool:
+        """Measure the stride on the stored inputs if a measurement is owed; whether one
+        was made."""
+        if not self.due:
+            return False
+        self.stride = decorrelation_stride(window.stored_inputs(), self.max_stride)
+        self.measured, self.due = True, False
+        return True
 
     def patterns_in(self, samples: int, learned: int) -> int:
         """How many of the patterns that came in stay from the last ``samples`` samples (at
