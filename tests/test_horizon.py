@@ -7,10 +7,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onlinesparse import SparseRBFMultiTargetRegressor, SparseRBFRegressor
+from onlinesparse import (
+    SparseRBFMultiTargetRegressor,
+    SparseRBFRegressor,
+    VBLSMultiTargetRegressor,
+    VBLSRegressor,
+)
 from onlinesparse.stream import change
 from onlinesparse.stream.memory import AdaptiveMemory, Horizon, decorrelation_stride
 from tests.reference import from_scratch
@@ -219,6 +225,36 @@ def test_the_multi_output_model_spreads_its_window_too():
         model.learn_one(x, {"a": y, "b": 3.0 * y})
     assert model._horizon.stride == 20
     assert model.model.window.n_seen == 100 + (2500 - 100 + 19) // 20
+
+
+@pytest.mark.parametrize("multi", [False, True])
+def test_vbls_windows_spread_over_a_trajectory_and_keep_the_last_samples_otherwise(multi):
+    """The same memory for the Bayesian family: on a 1 kHz trajectory a full window of
+    VBLS holds one sample in the stride (its statistics equal to those of the strided
+    samples recomputed from scratch); on shuffled inputs it is the model with the horizon
+    off, prediction for prediction."""
+    cls = VBLSMultiTargetRegressor if multi else VBLSRegressor
+
+    def target(y):
+        return {"a": y, "b": -y} if multi else y
+
+    model = cls(window_size=100, horizon=1000, memory="window")
+    data = list(_trajectory(2000))
+    for x, y in data:
+        model.learn_one(x, target(y))
+    assert model._horizon.stride == 10
+    stats = model._stats
+    expected = np.array([[x[k] for k in sorted(x)] for x, _ in data[100::10]])[-100:]
+    np.testing.assert_array_equal(stats.stored_inputs(), expected)
+    rows = np.column_stack([np.ones(100), expected])
+    np.testing.assert_allclose(stats.gram_model, rows.T @ rows, rtol=1e-9, atol=1e-9)
+
+    default, off = cls(window_size=150), cls(window_size=150, horizon=150)
+    for x, y in _shuffled(500):
+        assert default.predict_one(x) == off.predict_one(x)
+        default.learn_one(x, target(y))
+        off.learn_one(x, target(y))
+    assert default._horizon.stride == 1
 
 
 def test_a_cut_makes_the_detector_learn_its_reference_again():

@@ -95,9 +95,6 @@ _AUTO_RADII = (0.5, 1.0, 2.0)
 # h²) per window per entry (1e-14 relative after ten), and the statistics' own account
 # still calls for a full refresh if a subtraction ever cancels badly.
 _REFRESH_WINDOWS = 10
-# A full window's patterns reach back at most this many windows' worth of samples by
-# default (stream.memory.Horizon): the longest stride.
-HORIZON_WINDOWS = 20
 # A model below its budget runs more of the pruner's O(M²) evaluations per sample, as many
 # as cost what the budgeted ones cost at M = max_basis, but at most this many times as
 # many (each has a fixed cost too): growth is where a stream's model is worst.
@@ -300,7 +297,7 @@ class StreamingRBF(Versioned, RecordOwner):
         self._buffer.protected.update(ids)
         self._constant_id = ids[0]
         self._inputs = InputMetric(n_features, self.metric)
-        self._horizon = Horizon(self.window_size, self._max_stride)
+        self._horizon = Horizon.of(self.window_size, self.horizon)
         self._adaptive = AdaptiveMemory(self.window_size, self._horizon)
         if self._stream_records is None or len(self._stream_records.calibration) != n_targets:
             self._stream_records = new_streams(n_targets, self.coverage, self.last_target)
@@ -310,14 +307,6 @@ class StreamingRBF(Versioned, RecordOwner):
                                                       min(LASTED, self.window_size))
                           if n_targets == 1 else None)
         self.n_memory_cuts = 0  # (memory="adaptive": stream.layer.after_learning)
-
-    @property
-    def _max_stride(self) -> int:
-        """The longest stride of a full window (``horizon`` / ``window_size``; by default
-        ``HORIZON_WINDOWS``)."""
-        if self.horizon is None:
-            return HORIZON_WINDOWS
-        return max(self.horizon // self.window_size, 1)
 
     def _noise_level(self, k: int = 0) -> float:
         """Target k's noise variance in use (``orr.sample.noise_level``): the last

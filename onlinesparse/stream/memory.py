@@ -69,6 +69,11 @@ class StoresInputs(Protocol):
     def stored_inputs(self) -> np.ndarray: ...
 
 
+# A full memory's patterns reach back at most this many windows' worth of samples by
+# default: the longest stride (the estimators' ``horizon=None``).
+HORIZON_WINDOWS = 20
+
+
 @dataclass
 class Horizon:
     """Which samples a memory of ``window_size`` patterns takes in: every one until it is
@@ -117,6 +122,13 @@ class Horizon:
     dense_from: int = 0
     dense_until: int = 0
     due: bool = False
+
+    @classmethod
+    def of(cls, window_size: int, horizon: int | None) -> Horizon:
+        """The horizon of a memory of ``window_size`` patterns that may reach ``horizon``
+        samples back (an estimator's parameter; ``None``: ``HORIZON_WINDOWS`` windows)."""
+        stride = HORIZON_WINDOWS if horizon is None else max(horizon // window_size, 1)
+        return cls(window_size, stride)
 
     def admits(self, stored: int, learned: int, window: StoresInputs,
                defer: bool = False) -> bool:

@@ -89,7 +89,8 @@ class VBLSMultiTargetRegressor(base.MultiTargetRegressor):
                  relevance_threshold: float = 1.0, tol: float = 1e-10,
                  max_sweeps: int = 20_000, restart_every: int = 20,
                  factorisation: str = "gaussian", strict: bool = False,
-                 coverage: float | None = None, last_target: bool = True) -> None:
+                 coverage: float | None = None, last_target: bool = True,
+                 horizon: int | None = None) -> None:
         self.prior = prior
         self.sweeps_per_sample = sweeps_per_sample
         self.memory = memory
@@ -104,12 +105,15 @@ class VBLSMultiTargetRegressor(base.MultiTargetRegressor):
         self.strict = strict
         self.coverage = coverage
         self.last_target = last_target
+        self.horizon = horizon
         self._template = self._head()  # (validates the parameters now)
         self._features = FeatureMap(strict=strict)
         self._targets: list[Hashable] | None = None
         self._heads: list[VBLSRegressor] = []
         self._stats: WindowStatistics | None = None
-        self._adaptive = AdaptiveMemory(window_size) if memory == "adaptive" else None
+        self._horizon = self._template._horizon  # (the shared window's: the template's)
+        self._adaptive = (AdaptiveMemory(window_size, self._horizon)
+                          if memory == "adaptive" else None)
         self.n_memory_cuts = 0
 
     @classmethod
@@ -124,7 +128,7 @@ class VBLSMultiTargetRegressor(base.MultiTargetRegressor):
             precision_cap=self.precision_cap, relevance_threshold=self.relevance_threshold,
             tol=self.tol, max_sweeps=self.max_sweeps, restart_every=self.restart_every,
             factorisation=self.factorisation, strict=self.strict, coverage=self.coverage,
-            concepts=0, last_target=self.last_target)
+            concepts=0, last_target=self.last_target, horizon=self.horizon)
 
     @property
     def targets(self) -> tuple[Hashable, ...]:
@@ -162,7 +166,9 @@ class VBLSMultiTargetRegressor(base.MultiTargetRegressor):
         layered = heads[0]._layer is not None
         made = [head._model_predictive(vector) if layered else None for head in heads]
         targets = values - np.array([head._target_reference for head in heads])
-        self._template._push(self._stats, vector, targets)
+        if self._horizon is None or self._horizon.admits(
+                self._stats.n_stored, heads[0]._n_learned, self._stats):
+            self._template._push(self._stats, vector, targets)
         for head in heads:
             head._ensure_state()
             head._sweep()

@@ -20,7 +20,7 @@ from onlinesparse.orr.kernels import BasisSpec
 from onlinesparse.orr.window import MEMORY_POLICIES, WindowStatistics
 from onlinesparse.stream.concepts import LASTED
 from onlinesparse.stream.layer import StreamLayer
-from onlinesparse.stream.memory import AdaptiveMemory
+from onlinesparse.stream.memory import AdaptiveMemory, Horizon
 from onlinesparse.vbls import engine, schedule, student_t
 from onlinesparse.vbls._many import predict_series
 
@@ -95,6 +95,13 @@ class VBLSRegressor(Versioned, base.Regressor):
         LinearRegression on every drifting one, and ahead of forgetting on six of eight.
     window_size
         Number of patterns of a ``"window"`` (the most an ``"adaptive"`` memory keeps).
+    horizon
+        With a window (``"adaptive"``, ``"window"``), how far back in samples a full
+        window may reach (by default 20 windows): one sample in a stride measured on the
+        stream enters it, 1 where consecutive inputs are as unlike as any two (the last
+        ``window_size`` samples), more on a trajectory sampled fast, so that the window
+        covers the trajectory rather than its last second (``stream.memory.Horizon``, as
+        :class:`~onlinesparse.SparseRBFRegressor`'s). ``horizon=window_size`` turns it off.
     forgetting_factor
         Factor of ``"forgetting"`` memory; ``None``: ``1 − 1/(5M)`` for M weights (an
         effective memory of five patterns per weight, :data:`MEMORY_PER_WEIGHT`). Closer to 1
@@ -169,13 +176,15 @@ class VBLSRegressor(Versioned, base.Regressor):
                  max_sweeps: int = 20_000, restart_every: int = 20,
                  factorisation: str = "gaussian", strict: bool = False,
                  coverage: float | None = None, concepts: int = 0,
-                 last_target: bool = True) -> None:
+                 last_target: bool = True, horizon: int | None = None) -> None:
         check_choice("prior", prior, engine.PRIORS)
         check_choice("memory", memory, (*MEMORY_POLICIES, "adaptive"))
         if coverage is not None:
             check_real("coverage", coverage, 0.0, 1.0, low_open=True, high_open=True)
         check_int("concepts", concepts, 0)
         check_int("window_size", window_size)
+        if horizon is not None:
+            check_int("horizon", horizon)
         check_int("sweeps_per_sample", sweeps_per_sample, 0)
         if forgetting_factor is not None:
             check_real("forgetting_factor", forgetting_factor, 0.0, 1.0, low_open=True)
@@ -199,11 +208,17 @@ class VBLSRegressor(Versioned, base.Regressor):
         self.coverage = coverage
         self.concepts = concepts
         self.last_target = last_target
+        self.horizon = horizon
         self._features = FeatureMap(strict=strict)
         self._layer: StreamLayer | None = None
+        # (which samples a window keeps: every one on a stream whose inputs decorrelate at
+        # once, one in a stride on a trajectory sampled fast)
+        self._horizon = (Horizon.of(window_size, horizon)
+                         if memory in ("adaptive", "window") else None)
         if coverage is not None or memory == "adaptive":
             self._layer = StreamLayer(0.95 if coverage is None else coverage, last_target)
-            self._adaptive = AdaptiveMemory(window_size) if memory == "adaptive" else None
+            self._adaptive = (AdaptiveMemory(window_size, self._horizon)
+                              if memory == "adaptive" else None)
             self._concepts = self._layer.concept_memory(concepts, min(LASTED, window_size))
         self._n_learned = 0
         self._stats: WindowStatistics | None = None
@@ -242,6 +257,12 @@ class VBLSRegressor(Versioned, base.Regressor):
             stats.add_column(BasisSpec.linear(i))
             stats.promote(i + 1)
         return stats
+
+    def _admits(self, stats: WindowStatistics) -> bool:
+        """Whether the memory takes this sample in (``stream.memory.Horizon``; a sample it
+        does not take still moves the sweeps and the stream layer)."""
+        horizon = self._horizon
+        return horizon is None or horizon.admits(stats.n_stored, self._n_learned, stats)
 
     def _push(self, stats: WindowStatistics, vector: np.ndarray, y: float) -> None:
         if stats.is_full:
@@ -310,7 +331,8 @@ class VBLSRegressor(Versioned, base.Regressor):
         target -= self._target_reference
         made = self._model_predictive(vector) if self._layer is not None else None
         stats = self._stats if self._stats is not None else self._new_statistics(len(vector))
-        self._push(stats, vector, target)
+        if self._admits(stats):
+            self._push(stats, vector, target)
         self._stats = stats
         self._ensure_state()
         self._sweep()
