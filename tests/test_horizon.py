@@ -232,7 +232,7 @@ def test_vbls_windows_spread_over_a_trajectory_and_keep_the_last_samples_otherwi
     """The same memory for the Bayesian family: on a 1 kHz trajectory a full window of
     VBLS holds one sample in the stride (its statistics equal to those of the strided
     samples recomputed from scratch); on shuffled inputs it is the model with the horizon
-    off, prediction for prediction."""
+    off (its default), prediction for prediction."""
     cls = VBLSMultiTargetRegressor if multi else VBLSRegressor
 
     def target(y):
@@ -249,12 +249,12 @@ def test_vbls_windows_spread_over_a_trajectory_and_keep_the_last_samples_otherwi
     rows = np.column_stack([np.ones(100), expected])
     np.testing.assert_allclose(stats.gram_model, rows.T @ rows, rtol=1e-9, atol=1e-9)
 
-    default, off = cls(window_size=150), cls(window_size=150, horizon=150)
+    spread, off = cls(window_size=150, horizon=3000), cls(window_size=150)
     for x, y in _shuffled(500):
-        assert default.predict_one(x) == off.predict_one(x)
-        default.learn_one(x, target(y))
+        assert spread.predict_one(x) == off.predict_one(x)
+        spread.learn_one(x, target(y))
         off.learn_one(x, target(y))
-    assert default._horizon.stride == 1
+    assert spread._horizon.stride == 1 and off._horizon.max_stride == 1
 
 
 def test_a_cut_makes_the_detector_learn_its_reference_again():
