@@ -54,11 +54,23 @@ qd1..qd7, qdd1..qdd7, scaled by fixed constants of the reference: (q − c) / Σ
 q̇ / Σ_k a_k ω_k, q̈ / Σ_k a_k ω_k² per joint (the reference's bounds, so each lies in
 [−1, 1] on the reference; a controller knows its trajectory, and a running scaler would move
 the inputs under the model while it learns). Its target is the applied torque (N·m). It
-predicts the feed-forward at the desired state every tick, and learns every tick, one tick
-late, the sample (q̃, q̃̇, q̈ estimated by the finite difference (q̃̇ₖ₊₁ − q̃̇ₖ) / 1 ms of the
-*measured* velocity) → the torque applied at tick k (noise σ ≈ 1.4 rad/s² on that q̈, 0.4–0.7
-in the scaled units). ``--acceleration simulator`` learns the simulator's exact q̈ instead
-(a diagnosis of what that noise costs; not a sensor a robot has).
+predicts the feed-forward at the desired state every tick, and learns every tick the
+sample (q̃, q̃̇, q̈ estimated from the *measured* velocity) → the torque applied at tick k,
+under two estimators of q̈, each a run of both learned controllers:
+
+* forward difference (``measured``): (q̃̇ₖ₊₁ − q̃̇ₖ) / 1 ms, learned one tick late; noise σ ≈
+  1.4 rad/s² on that q̈, 0.4–0.7 in the scaled units;
+* central difference (``central``): (q̃̇ₖ₊₅ − q̃̇ₖ₋₅) / 10 ms, learned five ticks late, as a
+  robot's learning loop (which need not learn at once) would estimate it; noise σ ≈ 0.14
+  rad/s², and q̈ averaged over ±5 ms of a 4 s trajectory.
+
+The learned feed-forward's error follows the noise on its q̈ input: a one-off sweep of the
+velocity noise (seeds 42 and 43, 20 s) gave ours 0.00045 / 0.00038 rad at a quarter of the
+benchmark's, 0.0025 / 0.0020 at it, 0.0042 / 0.0029 at twice, while river's
+LinearRegression stayed at 0.0024–0.0040 (its error is its linear form's). LinearRegression's
+rate is the forward difference's tuning (``--tune --acceleration central`` chooses 0.001,
+worse there than 0.003). ``--acceleration simulator`` learns the simulator's exact q̈ (a
+diagnosis; not a sensor a robot has).
 
 The tick: read the sensors (untimed: I/O), compute the torque (feed-forward + PD, timed as
 "predict"), learn the previous tick's sample (timed as "learn"), then apply the torque and
@@ -246,6 +258,51 @@ class Inputs:
         return dict(zip(FEATURES, x.tolist(), strict=True))
 
 
+# Ticks each side of a central difference (``--acceleration central``): the noise of q̈
+# falls by about this factor (√2·σ/(2h·dt) against √2·σ/dt), the sample is learned this
+# many ticks late, and the difference averages q̈ over ±5 ms of a 4 s trajectory.
+CENTRAL_TICKS = 5
+ACCELERATIONS = ("measured", "central", "simulator")
+ESTIMATORS = {"measured": "forward difference", "central": f"central ±{CENTRAL_TICKS}",
+              "simulator": "exact (simulator)"}
+LEARNED = ("linear", "ours")
+
+
+class Samples:
+    """The samples a learned model learns, (q̃, q̃̇, q̈) → the torque applied, as the loop
+    measures them: q̈ estimated from the measured velocity by the forward difference
+    (``measured``: the next tick's q̃̇ minus this one's, over 1 ms; learned one tick late),
+    by the central difference over ±``CENTRAL_TICKS`` ticks (``central``: learned that
+    many ticks late), or taken from the simulator's true velocity (``simulator``: exact,
+    the simulator integrating by semi-implicit Euler steps; a diagnosis, not a sensor)."""
+
+    def __init__(self, inputs: Inputs, acceleration: str) -> None:
+        self.inputs, self.acceleration = inputs, acceleration
+        self.h = CENTRAL_TICKS if acceleration == "central" else 1
+        self.past: list[tuple[np.ndarray, ...]] = []  # (q̃, q̃̇, τ, q̇) of the last 2h ticks
+
+    def due(self, qd_meas: np.ndarray, qd: np.ndarray | None = None
+            ) -> tuple[dict, dict] | None:
+        """The sample to learn at a tick whose measured (and true: ``simulator`` only)
+        velocities are these (None until there is one)."""
+        h, past = self.h, self.past
+        if len(past) < (2 * h if self.acceleration == "central" else 1):
+            return None
+        q0, qd0, tau0, qd_true0 = past[-h]
+        if self.acceleration == "central":
+            qdd = (qd_meas - past[0][1]) / (2 * h * DT)
+        else:
+            qdd = (qd - qd_true0 if self.acceleration == "simulator" else qd_meas - qd0) / DT
+        return self.inputs(q0, qd0, qdd), dict(zip(TARGETS, tau0.tolist(), strict=True))
+
+    def record(self, q_meas: np.ndarray, qd_meas: np.ndarray, tau: np.ndarray,
+               qd: np.ndarray | None = None) -> None:
+        """This tick's measurements and applied torque (and true velocity: ``simulator``)."""
+        self.past.append((q_meas, qd_meas, tau, qd))
+        if len(self.past) > 2 * self.h:
+            del self.past[0]
+
+
 # -- the learned models ---------------------------------------------------------------------
 class PerJoint:
     """One single-output model per joint behind the multi-target interface
@@ -308,6 +365,7 @@ class Run:
     clipped: int  # ticks with a torque at an effort limit
     failures: list[str]
     gains: tuple[np.ndarray, np.ndarray]
+    acceleration: str = "measured"  # the q̈ estimator of its samples (Samples)
 
     @property
     def tick_ns(self) -> np.ndarray:
@@ -333,9 +391,8 @@ def sensor_noise(n: int, seed: int) -> np.ndarray:
 def run(controller: str, seconds: float, seed: int = SEED, model: Any = None,
         acceleration: str = "measured") -> Run:
     """One controller's closed loop, a fresh simulation from the reference's start. A
-    learned model learns q̈ as the finite difference of the measured velocity, or with
-    ``acceleration="simulator"`` of the true one (exact: the simulator integrates by
-    semi-implicit Euler steps)."""
+    learned model learns the loop's :class:`Samples`, its q̈ estimated as ``acceleration``
+    says."""
     sim = Panda()
     try:
         reference = Reference.draw(sim.lower, sim.upper, seed)
@@ -353,8 +410,7 @@ def run(controller: str, seconds: float, seed: int = SEED, model: Any = None,
         if prepare is not None:  # (the model's state built before the first tick)
             prepare(inputs(q_ref[0], qd_ref[0], qdd_ref[0]), dict.fromkeys(TARGETS, 0.0))
         clipped, failures = 0, []
-        previous = None  # (q̃, q̃̇, torque, true q̇) of the last tick
-        exact = acceleration == "simulator"
+        samples = Samples(inputs, acceleration)
         now, cpu = time.perf_counter_ns, time.thread_time_ns
         gc.collect()
         gc.freeze()  # the libraries and the models are long-lived: no GC pass walks them
@@ -374,12 +430,10 @@ def run(controller: str, seconds: float, seed: int = SEED, model: Any = None,
                     ff = 0.0
                 tau = ff + kp * (q_ref[k] - q_meas) + kd * (qd_ref[k] - qd_meas)
                 t1 = now()
-                if model is not None and previous is not None:
-                    q0, qd0, tau0, qd_true0 = previous
-                    qdd = (qd - qd_true0 if exact else qd_meas - qd0) / DT
-                    x = inputs(q0, qd0, qdd)
+                sample = samples.due(qd_meas, qd) if model is not None else None
+                if sample is not None:
                     try:
-                        model.learn_one(x, dict(zip(TARGETS, tau0.tolist(), strict=True)))
+                        model.learn_one(*sample)
                     except Exception as error:  # noqa: BLE001 - the loop goes on
                         failures.append(f"tick {k}: {type(error).__name__}: {error}")
                 t2 = now()
@@ -387,7 +441,7 @@ def run(controller: str, seconds: float, seed: int = SEED, model: Any = None,
 
                 limited = np.clip(tau, -sim.effort, sim.effort)
                 clipped += bool(np.any(limited != tau))
-                previous = (q_meas, qd_meas, limited, qd)
+                samples.record(q_meas, qd_meas, limited, qd)
                 sim.step(limited)
                 if maintain is not None:  # (the idle time until the next tick: one piece)
                     t3 = now()
@@ -399,7 +453,7 @@ def run(controller: str, seconds: float, seed: int = SEED, model: Any = None,
     finally:
         sim.close()
     return Run(controller, errors, predict_ns, learn_ns, cpu_ns, maintain_ns, clipped,
-               failures, (kp, kd))
+               failures, (kp, kd), acceleration)
 
 
 def make_model(controller: str, model_key: str = "per-joint") -> Any:
@@ -496,14 +550,15 @@ def summary_note(runs: dict[str, Run], seconds: float) -> str:
             "benchmarks/results/control_panda.json")
 
 
-def tune(seconds: float) -> float:
-    """The rate search for ``linear`` on other references and noise (``TUNE_SEEDS``): the
+def tune(seconds: float, acceleration: str = "measured") -> float:
+    """The rate search for ``linear`` on other references and noise (``TUNE_SEEDS``), its
+    samples' q̈ estimated as ``acceleration`` says (:class:`Samples`): the
     rate with the lowest worst tracking RMS over them, among the rates whose next larger
     rate on the grid (3 ×) is stable too on every one of them (tracking RMS below PD
     alone's): a factor-3 margin of stability, as a controller needs."""
     print(f"river LinearRegression per joint, SGD rate search on seeds "
-          f"{', '.join(map(str, TUNE_SEEDS))}, {seconds:g} s each: tracking RMS (rad) over "
-          "the second half")
+          f"{', '.join(map(str, TUNE_SEEDS))}, {seconds:g} s each, q̈ {acceleration}: "
+          "tracking RMS (rad) over the second half")
     pd = [run("pd", seconds, seed) for seed in TUNE_SEEDS]
     pd_rms = [r.rms(len(r.errors) // 2)[0] for r in pd]
     print("  PD only: " + ", ".join(f"{v:.4g}" for v in pd_rms), flush=True)
@@ -511,7 +566,7 @@ def tune(seconds: float) -> float:
     for rate in TUNE_RATES:
         scores = []
         for seed in TUNE_SEEDS:
-            r = run("linear", seconds, seed, linear_model(rate))
+            r = run("linear", seconds, seed, linear_model(rate), acceleration)
             scores.append(r.rms(len(r.errors) // 2)[0])
         worst[rate] = max(scores)
         stable[rate] = all(v < p for v, p in zip(scores, pd_rms, strict=True))
@@ -525,6 +580,37 @@ def tune(seconds: float) -> float:
     return best
 
 
+def ratio_note(runs: dict[str, Run]) -> str | None:
+    """Ours' tracking RMS over river LinearRegression's under each q̈ estimator, and ours'
+    best against the linear model's best (each with the estimator that suits it)."""
+    half = len(next(iter(runs.values())).errors) // 2
+    rms = {key: r.rms(half)[0] for key, r in runs.items()}
+    pairs = [(key, "linear" + key[len("ours"):]) for key in rms if key.split("@")[0] == "ours"]
+    pairs = [(o, li) for o, li in pairs if li in rms]
+    if not pairs:
+        return None
+    parts = [f"{ESTIMATORS[runs[o].acceleration]} {rms[o] / rms[li]:.3g}×" for o, li in pairs]
+    ours = min((o for o, _ in pairs), key=rms.get)
+    linear = min((li for _, li in pairs), key=rms.get)
+    ideal = f"; the ideal {rms['ideal']:.3g} rad" if "ideal" in rms else ""
+    return (f"ours over river LinearRegression, tracking RMS: {', '.join(parts)}; ours' best "
+            f"({ESTIMATORS[runs[ours].acceleration]}) {rms[ours]:.3g} rad against the linear "
+            f"model's best ({ESTIMATORS[runs[linear].acceleration]}) {rms[linear]:.3g} rad: "
+            f"{rms[ours] / rms[linear]:.3g}× (target ≤ 0.5){ideal}")
+
+
+def run_keys(controllers: list[str], accelerations: list[str]) -> list[tuple[str, str]]:
+    """(key, q̈ estimator) of every run: a controller that learns runs once per estimator,
+    the first under its own name, the others as ``name@estimator`` (labelled so)."""
+    keys = []
+    for key in controllers:
+        for i, acceleration in enumerate(accelerations if key in LEARNED else accelerations[:1]):
+            name = key if i == 0 else f"{key}@{acceleration}"
+            LABELS.setdefault(name, f"{LABELS[key]}, q̈ {ESTIMATORS[acceleration]}")
+            keys.append((name, acceleration))
+    return keys
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="simulated seconds")
@@ -533,21 +619,25 @@ def parse_args() -> argparse.Namespace:
                         help=f"comma-separated subset of {','.join(CONTROLLERS)}")
     parser.add_argument("--model", default="multi", choices=list(MODELS),
                         help="the model behind 'ours'")
-    parser.add_argument("--acceleration", default="measured",
-                        choices=("measured", "simulator"),
-                        help="the q̈ the models learn: finite differences of the measured "
-                        "velocity (default) or of the simulator's")
+    parser.add_argument("--acceleration", default="measured,central",
+                        help="comma-separated estimators of the q̈ the learned models "
+                        f"learn, each a run of theirs ({', '.join(ACCELERATIONS)}): the "
+                        "forward difference of the measured velocity, its central "
+                        f"difference over ±{CENTRAL_TICKS} ticks, the simulator's exact q̈")
     parser.add_argument("--tune", action="store_true",
                         help="print the rate search for 'linear' (seeds "
                         f"{', '.join(map(str, TUNE_SEEDS))}) and exit")
     harness.add_common_args(parser)
     args = parser.parse_args()
     args.controllers = [c.strip() for c in args.controllers.split(",") if c.strip()]
+    args.acceleration = [a.strip() for a in args.acceleration.split(",") if a.strip()]
+    if not args.acceleration or set(args.acceleration) - set(ACCELERATIONS):
+        parser.error(f"--acceleration: choose from {list(ACCELERATIONS)}")
     unknown = [c for c in args.controllers if c not in CONTROLLERS]
     if unknown:
         parser.error(f"unknown controllers {unknown}; choose from {list(CONTROLLERS)}")
     args.partial = (args.seconds != 20.0 or args.model != "multi"
-                    or args.acceleration != "measured"
+                    or args.acceleration != ["measured", "central"]
                     or args.controllers != list(CONTROLLERS))
     if args.quick:
         args.seconds = 4.0
@@ -562,7 +652,8 @@ def main() -> None:
 
     warm_up()  # every compiled loop loaded before the first tick
     if args.tune:
-        tune(TUNE_SECONDS)
+        for acceleration in args.acceleration:
+            tune(TUNE_SECONDS, acceleration)
         return
     if args.model != "per-joint":
         LABELS["ours"] = f"ours ({args.model}) + PD"
@@ -575,10 +666,10 @@ def main() -> None:
                              "quick": args.quick},
                             quick=args.quick or args.partial, path=args.results)
     runs: dict[str, Run] = {}
-    for key in args.controllers:
+    for key, acceleration in run_keys(args.controllers, args.acceleration):
         started = time.perf_counter()
-        runs[key] = run(key, args.seconds, SEED, make_model(key, args.model),
-                        args.acceleration)
+        runs[key] = run(key.split("@")[0], args.seconds, SEED,
+                        make_model(key.split("@")[0], args.model), acceleration)
         print(f"  {LABELS[key]}: {time.perf_counter() - started:.1f} s", flush=True)
     kp, kd = next(iter(runs.values())).gains
     report.note(f"Franka Panda, {args.seconds:g} s at {1 / DT:.0f} Hz, seed {SEED}; PD "
@@ -592,6 +683,9 @@ def main() -> None:
         stream["ours"]["first_ticks_ratio"] = report_first_ticks(report, runs["ours"])
     report.data["streams"]["Franka Panda, 1 kHz"] = stream
     report.note(summary_note(runs, args.seconds))
+    ratios = ratio_note(runs)
+    if ratios:
+        report.note(ratios)
     report.write()
 
 

@@ -8,15 +8,16 @@ gravity by a tenth of a radian or more.
 
 **What is learned.** One ``SparseRBFMultiTargetRegressor`` learns the inverse dynamics of
 all 7 joints, τ = f(q, q̇, q̈): the torque that produces acceleration q̈ in state (q, q̇),
-one basis and one window for the 7 torques. Every tick gives an exact sample of it
-whatever the controller did: the state measured at the last tick, the acceleration
-measured since (finite difference of the measured velocity), and the *full* torque that
-was applied. The feed-forward is the model evaluated on the desired trajectory, so
-τ = f̂(q_d, q̇_d, q̈_d) + K_p (q_d − q) + K_d (q̇_d − q̇): the computed-torque law with a
-learned model.
+one basis and one window for the 7 torques. Every tick gives a sample of it whatever the
+controller did: the state measured five ticks ago, the acceleration then (the central
+difference of the measured velocity over ±5 ticks: learning can wait a few ticks, and
+the one-tick difference carries ten times the noise, which the model's error follows),
+and the *full* torque that was applied. The feed-forward is the model evaluated on the
+desired trajectory, so τ = f̂(q_d, q̇_d, q̈_d) + K_p (q_d − q) + K_d (q̇_d − q̇): the
+computed-torque law with a learned model.
 
 **The tick.** Read the sensors, predict the feed-forward of all 7 joints, send the torque,
-learn the last tick's sample — every tick. The model's window keeps one sample in a stride
+learn the sample of five ticks ago — every tick. The model's window keeps one sample in a stride
 it measures on the stream (20 here: consecutive ticks are nearly the same), so that it
 spans 20 s of the trajectory rather than its last second. Then, in the time left before the
 next tick, ``maintain(1)``: one piece of the heavy work (a move of the model selection, a
@@ -57,6 +58,7 @@ from control_panda import (  # noqa: E402
     Inputs,
     Panda,
     Reference,
+    Samples,
     run,
     sensor_noise,
     torques,
@@ -86,7 +88,7 @@ def learned_loop(seconds: float) -> dict:
 
     errors = np.empty((n, ARM))
     tick_ns, idle_ns = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    previous = None  # (q, q̇ measured at the last tick, the torque sent)
+    samples = Samples(inputs, "central")  # (what the last ticks measured and sent)
     gc.collect()
     gc.freeze()
     gc.disable()
@@ -100,13 +102,13 @@ def learned_loop(seconds: float) -> dict:
         tau = feed_forward + kp * (q_ref[k] - q_meas) + kd * (qd_ref[k] - qd_meas)
         tau = np.clip(tau, -sim.effort, sim.effort)
         # (on a robot the torque goes out here)
-        if previous is not None:  # what the last torque did: (q, q̇, q̈) → τ
-            q0, qd0, tau0 = previous
-            x = inputs(q0, qd0, (qd_meas - qd0) / DT)
-            model.learn_one(x, dict(zip(TARGETS, tau0.tolist(), strict=True)))
+        # what a torque five ticks ago did, now that q̈ then is known: (q, q̇, q̈) → τ
+        sample = samples.due(qd_meas)
+        if sample is not None:
+            model.learn_one(*sample)
         tick_ns[k] = time.perf_counter_ns() - start
 
-        previous = (q_meas, qd_meas, tau)
+        samples.record(q_meas, qd_meas, tau)
         sim.step(tau)  # (the physical world)
         idle = time.perf_counter_ns()
         model.maintain(1)  # the idle time until the next tick: one heavy piece at most
