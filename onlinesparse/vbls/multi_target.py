@@ -14,7 +14,7 @@ from onlinesparse._blas import single_blas_thread
 from onlinesparse.features import FeatureMap, as_rows, as_target_rows, as_targets
 from onlinesparse.orr.window import WindowStatistics
 from onlinesparse.stream.layer import after_learning
-from onlinesparse.stream.memory import AdaptiveMemory
+from onlinesparse.stream.memory import AdaptiveMemory, Horizon
 from onlinesparse.vbls.regressor import MEMORY_PER_WEIGHT, VBLSRegressor
 
 __all__ = ["VBLSMultiTargetRegressor"]
@@ -111,10 +111,15 @@ class VBLSMultiTargetRegressor(base.MultiTargetRegressor):
         self._targets: list[Hashable] | None = None
         self._heads: list[VBLSRegressor] = []
         self._stats: WindowStatistics | None = None
-        self._horizon = self._template._horizon  # (the shared window's: the template's)
-        self._adaptive = (AdaptiveMemory(window_size, self._horizon)
+        # (the shared window's horizon: the template's, which admits its samples)
+        self._adaptive = (AdaptiveMemory(window_size, self._template._horizon)
                           if memory == "adaptive" else None)
         self.n_memory_cuts = 0
+
+    @property
+    def _horizon(self) -> Horizon | None:
+        """Which samples the shared window takes in: the template's (it admits them)."""
+        return self._template._horizon
 
     @classmethod
     def _unit_test_params(cls) -> Iterable[dict]:
@@ -166,8 +171,7 @@ class VBLSMultiTargetRegressor(base.MultiTargetRegressor):
         layered = heads[0]._layer is not None
         made = [head._model_predictive(vector) if layered else None for head in heads]
         targets = values - np.array([head._target_reference for head in heads])
-        if self._horizon is None or self._horizon.admits(
-                self._stats.n_stored, heads[0]._n_learned, self._stats):
+        if self._template._admits(self._stats, heads[0]._n_learned):  # (the shared window)
             self._template._push(self._stats, vector, targets)
         for head in heads:
             head._ensure_state()
