@@ -39,7 +39,7 @@ demo: $(VENV)/.installed
 	@echo "to put it on your PATH; onlinesparse-demo/recording.parquet is a recording to replay."
 
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --durations=15
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check onlinesparse tests benchmarks examples
