@@ -110,24 +110,34 @@ def shrunk_prediction(model, vector: np.ndarray) -> float:
 def averaged_prediction(model, prediction: float, vector: np.ndarray | None = None) -> float:
     """A ``SparseRBFRegressor`` model prediction plus the errors' level (stream.level),
     averaged with the running mean's and the last target's by their shares
-    (stream.baseline), then
-    with the awake concepts' predictions at ``vector`` (stream.concepts: weights ∝ 1
-    for the live model and e^log-odds for each), as predict_one gives it: all measured
-    from the first target, which is added back."""
+    (stream.baseline), moved toward the blend f + α(ℓ − f) of the model's f and the last
+    target ℓ by the blend's weight (α = Σde/Σd² in [0, 1], the weight the posterior of its
+    log-odds), then with the awake concepts' predictions at ``vector`` (stream.concepts:
+    their posterior against the model, ∝ 1 for the model and e^log-odds for each, times
+    the model's share; the live prediction keeps the rest), as predict_one gives it: all
+    measured from the first target, which is added back."""
     stream = model._stream.bundle
     shares = [float(w) for w in stream.baseline["weight"]]
-    prediction += float(stream.level[0]["offset"])
-    prediction = ((1.0 - sum(shares)) * prediction
+    f = prediction + float(stream.level[0]["offset"])
+    prediction = ((1.0 - sum(shares)) * f
                   + sum(w * float(m) for w, m in zip(shares, stream.baseline["mean"],
                                                      strict=True)))
+    last = stream.baseline[1]
+    if last["enabled"] and last["errors"] > 0:
+        alpha = (min(float(last["cross"] / last["spread"]), 1.0) if last["cross"] > 0
+                 and last["spread"] > 0 and last["blended"] > 3 else 0.0)
+        weight = 1.0 / (1.0 + math.exp(-float(last["blend_odds"])))
+        prediction += weight * (f + alpha * (float(last["mean"]) - f) - prediction)
     memory = getattr(model, "_concepts", None)
     awake = [c for c in memory.concepts if c.awake] if memory is not None else []
     if awake:
         assert vector is not None, "a model with awake concepts needs the input"
-        share = 1.0 - sum(shares)  # (the concepts' odds scale with the model's share)
-        weights = np.array([1.0] + [share * math.exp(c.log_odds) for c in awake])
+        share = 1.0 - sum(shares)  # (the concepts take their part of the model's share)
+        posterior = np.array([1.0] + [math.exp(c.log_odds) for c in awake])
+        weights = share * posterior / posterior.sum()
+        weights[0] = 1.0 - weights[1:].sum()
         predictions = [prediction] + [c.predict(vector) for c in awake]
-        prediction = float(weights @ predictions / weights.sum())
+        prediction = float(weights @ predictions)
     return prediction + model.target_reference
 
 

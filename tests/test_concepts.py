@@ -76,27 +76,34 @@ def test_the_evidence_is_the_forgotten_sum_of_student_t_log_likelihood_ratios(
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), k=st.integers(1, 3),
        odds=st.lists(st.floats(-12.0, 40.0), min_size=3, max_size=3),
-       mean=st.floats(-5.0, 5.0), variance=st.floats(0.01, 4.0))
+       mean=st.floats(-5.0, 5.0), variance=st.floats(0.01, 4.0),
+       share=st.sampled_from([1.0, 0.5, 1e-3, 1e-13]))
 def test_the_blend_is_the_posterior_mixture_of_the_live_model_and_the_awake_concepts(
-        seed, k, odds, mean, variance):
-    """blend from scratch: weights ∝ (1, e^oddsₖ) over the live model and the awake
-    concepts (a sleeping one has none), the mixture's mean Σwμ and variance
-    Σw(v + μ²) − (Σwμ)²; weight() is the concepts' share."""
+        seed, k, odds, mean, variance, share):
+    """blend from scratch: the concepts' posterior against the model, ∝ (1, e^oddsₖ) over
+    the live model and the awake concepts (a sleeping one has none), times the model's
+    ``share`` of the live prediction (the rest the experts'), the live prediction keeping
+    the remainder; the mixture's mean Σwμ and variance Σw(v + μ²) − (Σwμ)²; weight() is the
+    concepts' posterior against the model."""
     rng = np.random.default_rng(seed)
     concepts = [_concept(rng, 3, 2, log_odds=o, awake=o >= SLEEP_LOG_ODDS,
                          calibration=float(rng.uniform(-1.0, 1.0))) for o in odds[:k]]
     memory = ConceptMemory(concepts=concepts)
     x = rng.normal(size=2)
     awake = [c for c in concepts if c.awake]
-    w = np.array([1.0] + [math.exp(c.log_odds) for c in awake])
-    w /= w.sum()
+    posterior = np.array([1.0] + [math.exp(c.log_odds) for c in awake])
+    posterior /= posterior.sum()
+    w = share * posterior
+    w[0] = 1.0 - w[1:].sum()
     mu = np.array([mean] + [_predict(c, x) for c in awake])
     v = np.array([variance] + [c.variance * math.exp(2.0 * c.calibration) for c in awake])
-    blended, spread = memory.blend(x, mean, variance)
+    blended, spread = memory.blend(x, mean, variance, share)
     assert blended == pytest.approx(float(w @ mu), rel=1e-9, abs=1e-9)
     assert spread == pytest.approx(float(w @ (v + mu**2) - (w @ mu) ** 2), rel=1e-7,
                                    abs=1e-9)
-    assert memory.weight() == pytest.approx(float(w[1:].sum()), rel=1e-9, abs=1e-12)
+    assert abs(blended - mean) <= share * np.max(np.abs(mu - mean)) * (1 + 1e-9) + 1e-12
+    assert memory.weight() == pytest.approx(float(posterior[1:].sum()), rel=1e-9,
+                                            abs=1e-12)
 
 
 def test_only_a_stretch_that_lasted_is_kept_and_the_least_recently_useful_gives_way():

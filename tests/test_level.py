@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from onlinesparse import SparseRBFRegressor
 from onlinesparse.stream import level as core
+from onlinesparse.stream.baseline import lean_on_last
 from tests.reference import prequential_errors, shrunk_prediction
 
 
@@ -155,9 +156,12 @@ def test_the_interval_carries_the_levels_variance_and_survives_a_pickle():
     assert model.diagnostics()["level"] == level["offset"]
     probe = {"a": 0.2, "b": -0.4, "c": 1.0}
     f = shrunk_prediction(model, np.array([0.2, -0.4, 1.0])) + model.target_reference
-    assert model.predict_one(probe) == pytest.approx(f + level["offset"], rel=1e-9)
+    # (the model's weight is 1; the blend with the last target acts on f + b)
+    made = f + level["offset"] - model.target_reference
+    made = lean_on_last(model._stream.bundle.baseline, made, made, 1.0)[0]
+    assert model.predict_one(probe) == pytest.approx(made + model.target_reference, rel=1e-9)
     dist = model.predict_one(probe, with_dist=True)
-    assert dist.mu == pytest.approx(f + level["offset"], rel=1e-9)
+    assert dist.mu == pytest.approx(made + model.target_reference, rel=1e-9)
     copy = pickle.loads(pickle.dumps(model))
     assert copy.predict_one(probe) == model.predict_one(probe)
     np.testing.assert_array_equal(copy._stream.bundle.levels, model._stream.bundle.levels)

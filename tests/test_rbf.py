@@ -20,6 +20,7 @@ from onlinesparse.orr.criteria import global_lambda_reestimate
 from onlinesparse.orr.kernels import BasisSpec
 from onlinesparse.orr.pruner import local_ridge
 from onlinesparse.orr.ridge import IncrementalRidge
+from onlinesparse.stream.baseline import lean_on_last
 from tests.reference import averaged_prediction as _averaged
 from tests.reference import from_scratch, shrunk_prediction
 from tests.test_core_ops import _check_against_reference
@@ -699,8 +700,9 @@ def test_the_evidence_against_the_running_mean_is_the_prequential_log_likelihood
     as it stood and ν = p − 1 degrees of freedom, p the patterns before this one —
     ``−(ν+1)/2·[log(1 + e²/(νv)) − log(1 + m²/(νv))]`` — bounded by ±40; and predict_one
     is the mixture of f(x) + b (b the level), ȳ and the last target by the shares the odds
-    give (1 for the model, e^−odds for each expert), f and ȳ measured from the first target
-    (the model fits the differences from it)."""
+    give (1 for the model, e^−odds for each expert), moved toward the blend of f(x) + b and
+    the last target (stream.baseline.lean_on_last, tested in test_stream), f and ȳ
+    measured from the first target (the model fits the differences from it)."""
     rng = np.random.default_rng(6)
     model = SparseRBFRegressor(max_basis=10, window_size=60)
     expected = -4.0  # (the prior odds: the model earns its weight)
@@ -730,8 +732,9 @@ def test_the_evidence_against_the_running_mean_is_the_prequential_log_likelihood
         if model.n_basis:
             f = shrunk_prediction(model, np.array([0.3, -0.1])) + float(level["offset"])
             means = np.array([f, *experts["mean"]])
+            mixed, _ = lean_on_last(experts, f, float(shares @ means), 1.0)
             assert model.predict_one({"a": 0.3, "b": -0.1}) == pytest.approx(
-                float(shares @ means) + reference, rel=1e-9)
+                mixed + reference, rel=1e-9)
 
 
 def test_one_sample_cannot_settle_the_evidence_while_the_variance_rests_on_few():

@@ -20,6 +20,18 @@ follow from its inputs.
   ``1/PERSISTENCE_RATE`` or fewer), with as many degrees of freedom as differences less
   one. Even prior odds: on a shuffled stream it loses within a few samples, on a slowly
   moving one it wins within a few.
+
+The evidence selects, and by the log score: on a time-ordered stream where the model and
+the last target are about as good and err differently, it settles on one of them, and a
+blend of the two beats both in squared error. So a third prediction runs beside the
+mixture: the model's f moved toward the last target ℓ, q = f + α(ℓ − f), by the share α
+that minimises the squared error of q on the recent samples (Bates and Granger's
+combination of forecasts, 1969; :func:`learn_blend`). It is weighed against the
+mixture's mean p by the same prequential evidence, from the same prior odds, each sample
+scored with the share in force before it, by a Student-t of p's recent mean square
+error, so that the comparison is of squared errors (:func:`lean_on_last`). A share fitted
+in-sample misleads on a short stream with outliers (statsmodels' engel: α ≈ 0.4, and
+12 % worse in RMSE applied as fitted); there its evidence stays against it.
 """
 
 from __future__ import annotations
@@ -29,19 +41,30 @@ import math
 import numpy as np
 
 from onlinesparse._jit import jit
-from onlinesparse.stream.evidence import PRIOR_LOG_ODDS, accumulate, log_ratio
+from onlinesparse.stream.evidence import PRIOR_LOG_ODDS, accumulate, log_ratio, weight
+from onlinesparse.stream.mixture import FLOAT_MAX
 
 __all__ = ["BASELINE", "MEAN_EXPERT", "LAST_EXPERT", "MIN_WEIGHED", "new_baseline",
-           "weigh_baselines", "model_share"]
+           "weigh_baselines", "model_share", "blend_share", "lean_on_last"]
 
+# (The blend's fields, kept in the last target's row: cross and spread, the discounted
+# Σde and Σd² for e = y − f and d = ℓ − f, f the model's prediction and ℓ the last target;
+# errors and blend_errors, the discounted mean squares of the mixture's and the blend's
+# errors; blended, the samples they weigh; blend_odds, the evidence for the blend.)
 BASELINE = np.dtype([("log_odds", np.float64), ("weight", np.float64),
                      ("mean", np.float64), ("variance", np.float64),
-                     ("samples", np.float64), ("enabled", np.bool_)])
+                     ("samples", np.float64), ("enabled", np.bool_),
+                     ("cross", np.float64), ("spread", np.float64),
+                     ("errors", np.float64), ("blend_errors", np.float64),
+                     ("blended", np.float64), ("blend_odds", np.float64)])
 MEAN_EXPERT, LAST_EXPERT = 0, 1
 # An expert is not judged before its variance rests on this many values.
 MIN_WEIGHED = 3
 # The last target's variance follows the successive differences over about 200 samples.
 PERSISTENCE_RATE = 1.0 / 200.0
+# The blend's sums weigh about the last 1000 samples: its share is a property of the stream,
+# which moves slowly, and on a shuffled stream the estimate's cost is about 1/(2n) of the MSE.
+BLEND_RATE = 1.0 / 1000.0
 
 
 def new_baseline(last_target: bool = True) -> np.ndarray:
@@ -54,6 +77,7 @@ def new_baseline(last_target: bool = True) -> np.ndarray:
     record[MEAN_EXPERT]["log_odds"] = PRIOR_LOG_ODDS
     record[MEAN_EXPERT]["enabled"] = True
     record[LAST_EXPERT]["enabled"] = last_target
+    record[LAST_EXPERT]["blend_odds"] = PRIOR_LOG_ODDS
     return record
 
 
@@ -65,6 +89,8 @@ def weigh_baselines(baseline: np.ndarray, y: float, error: float, count: float,
     then the experts' predictions for the next sample: the mean of the ``count`` targets in
     memory (y included), summing to ``total``, of variance ``variance``; and ``y``."""
     mean, last = baseline[MEAN_EXPERT], baseline[LAST_EXPERT]
+    if judge and last.enabled and last.samples > MIN_WEIGHED:
+        learn_blend(baseline, y, y - error)
     if judge and mean.variance > 0.0:
         ratio = log_ratio(error, y - mean.mean, mean.variance, count - 2.0)
         mean.log_odds = accumulate(mean.log_odds, ratio, PRIOR_LOG_ODDS, 1.0)
@@ -80,6 +106,55 @@ def weigh_baselines(baseline: np.ndarray, y: float, error: float, count: float,
     last.samples += 1.0
     last.mean = y
     _weigh(baseline)
+
+
+@jit
+def learn_blend(baseline: np.ndarray, y: float, model: float) -> None:
+    """The blend after target ``y`` of a sample for which the model predicted ``model``
+    (f): the evidence for the blend q made with the share in force against the mixture's
+    mean p as made, then the discounted sums."""
+    mean, last = baseline[MEAN_EXPERT], baseline[LAST_EXPERT]
+    p = (1.0 - mean.weight - last.weight) * model + mean.weight * mean.mean
+    p += last.weight * last.mean
+    e, d = y - model, last.mean - model
+    if not (abs(e) < FLOAT_MAX and abs(d) < FLOAT_MAX and abs(y - p) < FLOAT_MAX):
+        return  # (a prediction past the floats says nothing of the blend)
+    miss = e - blend_share(baseline) * d
+    if last.blended > MIN_WEIGHED and last.errors > 0.0:
+        ratio = log_ratio(miss, y - p, last.errors, last.blended - 2.0)
+        last.blend_odds = accumulate(last.blend_odds, ratio, PRIOR_LOG_ODDS, 1.0)
+    last.blended += 1.0
+    rate = max(1.0 / last.blended, BLEND_RATE)
+    last.cross += rate * (d * e - last.cross)
+    last.spread += rate * (d * d - last.spread)
+    last.errors += rate * ((y - p) * (y - p) - last.errors)
+    last.blend_errors += rate * (miss * miss - last.blend_errors)
+
+
+@jit
+def blend_share(baseline: np.ndarray) -> float:
+    """α = Σde / Σd², the share of the last target that minimises the squared error of
+    f + α(ℓ − f) on the recent samples, in [0, 1] (0 before the sums say anything)."""
+    last = baseline[LAST_EXPERT]
+    if not (last.cross > 0.0 and last.spread > 0.0 and last.blended > MIN_WEIGHED):
+        return 0.0
+    return min(last.cross / last.spread, 1.0)
+
+
+@jit
+def lean_on_last(baseline: np.ndarray, model: float, mean: float, variance: float
+                 ) -> tuple[float, float]:
+    """The mixture's ``mean`` (p) and ``variance`` moved toward the blend q = f + α(ℓ − f)
+    of the ``model``'s prediction f and the last target ℓ by the blend's weight w by its
+    evidence: p + w(q − p), the variance scaled by (1 − w) + w·(q's recent mean square
+    error over p's)."""
+    last = baseline[LAST_EXPERT]
+    w = weight(last.blend_odds) if last.enabled and last.errors > 0.0 else 0.0
+    if w == 0.0:
+        return mean, variance
+    q = model + blend_share(baseline) * (last.mean - model)
+    ratio = last.blend_errors / last.errors
+    return mean + w * (q - mean), variance * (1.0 - w + w * ratio)
 
 
 @jit

@@ -179,12 +179,16 @@ class ConceptMemory:
         """The mixture of the live prediction (``mean``, ``variance``) and the awake
         concepts' at x. ``share`` is the model's share of the live prediction (the rest is
         the stream's experts', :func:`~onlinesparse.stream.baseline.model_share`): the
-        concepts were judged against the model, so their odds scale with its share, and a
-        stream the experts predict better is not handed to an old model."""
+        concepts were judged against the model, so they take their posterior's part of its
+        share, and a stream the experts predict better is not handed to an old model."""
         live, shares = self._shares()
         if not shares:
             return mean, variance
-        weights = np.array([live] + [share * w for w, _ in shares])
+        # (each concept's posterior against the model alone, times the model's share: the
+        # concepts take their part of the model's share and none of the experts')
+        total = live + sum(w for w, _ in shares)
+        parts = [share * w / total for w, _ in shares]
+        weights = np.array([1.0 - sum(parts)] + parts)
         means = np.array([mean] + [c.predict(x) for _, c in shares])
         variances = np.array([variance] + [c.spread for _, c in shares])
         blended, spread = mixture(weights, means, variances)

@@ -26,6 +26,7 @@ from onlinesparse._jit import jit
 from onlinesparse.stream.baseline import (
     LAST_EXPERT,
     MEAN_EXPERT,
+    lean_on_last,
     model_share,
     new_baseline,
     weigh_baselines,
@@ -139,16 +140,18 @@ def predictive(stream: Stream, mean: float, variance: float, novelty: float
     """The prediction as made from the model's ``mean`` and uncalibrated predictive
     ``variance``: κ² on the model's variance, the level's offset and variance added, κ_o²
     on the sum, ``novelty`` (what the model cannot know at x) added, then the mixture with
-    the running mean by the evidence."""
+    the running mean and the last target by the evidence, and with the blend of the model
+    and the last target by its own (:func:`~onlinesparse.stream.baseline.lean_on_last`)."""
     c = stream.calibration[0]
     level = stream.level[0]
     variance *= math.exp(2.0 * c.log_scale)
     variance = (variance + level.variance) * math.exp(2.0 * c.outer_log_scale) + novelty
     mean += level.offset
     w = model_share(stream.baseline)
+    mixed = mean
     if w != 1.0:
-        mean, variance = mixture_of_baselines(stream.baseline, w, mean, variance)
-    return mean, variance
+        mixed, variance = mixture_of_baselines(stream.baseline, w, mean, variance)
+    return lean_on_last(stream.baseline, mean, mixed, variance)
 
 
 @jit
