@@ -219,7 +219,7 @@ class FeatureMap:
         names = self.names
         if type(x) is not dict and not isinstance(x, Mapping):
             return None  # (transform names the problem)
-        if not (self.n_committed and len(x) == len(names)):
+        if not ((self.n_committed or names) and len(x) == len(names)):
             return None
         try:
             # (itemgetter reads every value in one C call; with one name it would return
@@ -241,6 +241,16 @@ class FeatureMap:
                 and math.hypot(*ordered) <= MAX_MAGNITUDE):
             return vector
         return None
+
+    def declare(self, x: Mapping[Hashable, object]) -> None:
+        """Know, before the first sample, the input space a first sample with ``x``'s
+        features will fix (a prepared model's): :meth:`transform_known` then takes such a
+        sample at once, in the order it will fix. Nothing is fixed: a first sample of
+        other features fixes its own, as in an undeclared map."""
+        if not self.is_fitted:
+            self.names = _ordered(x)
+            self.index = {n: i for i, n in enumerate(self.names)}
+            self.means = np.zeros(len(self.names))
 
     def commit(self, vector: np.ndarray, x: Mapping[Hashable, object],
                known: bool = False) -> None:

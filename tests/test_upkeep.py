@@ -187,17 +187,22 @@ def test_a_prepared_model_learns_as_an_unprepared_one(multi, monkeypatch):
 
 
 def test_a_first_sample_unlike_the_prepared_one_builds_anew():
-    """Other inputs, another number of targets, or a parameter set since: the first
-    sample builds as a fresh model does, and learns as one."""
+    """Other inputs (another number, or as many under other names: the features prepare
+    declared give way to the first sample's), another number of targets, or a parameter
+    set since: the first sample builds as a fresh model does, and learns as one; a
+    prediction before it is a fresh model's."""
     samples = list(_samples(300, True))
-    for change in ("inputs", "targets", "parameter"):
+    for change in ("inputs", "names", "targets", "parameter"):
         plain = SparseRBFMultiTargetRegressor(max_basis=10, window_size=100)
         model = SparseRBFMultiTargetRegressor(max_basis=10, window_size=100)
         x, y = samples[0]
-        model.prepare({**x, "extra": 1.0} if change == "inputs" else x,
-                      {**y, "c": 0.0} if change == "targets" else y)
+        first = {**x, "extra": 1.0} if change == "inputs" else x
+        if change == "names":
+            first = {f"renamed {k}": v for k, v in x.items()}
+        model.prepare(first, {**y, "c": 0.0} if change == "targets" else y)
         if change == "parameter":
             model.window_size = plain.window_size = 80
+        assert model.predict_one(x) == plain.predict_one(x)
         for x, y in samples:
             model.learn_one(x, y)
             plain.learn_one(x, y)

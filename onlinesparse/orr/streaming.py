@@ -251,6 +251,7 @@ class StreamingRBF(Versioned, RecordOwner):
             raise ValueError("prepare() is for a model that has not learned yet")
         n_features = len(self._features.transform(x, learning=True))
         n_targets = self._fixed_targets or len(as_targets(y, None)[1])
+        self._features.declare(x)  # (a first sample of x's features then reads at once)
         shadow = self.clone()
         shadow._start(n_features, n_targets)
         shadow._compiled()
