@@ -70,3 +70,33 @@ def test_the_ar1_noise_has_the_stated_persistence():
     noise = np.array([y for _, y in stream.data]) - alarm_streams.friedman(X)
     assert abs(np.corrcoef(noise[:-1], noise[1:])[0, 1] - alarm_streams.AR_PHI) < 0.02
     assert abs(noise.std() - 1.0) < 0.15
+
+
+class _Learned:
+    """A regressor that predicts how many samples it has learned."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def predict_one(self, x):
+        return float(self.n)
+
+    def learn_one(self, x, y) -> None:
+        self.n += 1
+
+
+def test_the_oracle_restarts_at_each_change_before_predicting_it():
+    """RestartedAt is a fresh model from each change point on: sample i's prediction (made
+    before sample i is learned) counts the samples learned since the last change at or
+    before i; the RMSE after a change covers the 150 and the 1000 samples from it."""
+    model = memory_alarms.RestartedAt(_Learned, (3, 7))
+    seen = []
+    for _ in range(10):
+        seen.append(model.predict_one({}))
+        model.learn_one({}, 0.0)
+    assert seen == [0, 1, 2, 0, 1, 2, 3, 0, 1, 2]
+    errors = np.arange(2000, dtype=float)
+    run = type("Run", (), {"errors": errors})()
+    got = memory_alarms.after_changes(run, (10, 500))
+    expected = [np.sqrt(np.mean(errors[c:c + w] ** 2)) for c in (10, 500) for w in (150, 1000)]
+    assert got == expected
