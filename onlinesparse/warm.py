@@ -141,10 +141,10 @@ def _rbf_rare(rng: np.random.Generator) -> None:
 
 def _prepared(rng: np.random.Generator) -> None:
     """A loop's model: prepared before its first tick, queried at inputs of the loop's
-    choosing (no last target), its heavy pieces left to ``maintain()``; its first samples
-    run Python paths no other model's do (the prepared state taken over, the constant
-    added on the first pattern), whose first execution in a process costs a first tick
-    some hundred µs (measured: 0.32 ms of a 0.1 ms tick)."""
+    choosing (no last target), its heavy pieces left to ``maintain()``. Its first samples
+    run Python paths no other model's do (the prepared state taken over, the declared
+    features, the constant added on the first pattern): run here first, so that a loop's
+    first tick is not their first execution in the process."""
     for targets in (None, ("a", "b")):
         model = (SparseRBFRegressor(max_basis=6, window_size=40, n_candidates=6,
                                     last_target=False) if targets is None else
