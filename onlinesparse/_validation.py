@@ -6,12 +6,15 @@ Each check raises ``ValueError`` naming the parameter, what it must be, and what
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
 import numbers
 from collections.abc import Collection
 from importlib.metadata import PackageNotFoundError, version
 
-__all__ = ["check_int", "check_real", "check_choice", "check_radii", "Versioned", "VersionError"]
+__all__ = ["check_int", "check_real", "check_choice", "check_radii", "Versioned", "VersionError",
+           "record_layouts", "register_records"]
 
 
 def check_int(name: str, value: object, minimum: int = 1,
@@ -63,25 +66,56 @@ class VersionError(ValueError):
 
 
 class Versioned:
-    """Pickles carry the package's version, and only this version's are loaded: another
-    version's (or an unstamped pre-release's) raise :class:`VersionError` naming both, as
-    scikit-learn's ``InconsistentVersionWarning`` names them — here an error, since a
-    model's arrays in another layout would predict wrongly rather than fail."""
+    """Pickles carry the package's version and the layout of its named records, and only
+    this version's, with these records, are loaded: another version's (or an unstamped
+    pre-release's, or one whose records had other fields) raise :class:`VersionError`
+    naming both, as scikit-learn's ``InconsistentVersionWarning`` names them — here an
+    error, since a model's arrays in another layout would predict wrongly or fail inside
+    compiled code rather than say why."""
 
     def __getstate__(self) -> dict:
         state = dict(super().__getstate__() if hasattr(super(), "__getstate__")
                      else self.__dict__)
-        state["_onlinesparse_version"] = _version()
+        state["_onlinesparse_version"] = _stamp()
         return state
 
     def __setstate__(self, state: dict) -> None:
         written = state.pop("_onlinesparse_version", None)
-        if written != _version():
+        if written != _stamp():
+            version_written = (written or "").partition("+")[0]
+            said = (f"a build of {version_written} whose named records had other fields"
+                    if version_written == _version() else
+                    written or "before 0.1.0 (no version stamp)")
             raise VersionError(
-                f"this {type(self).__name__} was pickled by onlinesparse "
-                f"{written or 'before 0.1.0 (no version stamp)'}; this is {_version()}: "
-                "refit the model (pickles load only in the version that wrote them)")
+                f"this {type(self).__name__} was pickled by onlinesparse {said}; this is "
+                f"{_stamp()}: refit the model (pickles load only in the version that wrote "
+                "them)")
         self.__dict__.update(state)
+
+
+# The named records a pickle's arrays are laid out in, by name (register_records).
+_RECORDS: dict[str, object] = {}
+
+
+def register_records(**records: object) -> None:
+    """Declare named records (structured dtypes) whose layout a pickle depends on: the
+    modules that define them call this once (``tests/test_validation.py`` finds every
+    module-level structured dtype and checks that it is declared)."""
+    _RECORDS.update(records)
+    _stamp.cache_clear()
+
+
+def record_layouts() -> dict[str, object]:
+    """The declared records' dtypes by name (:func:`register_records`)."""
+    return dict(_RECORDS)
+
+
+@functools.cache
+def _stamp() -> str:
+    """The version and a digest of the declared records' layouts, e.g.
+    ``0.1.0+49be6e546683``."""
+    layouts = ";".join(f"{name}={dtype.descr}" for name, dtype in sorted(_RECORDS.items()))
+    return f"{_version()}+{hashlib.sha256(layouts.encode()).hexdigest()[:12]}"
 
 
 def _version() -> str:

@@ -48,7 +48,11 @@ def test_a_pickle_of_another_version_is_refused_by_name(factory):
     model = factory()
     assert pickle.loads(pickle.dumps(model)).__class__ is factory  # (this version's: fine)
     state = model.__getstate__()
-    for written, said in (("0.0.9", "0.0.9"), (None, "no version stamp")):
+    from onlinesparse._validation import _version
+
+    other_layout = f"{_version()}+000000000000"
+    for written, said in (("0.0.9", "0.0.9"), (None, "no version stamp"),
+                          (other_layout, "named records had other fields")):
         if written is None:
             state.pop("_onlinesparse_version", None)
         else:
@@ -56,3 +60,31 @@ def test_a_pickle_of_another_version_is_refused_by_name(factory):
         fresh = factory.__new__(factory)
         with pytest.raises(VersionError, match=said):
             fresh.__setstate__(dict(state))
+
+
+def test_every_named_record_is_in_the_pickles_stamp():
+    """A pickle is stamped with a digest of the named records' layouts
+    (_validation.register_records): every module-level structured dtype of the package is
+    declared, so that a record given another field refuses the pickles written before it
+    (a field added within one version, the stream layer's blend's, once loaded them and
+    failed inside compiled code)."""
+    import importlib
+    import pkgutil
+
+    import numpy as np
+
+    import onlinesparse
+    from onlinesparse._validation import _stamp, record_layouts
+
+    declared = {id(dtype) for dtype in record_layouts().values()}
+    found = []
+    for info in pkgutil.walk_packages(onlinesparse.__path__, "onlinesparse."):
+        if ".replay" in info.name:
+            continue  # (the application's own files; no model record)
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if isinstance(value, np.dtype) and value.names and not name.startswith("_"):
+                found.append((info.name, name, id(value) in declared))
+    assert found and all(ok for *_, ok in found), [f for f in found if not f[2]]
+    version, _, digest = _stamp().partition("+")
+    assert version == onlinesparse.__version__ and len(digest) == 12

@@ -28,6 +28,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from onlinesparse._validation import register_records
+
 __all__ = ["WINDOW", "RIDGE", "PRUNER", "SAMPLE", "NO_REFRESH", "REFRESH_STATE",
            "REFRESH_STATISTICS", "YY", "SUM", "Field", "RecordOwner", "Targets", "new_record",
            "new_targets"]
@@ -69,6 +71,8 @@ SAMPLE = _dtype(
 NO_REFRESH, REFRESH_STATE, REFRESH_STATISTICS = -1, 0, 1
 # The rows of Targets.moments: each target's Σy² and Σy over the memory.
 YY, SUM = 0, 1
+# (the layout a pickle is stamped with: _validation.Versioned)
+register_records(WINDOW=WINDOW, RIDGE=RIDGE, PRUNER=PRUNER, SAMPLE=SAMPLE)
 
 
 class Targets(NamedTuple):

@@ -41,6 +41,7 @@ import math
 import numpy as np
 
 from onlinesparse._jit import jit
+from onlinesparse._validation import register_records
 from onlinesparse.stream.evidence import PRIOR_LOG_ODDS, accumulate, log_ratio, weight
 from onlinesparse.stream.mixture import FLOAT_MAX
 
@@ -65,6 +66,8 @@ PERSISTENCE_RATE = 1.0 / 200.0
 # The blend's sums weigh about the last 1000 samples: its share is a property of the stream,
 # which moves slowly, and on a shuffled stream the estimate's cost is about 1/(2n) of the MSE.
 BLEND_RATE = 1.0 / 1000.0
+# (the layout a pickle is stamped with: _validation.Versioned)
+register_records(BASELINE=BASELINE)
 
 
 def new_baseline(last_target: bool = True) -> np.ndarray:

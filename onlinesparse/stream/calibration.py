@@ -27,6 +27,7 @@ import numpy as np
 from scipy.stats import norm
 
 from onlinesparse._jit import jit
+from onlinesparse._validation import register_records
 
 __all__ = ["CALIBRATION", "CALIBRATION_STEP", "CALIBRATION_LIMIT", "aim", "new_calibration",
            "calibration_step", "calibrate"]
@@ -37,6 +38,8 @@ CALIBRATION = np.dtype([("log_scale", np.float64), ("outer_log_scale", np.float6
 # ±0.1 in log κ on a stationary stream.
 CALIBRATION_STEP = 0.1
 CALIBRATION_LIMIT = 5.0  # |log κ| at most: κ within [0.007, 148]
+# (the layout a pickle is stamped with: _validation.Versioned)
+register_records(CALIBRATION=CALIBRATION)
 
 
 @functools.lru_cache(maxsize=16)

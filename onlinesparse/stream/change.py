@@ -45,6 +45,7 @@ import math
 import numpy as np
 
 from onlinesparse._jit import jit
+from onlinesparse._validation import register_records
 from onlinesparse.stream.calibration import CALIBRATION_STEP, calibration_step
 
 __all__ = ["CHANGE", "CHANGE_ALLOWANCE", "CHANGE_THRESHOLD", "YOUNG_WINDOW", "new_change",
@@ -93,6 +94,8 @@ WARM_UP = 100.0
 # Patterns a memory holds before a building change holds its noise estimate back: a
 # younger model is still learning and its errors are biased.
 YOUNG_WINDOW = 60.0
+# (the layout a pickle is stamped with: _validation.Versioned)
+register_records(CHANGE=CHANGE)
 
 
 def new_change() -> np.ndarray:

@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from onlinesparse._jit import jit
+from onlinesparse._validation import register_records
 from onlinesparse.stream.evidence import GAUSSIAN, LOG_ODDS_LIMIT, accumulate, log_ratio
 from onlinesparse.stream.mixture import mixture
 
@@ -43,6 +44,8 @@ LEVEL = np.dtype([("drift", np.float64), ("mean", np.float64), ("variance", np.f
 
 # The mixture's mean and variance for the next sample (level_mixture), which predictions add.
 LEVEL_STATE = np.dtype([("offset", np.float64), ("variance", np.float64)])
+# (the layout a pickle is stamped with: _validation.Versioned)
+register_records(LEVEL=LEVEL, LEVEL_STATE=LEVEL_STATE)
 
 
 def new_level_state() -> np.ndarray:
