@@ -1,4 +1,4 @@
-"""The streams of ``benchmarks/memory_alarms.py``: five stationary ones whose errors are not
+"""The streams of ``benchmarks/memory_alarms.py``: six stationary ones whose errors are not
 the independent Gaussian errors a CUSUM assumes, and river's three drifting Friedman streams.
 
 Every generator takes the number of samples and a seed, is deterministic, and returns a
@@ -12,6 +12,11 @@ description of what was drawn.
   rate_i = b_i · exp(m_i · ⟨v, d_i⟩), b_i ~ U(5, 30) Hz, m_i ~ U(0.3, 0.8), d_i a random
   unit vector; the counts per bin are the features (ints as floats); the target is the
   speed ‖v‖ plus N(0, 0.05²). Consecutive samples share the latent state.
+* ``emg``: the recording of ``benchmarks/neural_decoding.py``
+  (``onlinesparse.datasets.make_spike_count_session``, seed 42) without its faults: 80
+  Poisson channels in 20 ms bins during random reaches and holds, the target the first
+  EMG envelope (rectified, 20 % log-normal noise, bursts in the reaches: skewed errors that
+  come in epochs of some dozens of samples).
 * ``panda``: the Franka Panda (pybullet's ``franka_panda/panda.urdf``, fixed base, DIRECT
   mode; loaded as ``benchmarks/robot_panda.py`` does) on a strictly periodic reference:
   each arm joint q_j(t) = c_j + Σ_k a_jk sin(2π k t / 4 s + φ_jk), k = 1..3 (harmonics of
@@ -82,6 +87,27 @@ def spikes(n: int, seed: int = SEED) -> Stream:
              f"{100 * np.mean(counts == 0):.0f} % zeros; speed mean {y.mean():.2f}, "
              f"sd {y.std():.2f}")
     return Stream(f"spike counts → speed ({SPIKE_CHANNELS} Poisson channels, 20 ms bins)",
+                  data, (), about)
+
+
+def emg(n: int, seed: int = SEED) -> Stream:
+    """``onlinesparse.datasets.make_spike_count_session`` without its faults (no channel
+    drops out, no NaN cell): 80 channels in 20 ms bins during random reaches and holds, the
+    target the first EMG envelope — rectified, multiplicative noise, bursts in the reaches,
+    so that the errors are skewed and come in epochs of some dozens of samples. The
+    neural_decoding benchmark's recording, stationary."""
+    from onlinesparse.datasets import make_spike_count_session
+
+    frame = make_spike_count_session(n_rows=n, seed=seed, n_nan=0, dropout_at=1.0)
+    channels = frame.attrs["truth"]["channels"]
+    counts = frame[channels].to_numpy()
+    y = frame["emg_0"].to_numpy(dtype=float)
+    data = [(dict(zip(channels, map(float, row), strict=True)), float(t))
+            for row, t in zip(counts, y, strict=True)]
+    about = (f"{len(channels)} channels, mean count per bin {counts.mean():.2f}; emg_0 mean "
+             f"{y.mean():.2f}, sd {y.std():.2f}, skewness "
+             f"{float(np.mean((y - y.mean()) ** 3) / y.std() ** 3):.1f}")
+    return Stream("reaches: spike counts → EMG envelope (80 Poisson channels, 20 ms bins)",
                   data, (), about)
 
 
@@ -202,8 +228,8 @@ def friedman_drift(kind: str, n: int, seed: int = SEED) -> Stream:
     return Stream(title, list(stream.take(n)), position, about)
 
 
-GENERATORS = {"spikes": spikes, "panda": panda, "hetero": heteroscedastic, "t3": student_t,
-              "ar1": ar1}
+GENERATORS = {"spikes": spikes, "emg": emg, "panda": panda, "hetero": heteroscedastic,
+              "t3": student_t, "ar1": ar1}
 DRIFTS = ("gra", "gsg", "lea")
 KEYS = (*GENERATORS, *DRIFTS)
 

@@ -6,9 +6,10 @@ prequential errors raises an alarm (``onlinesparse/stream/change.py``). The CUSU
 independent Gaussian errors; this benchmark counts the cuts where that assumption fails but
 nothing changes, and times the cuts where something does:
 
-* five stationary streams (``benchmarks/alarm_streams.py`` describes each): spike counts of
+* six stationary streams (``benchmarks/alarm_streams.py`` describes each): spike counts of
   60 Poisson channels tuned to a smooth latent velocity, the target its speed (count-valued,
-  time-ordered inputs); the Franka Panda's joint-2 torque on a strictly periodic reference
+  time-ordered inputs); neural_decoding's recording without its faults, the target an EMG
+  envelope (skewed errors in epochs of reaches and holds); the Franka Panda's joint-2 torque on a strictly periodic reference
   (pybullet); Friedman #1 with heteroscedastic noise, with Student-t₃ noise and with AR(1)
   noise of φ = 0.95 (the three on the same i.i.d. inputs, seed 42). Every cut there is a
   false alarm; reported as cuts per 10 000 samples;
@@ -42,7 +43,7 @@ median µs of predict + learn per sample.
 
 Run: ``.venv/bin/python benchmarks/memory_alarms.py`` (20 000 samples per stream, about four
 minutes), ``--quick`` (6000 samples), ``--samples N``,
-``--streams spikes,panda,hetero,t3,ar1,gra,gsg,lea``, ``--models rbf,vbls,vbls-forgetting``.
+``--streams spikes,emg,panda,hetero,t3,ar1,gra,gsg,lea``, ``--models rbf,vbls,vbls-forgetting``.
 Writes ``benchmarks/results/memory_alarms.json`` (a ``--quick`` or partial run:
 ``benchmarks/results/quick/``), every cut's sample index included; docs/performance.md shows
 only this description and the run's provenance (the page is kept short). Needs the

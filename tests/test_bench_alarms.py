@@ -57,11 +57,12 @@ def test_the_drift_geometry_is_rivers_scaled_by_n_over_200000():
 
 
 def test_the_stationary_streams_are_deterministic_and_have_no_change():
-    for key in ("spikes", "hetero", "t3", "ar1"):
+    for key in ("spikes", "emg", "hetero", "t3", "ar1"):
         a, b = alarm_streams.build(key, 300), alarm_streams.build(key, 300)
         assert a.data == b.data and a.changes == () and len(a.data) == 300
-    counts = [v for x, _ in alarm_streams.build("spikes", 300).data for v in x.values()]
-    assert all(v == int(v) >= 0 for v in counts)
+    for key in ("spikes", "emg"):
+        counts = [v for x, _ in alarm_streams.build(key, 300).data for v in x.values()]
+        assert all(v == int(v) >= 0 for v in counts)  # (emg: no NaN cell, no fault)
 
 
 def test_the_ar1_noise_has_the_stated_persistence():
