@@ -9,10 +9,11 @@ nothing changes, and times the cuts where something does:
 * six stationary streams (``benchmarks/alarm_streams.py`` describes each): spike counts of
   60 Poisson channels tuned to a smooth latent velocity, the target its speed (count-valued,
   time-ordered inputs); neural_decoding's recording without its faults, the target an EMG
-  envelope (skewed errors in epochs of reaches and holds); the Franka Panda's joint-2 torque on a strictly periodic reference
-  (pybullet); Friedman #1 with heteroscedastic noise, with Student-t₃ noise and with AR(1)
-  noise of φ = 0.95 (the three on the same i.i.d. inputs, seed 42). Every cut there is a
-  false alarm; reported as cuts per 10 000 samples;
+  envelope (skewed errors in epochs of reaches and holds); the Franka Panda's joint-2
+  torque on a strictly periodic reference (pybullet); Friedman #1 with heteroscedastic
+  noise, with Student-t₃ noise and with AR(1) noise of φ = 0.95 (the three on the same
+  i.i.d. inputs, seed 42). Every cut there is a false alarm; reported as cuts per 10 000
+  samples;
 * river's ``FriedmanDrift`` with ``drift_type`` "gra", "gsg" and "lea" (seed 42), river's
   default geometry scaled by n / 200 000 (changes at n/4, n/2 and, for lea, 3n/4; gsg's
   transition window n/20). The delay of a change is the index of the first cut at or after
