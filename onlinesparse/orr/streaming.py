@@ -240,11 +240,10 @@ class StreamingRBF(Versioned, RecordOwner):
 
         For a loop whose every tick has a budget: a fresh model builds these on its first
         ``learn_one`` (1–2 ms on the defaults, 21 inputs; the compiled code itself is
-        :func:`~onlinesparse.warm_up`'s), which a prepared model then takes as it is:
-        ``benchmarks/first_ticks.py`` measured its first tick at 0.24–0.33 ms against
-        1.0–1.3 ms unprepared (a steady tick 0.04–0.07 ms; what is left is the first
-        pattern's constant basis function and memory touched for the first time). Nothing
-        is learned: the model
+        :func:`~onlinesparse.warm_up`'s), which a prepared model then takes as it is: its
+        first tick is several times shorter, though still several steady ticks long (the
+        first pattern adds the constant basis function; ``benchmarks/first_ticks.py``,
+        docs/performance.md, has today's figures). Nothing is learned: the model
         predicts and learns exactly as an unprepared one (tested), and a first sample of
         other inputs or another number of targets than prepared for builds anew. ``y``
         names the targets of a multi-output model (its values are not read); ``x`` is

@@ -30,8 +30,8 @@ combination of forecasts, 1969; :func:`learn_blend`). It is weighed against the
 mixture's mean p by the same prequential evidence, from the same prior odds, each sample
 scored with the share in force before it, by a Student-t of p's recent mean square
 error, so that the comparison is of squared errors (:func:`lean_on_last`). A share fitted
-in-sample misleads on a short stream with outliers (statsmodels' engel: α ≈ 0.4, and
-12 % worse in RMSE applied as fitted); there its evidence stays against it.
+in-sample can mislead on a short stream with outliers; there its evidence stays against
+it.
 """
 
 from __future__ import annotations
@@ -117,8 +117,7 @@ def learn_blend(baseline: np.ndarray, y: float, model: float) -> None:
     (f): the evidence for the blend q made with the share in force against the mixture's
     mean p as made, then the discounted sums."""
     mean, last = baseline[MEAN_EXPERT], baseline[LAST_EXPERT]
-    p = (1.0 - mean.weight - last.weight) * model + mean.weight * mean.mean
-    p += last.weight * last.mean
+    p = model_share(baseline) * model + mean.weight * mean.mean + last.weight * last.mean
     e, d = y - model, last.mean - model
     if not (abs(e) < FLOAT_MAX and abs(d) < FLOAT_MAX and abs(y - p) < FLOAT_MAX):
         return  # (a prediction past the floats says nothing of the blend)
@@ -152,7 +151,8 @@ def lean_on_last(baseline: np.ndarray, model: float, mean: float, variance: floa
     evidence: p + w(q − p), the variance scaled by (1 − w) + w·(q's recent mean square
     error over p's)."""
     last = baseline[LAST_EXPERT]
-    w = weight(last.blend_odds) if last.enabled and last.errors > 0.0 else 0.0
+    # (no sums without the last target: learn_blend runs only while it is an expert)
+    w = weight(last.blend_odds) if last.errors > 0.0 else 0.0
     if w == 0.0:
         return mean, variance
     q = model + blend_share(baseline) * (last.mean - model)
