@@ -32,6 +32,7 @@ from onlinesparse.orr import criteria
 from onlinesparse.orr.kernels import BasisSpec
 from onlinesparse.orr.ridge_state import IllConditionedError, RidgeState
 from onlinesparse.orr.window import WindowStatistics
+from onlinesparse.stream.refit import RidgeView
 
 __all__ = ["IllConditionedError", "RidgeState", "IncrementalRidge"]
 
@@ -311,6 +312,15 @@ class IncrementalRidge(RecordOwner):
         window.pop_oldest()
         window.push(x, y, h)
         self._refactor()
+
+    def ridge_view(self) -> RidgeView:
+        """The window as a ridge regression on the model's columns
+        (:class:`~onlinesparse.stream.refit.RidgeView`): what the adaptive memory refits
+        to judge a cut."""
+        window = self.window
+        return RidgeView(window.stored_rows(), window.stored_targets().reshape(
+            window.n_stored, -1), self.state.lambdas[: self.size].copy(),
+            np.asarray(self.target_scales, dtype=float))
 
     def forget_oldest(self, count: int) -> None:
         """Forget the ``count`` oldest patterns of the window at once: the statistics are

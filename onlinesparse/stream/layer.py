@@ -337,13 +337,14 @@ def after_learning(layers: Sequence[StreamLayer], memory: AdaptiveMemory | None,
         since = max(since, layer.take_alarm())
     if memory is None:
         return False
-    if not since:
+    keep = memory.plan(model, since, learned) if since else 0
+    if not keep:
         if memory.holding:
             memory.hold(model, learned)
         return False
     if concepts is not None:
         concepts.after_alarm(freeze, learned)
-    if not memory.after_alarm(model, since, learned):
+    if not memory.cut(model, keep, since, learned):
         return False
     for layer in layers:
         layer.restart()

@@ -31,6 +31,8 @@ from typing import Protocol
 
 import numpy as np
 
+from onlinesparse.stream.refit import shorter_memory_wins
+
 __all__ = ["MIN_MEMORY", "RELAX", "DECORRELATED", "MEASURED", "Forgetful",
            "Horizon", "AdaptiveMemory", "decorrelation_stride"]
 
@@ -268,6 +270,7 @@ class AdaptiveMemory:
     cap: int = 0
     cap_since: int = 0
     stale: int = 0
+    vetoed: int = 0
 
     @property
     def holding(self) -> bool:
@@ -276,20 +279,42 @@ class AdaptiveMemory:
 
     def after_alarm(self, model: Forgetful, since: int, learned: int) -> bool:
         """An alarm at sample ``learned`` dating the change ``since`` samples back: cut the
-        window of ``model`` to the patterns after it (module docstring) if the memory
-        spans its horizon (:meth:`Horizon.spans`). Returns whether patterns were
-        forgotten."""
-        floor = _floor(model)
-        stored = model.n_stored
-        horizon = self.horizon
-        if horizon is not None and not horizon.spans(learned):
-            return False  # (a trajectory's young memory: Horizon.spans)
+        window of ``model`` to the patterns after it if :meth:`plan` finds it worth a cut
+        (:meth:`cut`). Returns whether patterns were forgotten."""
+        keep = self.plan(model, since, learned)
+        return bool(keep) and self.cut(model, keep, since, learned)
+
+    def plan(self, model: Forgetful, since: int, learned: int) -> int:
+        """The patterns to keep after an alarm at sample ``learned`` dating the change
+        ``since`` samples back (0: no cut). None is cut where the memory does not span its
+        horizon (:meth:`Horizon.spans`) or holds less than twice its floor; a model that
+        offers a :class:`~onlinesparse.stream.refit.RidgeView` (``ridge_view()``) is cut
+        only where :func:`~onlinesparse.stream.refit.shorter_memory_wins`, and an alarm it
+        refuses counts in ``vetoed``."""
+        floor, stored = _floor(model), model.n_stored
+        if self.horizon is not None and not self.horizon.spans(learned):
+            return 0  # (a trajectory's young memory: Horizon.spans)
         if stored < 2 * floor:
             # (a memory short of twice its floor is young, or just cut: its model's errors
             # are still falling, and a cut would keep most of it)
-            return False
-        if horizon is not None:
-            horizon.alarm(learned, 2 * floor)
+            return 0
+        after = self._patterns_in(since, learned)
+        keep = max(after, floor)
+        view = getattr(model, "ridge_view", None)
+        view = view() if view is not None and keep < stored else None
+        if view is not None and not shorter_memory_wins(view, keep, after):
+            self.vetoed += 1
+            return 0
+        return keep
+
+    def cut(self, model: Forgetful, keep: int, since: int, learned: int) -> bool:
+        """Cut the memory to its last ``keep`` patterns (:meth:`plan`) after an alarm at
+        sample ``learned`` dating the change ``since`` samples back: the next samples enter
+        whatever the horizon's stride, and the interval between changes sets the cap.
+        Returns whether patterns were forgotten."""
+        floor, stored = _floor(model), model.n_stored
+        if self.horizon is not None:
+            self.horizon.alarm(learned, 2 * floor)
         interval = learned - self.last_alarm
         # (an alarm within two floors of the last is the same change, still settling: it
         # cuts, and leaves the interval between changes as it was)
@@ -299,14 +324,12 @@ class AdaptiveMemory:
                 self.cap_since = learned
             self.last_alarm = learned
         after = self._patterns_in(since, learned)
-        keep = max(after, floor)
-        cut = keep < stored
-        if cut:
+        if keep < stored:
             self._forget(model, stored - keep)
         # (the patterns from before the change kept to reach the floor go as soon as as
         # many new ones have come: hold)
         self.stale = max(min(keep, stored) - after, 0)
-        return cut
+        return keep < stored
 
     def _forget(self, model: Forgetful, count: int) -> None:
         """The ``count`` oldest patterns forgotten: the memory is no longer full, and every

@@ -175,6 +175,13 @@ class VBLSState:
         """``s = ψ_y + Σ_m ψ_zm``: the noise variance of a prediction (eq. 4.12 without Σ_b)."""
         return float(self.output_noise + self.branch_noise.sum())
 
+    def ridge_penalty(self, noise: float) -> np.ndarray:
+        """The penalties of the ridge regression whose solution is the posterior mean of a
+        Gaussian prior of precision ``⟨α_m⟩`` under noise variance ``noise``:
+        ``⟨α_m⟩·noise`` (0 for the flat units). What the adaptive memory refits to judge a
+        cut (:class:`~onlinesparse.stream.refit.RidgeView`)."""
+        return self.precisions * noise
+
     def copy(self) -> VBLSState:
         return replace(
             self,

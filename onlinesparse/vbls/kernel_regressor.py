@@ -31,6 +31,7 @@ from onlinesparse.orr.buffer import BufferManager
 from onlinesparse.orr.input_metric import prediction_moves
 from onlinesparse.orr.kernels import KERNELS, BasisSpec
 from onlinesparse.orr.window import WindowStatistics
+from onlinesparse.stream.refit import RidgeView
 from onlinesparse.vbls import _compiled, admission, engine, kernel_batch, proposals
 from onlinesparse.vbls._many import predict_series
 from onlinesparse.vbls.evidence import (  # noqa: F401  (re-exported: the public home before)
@@ -511,6 +512,16 @@ class VBLSKernelRegressor(Versioned, base.Regressor):
     @property
     def n_parameters(self) -> int:
         return 0 if self._stats is None else int(self._stats.n_model)
+
+    def ridge_view(self) -> RidgeView | None:
+        """The window as a ridge regression (as :meth:`VBLSRegressor.ridge_view`; the rows
+        uncentred, the refit's free constant takes the centring); None before the first
+        sweep."""
+        if self._state is None:
+            return None
+        stats, state = self._stats, self._state
+        return RidgeView(stats.stored_rows(), stats.stored_targets().reshape(-1, 1),
+                         state.ridge_penalty(state.total_noise), np.ones(1))
 
     def forget_oldest(self, k: int) -> None:
         """Forget the ``k`` oldest patterns (the window's statistics recomputed from the

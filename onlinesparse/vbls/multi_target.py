@@ -15,6 +15,7 @@ from onlinesparse.features import FeatureMap, as_rows, as_target_rows, as_target
 from onlinesparse.orr.window import WindowStatistics
 from onlinesparse.stream.layer import after_learning
 from onlinesparse.stream.memory import AdaptiveMemory, Horizon
+from onlinesparse.stream.refit import RidgeView
 from onlinesparse.vbls.regressor import MEMORY_PER_WEIGHT, VBLSRegressor
 
 __all__ = ["VBLSMultiTargetRegressor"]
@@ -199,6 +200,17 @@ class VBLSMultiTargetRegressor(base.MultiTargetRegressor):
     def n_parameters(self) -> int:
         """``MEMORY_PER_WEIGHT`` patterns per weight (as :class:`VBLSRegressor`)."""
         return 0 if self._stats is None else MEMORY_PER_WEIGHT * int(self._stats.n_model)
+
+    def ridge_view(self) -> RidgeView | None:
+        """The shared window as a ridge regression, each target at its own posterior's
+        penalties (:meth:`VBLSRegressor.ridge_view`); None before every target is swept."""
+        views = [head.ridge_view() for head in self._heads]
+        if not views or any(view is None for view in views):
+            return None
+        stats = self._stats
+        return RidgeView(stats.stored_rows(), stats.stored_targets().reshape(
+            stats.n_stored, -1), np.column_stack([view.penalty for view in views]),
+            np.ones(len(views)))
 
     def forget_oldest(self, k: int) -> None:
         """Forget the ``k`` oldest patterns of the shared statistics and refit every

@@ -21,6 +21,7 @@ from onlinesparse.orr.window import MEMORY_POLICIES, WindowStatistics
 from onlinesparse.stream.concepts import LASTED
 from onlinesparse.stream.layer import StreamLayer
 from onlinesparse.stream.memory import AdaptiveMemory, Horizon
+from onlinesparse.stream.refit import RidgeView
 from onlinesparse.vbls import engine, schedule, student_t
 from onlinesparse.vbls._many import predict_series
 
@@ -387,6 +388,16 @@ class VBLSRegressor(Versioned, base.Regressor):
         ARD posterior of a weight whose input barely varied in memory overconfident and far
         from 0 (TrumpApproval's prediction missed by 37 after an input jumped)."""
         return 0 if self._stats is None else MEMORY_PER_WEIGHT * int(self._stats.n_model)
+
+    def ridge_view(self) -> RidgeView | None:
+        """The window as a ridge regression (:class:`~onlinesparse.stream.refit.RidgeView`:
+        the stored rows, the targets, :meth:`~onlinesparse.vbls.engine.VBLSState.\
+ridge_penalty` at the model's noise); None before the first sweep."""
+        if self._state is None:
+            return None
+        stats = self._stats
+        return RidgeView(stats.stored_rows(), stats.stored_targets().reshape(-1, 1),
+                         self._state.ridge_penalty(self._noise()), np.ones(1))
 
     def forget_oldest(self, k: int) -> None:
         """Forget the ``k`` oldest patterns (the statistics recomputed from the rest) and

@@ -1,0 +1,109 @@
+"""Whether a change alarm is worth a cut: a model refitted to the patterns after the change
+against the full memory, by blocked cross-validation on those patterns.
+
+The change statistics (:mod:`~onlinesparse.stream.change`) say that the errors moved; they
+cannot say whether a shorter memory would predict better. On a stream whose errors come in
+epochs — an EMG envelope's bursts decoded from spike counts, a trajectory's slow regions —
+the errors' level moves for some dozens of samples without the function changing, and a
+cut throws away what the memory knew. So before a cut, both memories are refitted to the
+model's basis at its own penalties (its :class:`RidgeView`) and asked to predict the
+patterns the alarm dates after the change:
+
+* **the recent memory**: the ``keep`` patterns the cut would leave, with a free constant;
+* **the full memory with a level shift**: every stored pattern, a free constant and a free
+  constant on the patterns after the change. A shift of the errors' level alone is what the
+  level filters (:mod:`~onlinesparse.stream.level`) follow without a cut; the full memory
+  with that shift loses to the recent one only where the function itself changed.
+
+Each predicts the patterns after the change by **blocked cross-validation**: those
+patterns in ``FOLDS`` contiguous blocks, each left out in turn (exactly, from the hat
+matrix: ``r_B = (I − H_BB)⁻¹ e_B``; Hastie, Tibshirani and Friedman 2009, 7.10). Contiguous
+blocks, not single patterns: consecutive patterns of a time-ordered stream are alike, and
+leaving one out of a short recent memory lets its neighbours predict it (Bergmeir and
+Benítez 2012 for blocked cross-validation of time series). The cut goes ahead when the
+recent memory's squared errors, summed over the targets in the model's own weights, are the
+smaller. O(W·M² + M³) at an alarm, the order of the cut's own refit.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy import linalg
+
+__all__ = ["FOLDS", "RidgeView", "shorter_memory_wins", "blocked_errors"]
+
+# The blocks the patterns after a change are left out in (ten-fold cross-validation; an
+# alarm dates its change some 10-25 patterns back, so that a block is a pattern or two).
+FOLDS = 10
+# A free column's penalty, relative to the largest diagonal of the Gram matrix: enough to
+# keep a constant beside a model that already has one positive definite.
+FREE = 1e-9
+
+
+class RidgeView(NamedTuple):
+    """A model's memory as a ridge regression: ``rows`` (n × M, the stored patterns' design
+    rows, oldest first), ``targets`` (n × K), ``penalty`` (M: each column's λ, the prior
+    precision times the noise variance for a Bayesian model; M × K where each target has
+    its own) and ``scales`` (K: each target's weight in the model's criteria)."""
+
+    rows: np.ndarray
+    targets: np.ndarray
+    penalty: np.ndarray
+    scales: np.ndarray
+
+
+def shorter_memory_wins(view: RidgeView, keep: int, after: int) -> bool:
+    """Whether the last ``keep`` stored patterns predict the last ``after`` of them better
+    than the full memory with a level shift on those ``after`` (module docstring)."""
+    rows = view.rows
+    n = rows.shape[0]
+    keep = min(keep, n)
+    after = min(max(after, 1), keep)
+    if keep >= n:
+        return False  # (the cut would keep everything)
+    blocks = np.array_split(np.arange(after), min(FOLDS, after))
+    level = np.zeros(n)
+    level[n - after:] = 1.0
+    full = np.column_stack([rows, np.ones(n), level])
+    targets = view.targets.reshape(n, -1)
+    recent = _weighed_errors(full[n - keep:, :-1], targets[n - keep:], view, 1,
+                             [b + keep - after for b in blocks])
+    return recent < _weighed_errors(full, targets, view, 2, [b + n - after for b in blocks])
+
+
+def _weighed_errors(design: np.ndarray, targets: np.ndarray, view: RidgeView, free: int,
+                    blocks: list[np.ndarray]) -> float:
+    """:func:`blocked_errors` summed over the targets in ``view.scales``: one fit for every
+    target where they share the penalties, one per target where each has its own; the
+    last ``free`` columns of ``design`` unpenalised."""
+    penalties = view.penalty.reshape(view.rows.shape[1], -1)
+    if penalties.shape[1] == 1:
+        errors = blocked_errors(design, targets, np.r_[penalties[:, 0], np.zeros(free)],
+                                blocks)
+        return float(np.sum(errors @ view.scales))
+    return sum(float(view.scales[k] * np.sum(blocked_errors(
+        design, targets[:, k:k + 1], np.r_[penalties[:, k], np.zeros(free)], blocks)))
+        for k in range(targets.shape[1]))
+
+
+def blocked_errors(design: np.ndarray, targets: np.ndarray, penalty: np.ndarray,
+                   blocks: list[np.ndarray]) -> np.ndarray:
+    """The squared errors (rows of ``blocks`` × K) of the ridge fit of ``targets`` on
+    ``design`` with column penalties ``penalty``, each block's predicted by the fit without
+    it: ``(I − H_BB)⁻¹ e_B``, H the hat matrix. A column of penalty 0 gets ``FREE`` of the
+    Gram matrix's largest diagonal."""
+    gram = design.T @ design
+    floor = FREE * max(float(np.max(np.diag(gram))), 1e-300)
+    gram[np.diag_indices_from(gram)] += np.maximum(penalty, floor)
+    factor = linalg.cho_factor(gram, check_finite=False)
+    residuals = targets - design @ linalg.cho_solve(factor, design.T @ targets,
+                                                    check_finite=False)
+    out = []
+    for block in blocks:
+        rows = design[block]
+        hat = rows @ linalg.cho_solve(factor, rows.T, check_finite=False)
+        left_out = np.linalg.solve(np.eye(len(block)) - hat, residuals[block])
+        out.append(left_out ** 2)
+    return np.concatenate(out)
