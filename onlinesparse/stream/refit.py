@@ -6,10 +6,13 @@ cannot say whether a shorter memory would predict better. On a stream whose erro
 epochs — an EMG envelope's bursts decoded from spike counts, a trajectory's slow regions —
 the errors' level moves for some dozens of samples without the function changing, and a
 cut throws away what the memory knew. So before a cut, both memories are refitted to the
-model's basis at its own penalties (its :class:`RidgeView`) and asked to predict the
-patterns the alarm dates after the change:
+model's basis (its :class:`RidgeView`) and asked to predict the patterns the alarm dates
+after the change:
 
-* **the recent memory**: the ``keep`` patterns the cut would leave, with a free constant;
+* **the recent memory**: the ``keep`` patterns the cut would leave, with a free constant,
+  its penalties scaled by generalised cross-validation on those patterns
+  (:func:`gcv_shrinkage`: a penalty chosen on a full window is too weak for M + 10
+  patterns, and the refit would interpolate them);
 * **the full memory with a level shift**: every stored pattern, a free constant and a free
   constant on the patterns after the change. A shift of the errors' level alone is what the
   level filters (:mod:`~onlinesparse.stream.level`) follow without a cut; the full memory
@@ -23,6 +26,9 @@ leaving one out of a short recent memory lets its neighbours predict it (Bergmei
 Benítez 2012 for blocked cross-validation of time series). The cut goes ahead when the
 recent memory's squared errors, summed over the targets in the model's own weights, are the
 smaller. O(W·M² + M³) at an alarm, the order of the cut's own refit.
+
+Measured on ``benchmarks/memory_alarms.py`` (its results file): the alarms it refuses and
+the cuts that remain, per stream.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import linalg
 
-__all__ = ["FOLDS", "RidgeView", "shorter_memory_wins", "blocked_errors"]
+__all__ = ["FOLDS", "SHRINKAGE", "RidgeView", "shorter_memory_wins", "gcv_shrinkage",
+           "blocked_errors"]
 
 # The blocks the patterns after a change are left out in (ten-fold cross-validation; an
 # alarm dates its change some 10-25 patterns back, so that a block is a pattern or two).
@@ -40,6 +47,8 @@ FOLDS = 10
 # A free column's penalty, relative to the largest diagonal of the Gram matrix: enough to
 # keep a constant beside a model that already has one positive definite.
 FREE = 1e-9
+# The scales of the model's penalties the recent memory is refitted at, by GCV.
+SHRINKAGE = (1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6)
 
 
 class RidgeView(NamedTuple):
@@ -68,7 +77,10 @@ def shorter_memory_wins(view: RidgeView, keep: int, after: int) -> bool:
     level[n - after:] = 1.0
     full = np.column_stack([rows, np.ones(n), level])
     targets = view.targets.reshape(n, -1)
-    recent = _weighed_errors(full[n - keep:, :-1], targets[n - keep:], view, 1,
+    design = full[n - keep:, :-1]
+    shrinkage = gcv_shrinkage(design, targets[n - keep:], view)
+    recent = _weighed_errors(design, targets[n - keep:],
+                             view._replace(penalty=shrinkage * view.penalty), 1,
                              [b + keep - after for b in blocks])
     return recent < _weighed_errors(full, targets, view, 2, [b + n - after for b in blocks])
 
@@ -86,6 +98,30 @@ def _weighed_errors(design: np.ndarray, targets: np.ndarray, view: RidgeView, fr
     return sum(float(view.scales[k] * np.sum(blocked_errors(
         design, targets[:, k:k + 1], np.r_[penalties[:, k], np.zeros(free)], blocks)))
         for k in range(targets.shape[1]))
+
+
+def gcv_shrinkage(design: np.ndarray, targets: np.ndarray, view: RidgeView) -> float:
+    """The scale of the model's penalties (one of ``SHRINKAGE``) that minimises the
+    generalised cross-validation error ``n·RSS/(n − tr H)²`` (Golub, Heath and Wahba 1979;
+    Orr's global λ) of the ridge fit of ``targets`` on ``design`` (the last column a free
+    constant), the targets weighed by ``view.scales``. A penalty chosen on a full window
+    leaves a refit to its last M + 10 patterns nearly interpolating them."""
+    penalty = np.r_[view.penalty.reshape(view.rows.shape[1], -1).mean(axis=1), 0.0]
+    gram = design.T @ design
+    floor = FREE * max(float(np.max(np.diag(gram))), 1e-300)
+    n = design.shape[0]
+    best, choice = np.inf, 1.0
+    for shrinkage in SHRINKAGE:
+        a = gram + np.diag(np.maximum(shrinkage * penalty, floor))
+        solved = linalg.solve(a, np.column_stack([design.T @ targets, design.T]),
+                              assume_a="pos", check_finite=False)
+        k = targets.shape[1]
+        rss = float(np.sum((targets - design @ solved[:, :k]) ** 2 @ view.scales))
+        dof = n - float(np.einsum("ij,ji->", design, solved[:, k:]))
+        gcv = n * rss / dof ** 2 if dof > 1e-9 else np.inf
+        if gcv < best:
+            best, choice = gcv, shrinkage
+    return choice
 
 
 def blocked_errors(design: np.ndarray, targets: np.ndarray, penalty: np.ndarray,
@@ -107,3 +143,4 @@ def blocked_errors(design: np.ndarray, targets: np.ndarray, penalty: np.ndarray,
         left_out = np.linalg.solve(np.eye(len(block)) - hat, residuals[block])
         out.append(left_out ** 2)
     return np.concatenate(out)
+

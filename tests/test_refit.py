@@ -1,0 +1,137 @@
+"""Whether an alarm is worth a cut (``stream.refit``): the blocked errors from the hat
+matrix against refits without each block by scikit-learn's ``Ridge``, and the decision on
+a change of function, a shift of level and a change of scale; the adaptive memory acting
+on it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.linear_model import Ridge
+
+from onlinesparse.stream.memory import AdaptiveMemory
+from onlinesparse.stream.refit import (
+    FREE,
+    SHRINKAGE,
+    RidgeView,
+    blocked_errors,
+    gcv_shrinkage,
+    shorter_memory_wins,
+)
+
+
+def _refit_errors(design, targets, penalty, blocks):
+    """Each block's squared errors from a ridge fit without it, from scratch."""
+    gram = design.T @ design
+    floor = FREE * np.max(np.diag(gram))
+    out = []
+    for block in blocks:
+        train = np.setdiff1d(np.arange(design.shape[0]), block)
+        x, y = design[train], targets[train]
+        a = x.T @ x + np.diag(np.maximum(penalty, floor))
+        weights = np.linalg.solve(a, x.T @ y)
+        out.append((targets[block] - design[block] @ weights) ** 2)
+    return np.concatenate(out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(12, 60), m=st.integers(1, 8),
+       folds=st.integers(1, 6), ill=st.booleans(), targets=st.integers(1, 3))
+def test_blocked_errors_are_the_refits_without_each_block(seed, n, m, folds, ill, targets):
+    rng = np.random.default_rng(seed)
+    design = rng.standard_normal((n, m))
+    if ill and m > 1:  # (two columns alike to 1e-6: the penalty keeps the fit posed)
+        design[:, 1] = design[:, 0] + 1e-6 * rng.standard_normal(n)
+    y = rng.standard_normal((n, targets))
+    penalty = rng.uniform(1e-3, 3.0, m)
+    tail = min(n - m - 2, 3 * folds) if n - m - 2 > folds else folds
+    blocks = np.array_split(np.arange(n - tail, n), folds)
+    got = blocked_errors(design, y, penalty, blocks)
+    want = _refit_errors(design, y, penalty, blocks)
+    assert got == pytest.approx(want, rel=1e-6, abs=1e-9)
+
+
+def test_blocked_errors_agree_with_scikit_learns_ridge():
+    rng = np.random.default_rng(3)
+    design, y = rng.standard_normal((40, 4)), rng.standard_normal((40, 1))
+    block = np.arange(30, 40)
+    fit = Ridge(alpha=0.7, fit_intercept=False).fit(design[:30], y[:30])
+    want = (y[block] - fit.predict(design[block]).reshape(-1, 1)) ** 2
+    got = blocked_errors(design, y, np.full(4, 0.7), [block])
+    assert got == pytest.approx(want, rel=1e-8)
+
+
+def _stream(n, change, kind, rng):
+    """Rows of 12 radial functions of a 1-d input, targets sin(3x) + noise; from ``change``
+    on: another function (``function``), the same plus 1.5 (``level``) or its noise ×3
+    (``scale``)."""
+    x = rng.uniform(-2, 2, n)
+    centres = np.linspace(-2, 2, 12)
+    rows = np.exp(-((x[:, None] - centres) ** 2) / 0.3)
+    y = np.sin(3 * x) + 0.1 * rng.standard_normal(n)
+    if kind == "function":
+        y[change:] = np.cos(2 * x[change:]) + 0.1 * rng.standard_normal(n - change)
+    elif kind == "level":
+        y[change:] += 1.5
+    elif kind == "scale":
+        y[change:] += 0.2 * rng.standard_normal(n - change)
+    return RidgeView(rows, y[:, None], np.full(12, 1e-3), np.ones(1))
+
+
+@pytest.mark.parametrize("kind, wins", [("function", True), ("level", False),
+                                        ("scale", False), ("none", False)])
+def test_a_change_of_function_is_worth_a_cut_and_a_shift_of_level_is_not(kind, wins):
+    outcomes = [shorter_memory_wins(_stream(600, 560, kind, np.random.default_rng(s)),
+                                    keep=40, after=40) for s in range(20)]
+    assert sum(outcomes) >= 18 if wins else sum(outcomes) <= 2
+
+
+class _Ridge:
+    """A memory of patterns that offers its ridge view."""
+
+    def __init__(self, view: RidgeView) -> None:
+        self.view, self.n_parameters = view, 12
+
+    @property
+    def n_stored(self) -> int:
+        return self.view.rows.shape[0]
+
+    def forget_oldest(self, k: int) -> None:
+        self.view = RidgeView(self.view.rows[k:], self.view.targets[k:], self.view.penalty,
+                              self.view.scales)
+
+    def ridge_view(self) -> RidgeView:
+        return self.view
+
+
+def test_the_memory_cuts_on_a_change_of_function_and_counts_a_refused_alarm():
+    changed = _Ridge(_stream(600, 560, "function", np.random.default_rng(0)))
+    memory = AdaptiveMemory(window_size=1000)
+    assert memory.after_alarm(changed, since=40, learned=600)
+    assert changed.n_stored == 40 and memory.vetoed == 0
+    shifted = _Ridge(_stream(600, 560, "level", np.random.default_rng(0)))
+    memory = AdaptiveMemory(window_size=1000)
+    assert not memory.after_alarm(shifted, since=40, learned=600)
+    assert shifted.n_stored == 600 and memory.vetoed == 1
+    assert memory.last_alarm < 0  # (a refused alarm is no change between changes)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(15, 50), m=st.integers(2, 12))
+def test_the_gcv_shrinkage_is_the_grids_least_gcv_from_the_hat_matrix(seed, n, m):
+    rng = np.random.default_rng(seed)
+    rows = rng.standard_normal((n, m))
+    y = rows[:, :1] + rng.standard_normal((n, 1))
+    view = RidgeView(rows, y, rng.uniform(1e-6, 1e-2, m), np.ones(1))
+    design = np.column_stack([rows, np.ones(n)])
+    gcvs = []
+    for shrinkage in SHRINKAGE:
+        gram = design.T @ design
+        a = gram + np.diag(np.maximum(np.r_[shrinkage * view.penalty, 0.0],
+                                      FREE * np.max(np.diag(gram))))
+        hat = design @ np.linalg.solve(a, design.T)
+        residual = y - hat @ y
+        gcvs.append(n * float(np.sum(residual ** 2)) / (n - np.trace(hat)) ** 2)
+    assert gcv_shrinkage(design, y, view) == SHRINKAGE[int(np.argmin(gcvs))]
