@@ -3,7 +3,9 @@ the memory may grow again — for any model that implements :class:`Forgetful`.
 
 The change statistics (:mod:`~onlinesparse.stream.change`: Page's CUSUM on the calibrated
 prequential errors) raise an alarm with an estimate of how many samples ago the stream
-changed. :meth:`AdaptiveMemory.after_alarm` then has the model forget every pattern before
+changed. Where the model offers its memory as a ridge regression, a refit judges whether
+the change is worth a cut (:mod:`~onlinesparse.stream.refit`: a shift of the errors' level
+is not); :meth:`AdaptiveMemory.after_alarm` then has the model forget every pattern before
 that sample, keeping at least as many patterns as it has parameters plus ten, and
 ``MIN_MEMORY`` (the floor); a memory holding fewer than twice its floor is not cut. For
 the Orr family this is ``IncrementalRidge.forget_oldest``,
@@ -262,6 +264,8 @@ class AdaptiveMemory:
         The sample since which the cap holds.
     stale
         Patterns from before the last change still in the window, kept to reach the floor.
+    vetoed
+        Alarms a refit found not worth a cut (:meth:`plan`).
     """
 
     window_size: int

@@ -113,8 +113,12 @@ def gcv_shrinkage(design: np.ndarray, targets: np.ndarray, view: RidgeView) -> f
     best, choice = np.inf, 1.0
     for shrinkage in SHRINKAGE:
         a = gram + np.diag(np.maximum(shrinkage * penalty, floor))
-        solved = linalg.solve(a, np.column_stack([design.T @ targets, design.T]),
-                              assume_a="pos", check_finite=False)
+        try:  # (Cholesky: a scale too weak to pose the fit is skipped, without a warning)
+            factor = linalg.cho_factor(a, check_finite=False)
+        except linalg.LinAlgError:
+            continue
+        solved = linalg.cho_solve(factor, np.column_stack([design.T @ targets, design.T]),
+                                  check_finite=False)
         k = targets.shape[1]
         rss = float(np.sum((targets - design @ solved[:, :k]) ** 2 @ view.scales))
         dof = n - float(np.einsum("ij,ji->", design, solved[:, k:]))
