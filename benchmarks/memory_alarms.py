@@ -39,8 +39,9 @@ checkpoint, outside the timed calls). The loop is the harness's progressive vali
 (predict, then learn; the first prediction is not scored), with its running-mean and
 last-target baselines. Printed per stream and model: samples, cuts, cuts per 10k, the
 delays and false alarms on the drifting streams, progressive RMSE, the baselines' RMSE,
-the 95 % interval's coverage, the lag-1 autocorrelation of the model's errors, and the
-median µs of predict + learn per sample.
+the 95 % interval's coverage, the alarms a refit refused to cut on (``stream.refit``), the
+lag-1 autocorrelation of the model's errors, and the median µs of predict + learn per
+sample.
 
 Run: ``.venv/bin/python benchmarks/memory_alarms.py`` (20 000 samples per stream, about four
 minutes), ``--quick`` (6000 samples), ``--samples N``,
@@ -86,14 +87,17 @@ DEFAULT_MODELS = ("rbf", "vbls")
 # -- counting the cuts ------------------------------------------------------------------
 class CutRecorder:
     """A harness checkpoint (every sample): the 0-based index of the sample whose
-    ``learn_one`` cut the memory, once per cut."""
+    ``learn_one`` cut the memory, once per cut, and the alarms refused so far."""
 
     def __init__(self) -> None:
         self.indices: list[int] = []
         self.seen = 0
+        self.refused = 0
 
     def __call__(self, samples: int, pipeline: Any) -> None:
         model = pipeline[-1] if hasattr(pipeline, "steps") else pipeline
+        # (the alarms a refit judged not worth a cut: stream.refit, AdaptiveMemory.vetoed)
+        self.refused = getattr(getattr(model, "_adaptive", None), "vetoed", 0)
         count = getattr(model, "n_memory_cuts", 0)
         if count > self.seen:
             self.indices += [samples - 1] * (count - self.seen)
@@ -189,10 +193,11 @@ def run_stream(stream: alarm_streams.Stream, keys: Sequence[str]
         alarms[label] = {"cuts": len(recorder.indices),
                          "cuts_per_10k": PER * len(recorder.indices) / n,
                          "delays": delays, "false_alarms": false,
-                         "cut_indices": recorder.indices,
+                         "cut_indices": recorder.indices, "refused": recorder.refused,
                          "error_lag1": harness._finite(lag1(runs[label].errors))}
-        print(f"  {label}: {len(recorder.indices)} cuts, RMSE {runs[label].rmse():.4g}, "
-              f"{runs[label].latency(50):.0f} µs/sample", flush=True)
+        print(f"  {label}: {len(recorder.indices)} cuts ({recorder.refused} alarms refused), "
+              f"RMSE {runs[label].rmse():.4g}, {runs[label].latency(50):.0f} µs/sample",
+              flush=True)
     runs.update(harness.progressive(stream.data, [], baselines=True))
     return runs, alarms
 
@@ -209,7 +214,7 @@ def rows_of(key: str, runs: dict[str, harness.Run], alarms: dict[str, dict[str, 
     rows = []
     for label, a in alarms.items():
         run = runs[label]
-        rows.append([key, label, str(len(run.targets)), str(a["cuts"]),
+        rows.append([key, label, str(len(run.targets)), str(a["cuts"]), str(a["refused"]),
                      f"{a['cuts_per_10k']:.1f}", delays_cell(a["delays"]),
                      str(a["false_alarms"]), harness.fmt(run.rmse()), harness.fmt(mean),
                      harness.fmt(last), harness.percent(run.coverage()),
@@ -217,8 +222,8 @@ def rows_of(key: str, runs: dict[str, harness.Run], alarms: dict[str, dict[str, 
     return rows
 
 
-COLUMNS = ["stream", "model", "samples", "cuts", "cuts / 10k", "delays", "false alarms",
-           "RMSE", "running-mean RMSE", "last-target RMSE", "95 % coverage",
+COLUMNS = ["stream", "model", "samples", "cuts", "alarms refused", "cuts / 10k", "delays",
+           "false alarms", "RMSE", "running-mean RMSE", "last-target RMSE", "95 % coverage",
            "error lag-1 corr.", "µs / sample"]
 
 

@@ -47,7 +47,9 @@ RELAX = 4
 
 class Forgetful(Protocol):
     """What a model offers the adaptive memory: how many patterns it stores, how many
-    parameters it fits to them, and forgetting the oldest ``k`` exactly."""
+    parameters it fits to them, and forgetting the oldest ``k`` exactly. A model that also
+    offers ``ridge_view()`` (:class:`~onlinesparse.stream.refit.RidgeView`) has its alarms
+    judged by a refit before a cut (:meth:`AdaptiveMemory.plan`)."""
 
     @property
     def n_stored(self) -> int: ...
