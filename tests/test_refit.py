@@ -11,6 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.linear_model import Ridge
 
+from onlinesparse import (
+    SparseRBFMultiTargetRegressor,
+    SparseRBFRegressor,
+    VBLSKernelRegressor,
+    VBLSMultiTargetRegressor,
+    VBLSRegressor,
+)
 from onlinesparse.stream.memory import AdaptiveMemory
 from onlinesparse.stream.refit import (
     FREE,
@@ -135,3 +142,36 @@ def test_the_gcv_shrinkage_is_the_grids_least_gcv_from_the_hat_matrix(seed, n, m
         residual = y - hat @ y
         gcvs.append(n * float(np.sum(residual ** 2)) / (n - np.trace(hat)) ** 2)
     assert gcv_shrinkage(design, y, view) == SHRINKAGE[int(np.argmin(gcvs))]
+
+
+def _friedman_rows(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        x = rng.uniform(0, 1, 5)
+        y = 10 * np.sin(np.pi * x[0] * x[1]) + 20 * (x[2] - 0.5) ** 2 + 10 * x[3] + 5 * x[4]
+        yield {f"x{i}": float(v) for i, v in enumerate(x)}, float(y + rng.normal())
+
+
+@pytest.mark.parametrize("make", [
+    lambda: SparseRBFRegressor(max_basis=15, window_size=200),
+    lambda: SparseRBFMultiTargetRegressor(max_basis=15, window_size=200),
+    lambda: VBLSRegressor(memory="adaptive", window_size=200),
+    lambda: VBLSRegressor(memory="adaptive", window_size=200, factorisation="student_t"),
+    lambda: VBLSMultiTargetRegressor(memory="adaptive", window_size=200),
+    lambda: VBLSKernelRegressor(max_basis=15, window_size=200),
+], ids=["rbf", "rbf-multi", "vbls", "vbls-student", "vbls-multi", "vbls-kernel"])
+def test_every_family_offers_a_ridge_view_the_refit_reads(make):
+    """Each model's view has a penalty per design column and a target row per stored
+    pattern, and the refit reads it (the Student-t factorisation's units leave out the
+    bias column: a view of the stored rows as they are failed there)."""
+    model = make()
+    multi = isinstance(model, (SparseRBFMultiTargetRegressor, VBLSMultiTargetRegressor))
+    for x, y in _friedman_rows(300, 0):
+        model.learn_one(x, {"a": y, "b": 2.0 * y} if multi else y)
+    owner = model.model if isinstance(model, (SparseRBFRegressor,
+                                              SparseRBFMultiTargetRegressor)) else model
+    view = owner.ridge_view()
+    n, m = view.rows.shape
+    assert view.targets.shape == (n, 2 if multi else 1)
+    assert view.penalty.shape[0] == m and view.scales.shape == (view.targets.shape[1],)
+    assert n > 60 and isinstance(shorter_memory_wins(view, keep=40, after=20), bool)

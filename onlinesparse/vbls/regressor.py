@@ -396,7 +396,10 @@ ridge_penalty` at the model's noise); None before the first sweep."""
         if self._state is None:
             return None
         stats = self._stats
-        return RidgeView(stats.stored_rows(), stats.stored_targets().reshape(-1, 1),
+        rows = stats.stored_rows()
+        if self._student:  # (its units leave out the bias: the refit's constant is it)
+            rows = rows[:, 1:]
+        return RidgeView(rows, stats.stored_targets().reshape(-1, 1),
                          self._state.ridge_penalty(self._noise()), np.ones(1))
 
     def forget_oldest(self, k: int) -> None:
