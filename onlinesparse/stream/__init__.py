@@ -3,8 +3,8 @@
 Each mechanism is a small named record and a pure compiled step that needs only a
 prediction, its variance and the target — or, for memory and concepts, a small protocol the
 model implements (:class:`~onlinesparse.stream.memory.Forgetful`: ``n_stored``,
-``n_parameters``, ``forget_oldest(k)``; a ``freeze()`` that returns a
-:class:`~onlinesparse.stream.concepts.Predictor`):
+``n_parameters``, ``forget_oldest(k)``, optionally ``ridge_view()``; a ``freeze()`` that
+returns a :class:`~onlinesparse.stream.concepts.Predictor`):
 
 ==================  ========================================================================
 ``evidence``        one log-likelihood ratio (Gaussian or Student-t) and one bounded,
@@ -21,6 +21,8 @@ model implements (:class:`~onlinesparse.stream.memory.Forgetful`: ``n_stored``,
                     :func:`observe` and the composed :func:`predictive`
 ``memory``          adaptive memory: where a change cuts the memory, how long it may regrow,
                     which samples a full memory holds
+``refit``           whether an alarm is worth a cut: the memory after the change refitted
+                    against the full one with a level shift (a model's ``RidgeView``)
 ``concepts``        the models a change ended, kept frozen, weighed by their evidence
 ``wrapper``         a river wrapper that gives the layer to any onlinesparse regressor
 ==================  ========================================================================
