@@ -18,7 +18,7 @@ from onlinesparse import (
     VBLSMultiTargetRegressor,
     VBLSRegressor,
 )
-from onlinesparse.stream.memory import AdaptiveMemory
+from onlinesparse.stream.memory import AdaptiveMemory, Horizon
 from onlinesparse.stream.refit import (
     FREE,
     SHRINKAGE,
@@ -32,7 +32,7 @@ from onlinesparse.stream.refit import (
 def _refit_errors(design, targets, penalty, blocks):
     """Each block's squared errors from a ridge fit without it, from scratch."""
     gram = design.T @ design
-    floor = FREE * np.max(np.diag(gram))
+    floor = FREE * np.diag(gram)  # (each column's own)
     out = []
     for block in blocks:
         train = np.setdiff1d(np.arange(design.shape[0]), block)
@@ -53,6 +53,7 @@ def test_blocked_errors_are_the_refits_without_each_block(seed, n, m, folds, ill
         design[:, 1] = design[:, 0] + 1e-6 * rng.standard_normal(n)
     y = rng.standard_normal((n, targets))
     penalty = rng.uniform(1e-3, 3.0, m)
+    penalty[rng.random(m) < 0.3] = 0.0  # (free columns: the floor)
     tail = min(n - m - 2, 3 * folds) if n - m - 2 > folds else folds
     blocks = np.array_split(np.arange(n - tail, n), folds)
     got = blocked_errors(design, y, penalty, blocks)
@@ -71,9 +72,9 @@ def test_blocked_errors_agree_with_scikit_learns_ridge():
 
 
 def _stream(n, change, kind, rng):
-    """Rows of 12 radial functions of a 1-d input, targets sin(3x) + noise; from ``change``
-    on: another function (``function``), the same plus 1.5 (``level``) or its noise ×3
-    (``scale``)."""
+    """Rows of 12 radial functions of a 1-d input, targets sin(3x) + noise of deviation 0.1;
+    from ``change`` on: another function (``function``), the same plus 1.5 (``level``) or
+    noise of deviation 0.22 (``scale``)."""
     x = rng.uniform(-2, 2, n)
     centres = np.linspace(-2, 2, 12)
     rows = np.exp(-((x[:, None] - centres) ** 2) / 0.3)
@@ -117,7 +118,7 @@ def test_the_memory_cuts_on_a_change_of_function_and_counts_a_refused_alarm():
     changed = _Ridge(_stream(600, 560, "function", np.random.default_rng(0)))
     memory = AdaptiveMemory(window_size=1000)
     assert memory.after_alarm(changed, since=40, learned=600)
-    assert changed.n_stored == 40 and memory.vetoed == 0
+    assert changed.n_stored == 40 and memory.vetoed == 0 and memory.stale == 0
     shifted = _Ridge(_stream(600, 560, "level", np.random.default_rng(0)))
     memory = AdaptiveMemory(window_size=1000)
     assert not memory.after_alarm(shifted, since=40, learned=600)
@@ -137,7 +138,7 @@ def test_the_gcv_shrinkage_is_the_grids_least_gcv_from_the_hat_matrix(seed, n, m
     for shrinkage in SHRINKAGE:
         gram = design.T @ design
         a = gram + np.diag(np.maximum(np.r_[shrinkage * view.penalty, 0.0],
-                                      FREE * np.max(np.diag(gram))))
+                                      FREE * np.diag(gram)))
         hat = design @ np.linalg.solve(a, design.T)
         residual = y - hat @ y
         gcvs.append(n * float(np.sum(residual ** 2)) / (n - np.trace(hat)) ** 2)
@@ -158,12 +159,16 @@ def _friedman_rows(n: int, seed: int):
     lambda: VBLSRegressor(memory="adaptive", window_size=200),
     lambda: VBLSRegressor(memory="adaptive", window_size=200, factorisation="student_t"),
     lambda: VBLSMultiTargetRegressor(memory="adaptive", window_size=200),
+    lambda: VBLSMultiTargetRegressor(memory="adaptive", window_size=200,
+                                     factorisation="student_t"),
     lambda: VBLSKernelRegressor(max_basis=15, window_size=200),
-], ids=["rbf", "rbf-multi", "vbls", "vbls-student", "vbls-multi", "vbls-kernel"])
+], ids=["rbf", "rbf-multi", "vbls", "vbls-student", "vbls-multi", "vbls-multi-student",
+        "vbls-kernel"])
 def test_every_family_offers_a_ridge_view_the_refit_reads(make):
     """Each model's view has a penalty per design column and a target row per stored
     pattern, and the refit reads it (the Student-t factorisation's units leave out the
-    bias column: a view of the stored rows as they are failed there)."""
+    bias column: a view of the stored rows as they are failed there, one target or
+    several)."""
     model = make()
     multi = isinstance(model, (SparseRBFMultiTargetRegressor, VBLSMultiTargetRegressor))
     for x, y in _friedman_rows(300, 0):
@@ -175,3 +180,51 @@ def test_every_family_offers_a_ridge_view_the_refit_reads(make):
     assert view.targets.shape == (n, 2 if multi else 1)
     assert view.penalty.shape[0] == m and view.scales.shape == (view.targets.shape[1],)
     assert n > 60 and isinstance(shorter_memory_wins(view, keep=40, after=20), bool)
+
+
+@pytest.mark.parametrize("kind", ["level", "none", "function"])
+def test_the_decision_does_not_change_with_an_inputs_units(kind):
+    """One input in units 10⁴ times larger (its penalty scaled to match): the same
+    decision on every seed (a floor taken from the largest Gram diagonal shrank the level
+    column there, and steps of the target were cut)."""
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        n, change = 600, 560
+        x = rng.uniform(-2, 2, (n, 3))
+        y = np.sin(2 * x[:, 0]) + x[:, 1] - 0.5 * x[:, 2] + 0.1 * rng.standard_normal(n)
+        if kind == "level":
+            y[change:] += 1.5
+        elif kind == "function":
+            y[change:] = -y[change:]
+        rows = np.column_stack([x, np.sin(2 * x[:, 0])])
+        penalty = np.array([0.0, 1e-3, 0.0, 1e-2])
+        big = rows.copy()
+        big[:, 2] *= 1e4
+        decisions = [shorter_memory_wins(RidgeView(r, y[:, None], p, np.ones(1)), 40, 40)
+                     for r, p in ((rows, penalty), (big, penalty * [1, 1, 1e8, 1]))]
+        assert decisions[0] == decisions[1], seed
+
+
+def test_a_cut_keeps_the_patterns_the_plan_counted_after_the_change():
+    """With an earlier alarm's dense samples inside the change's interval, the cut marks as
+    stale only the patterns from before the change: the count is the plan's, made before
+    the cut moves the horizon."""
+
+    class _Stored:
+        n_parameters = 10
+
+        def __init__(self, n: int) -> None:
+            self.n_stored = n
+
+        def forget_oldest(self, k: int) -> None:
+            self.n_stored -= k
+
+    horizon = Horizon(window_size=1000, max_stride=4, stride=4, full_since=0,
+                      dense_from=900, dense_until=1000)
+    memory = AdaptiveMemory(window_size=1000, horizon=horizon)
+    after = horizon.patterns_in(200, 1000)
+    model = _Stored(1000)
+    plan = memory.plan(model, since=200, learned=1000)
+    assert plan.after == after and plan.keep == max(after, 30)
+    assert memory.cut(model, plan, learned=1000)
+    assert model.n_stored == plan.keep and memory.stale == 0

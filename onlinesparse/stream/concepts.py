@@ -126,6 +126,12 @@ class ConceptMemory:
     def kept(self) -> bool:
         return bool(self.concepts)
 
+    def wake(self) -> None:
+        """Every concept evaluated again (:meth:`Concept.wake`): an alarm, even one the
+        memory does not cut on, is when a stream that returns to a concept shows."""
+        for concept in self.concepts:
+            concept.wake()
+
     def after_alarm(self, freeze: Callable[[], tuple[Predictor, float] | None],
                     learned: int) -> None:
         """A change was detected at sample ``learned``, before the memory is cut: keep the
@@ -133,8 +139,7 @@ class ConceptMemory:
         for an empty model) if its stretch lasted, and wake every concept."""
         lasted = learned - self.last_alarm >= self.lasted
         self.last_alarm = learned
-        for concept in self.concepts:
-            concept.wake()
+        self.wake()
         if not (lasted and self.capacity):
             return
         frozen = freeze()

@@ -329,22 +329,26 @@ def after_learning(layers: Sequence[StreamLayer], memory: AdaptiveMemory | None,
     variance), cut ``model``'s memory — shared by its targets — to the patterns after the
     change (:class:`~onlinesparse.stream.memory.AdaptiveMemory`; of several targets'
     alarms, the earliest change point, so that no alarm costs the others more than it
-    must) and restart every target's level; without an alarm, let the memory drop what it
-    holds back. ``memory`` None: a fixed memory (the alarms are cleared, nothing else).
-    Returns whether it cut."""
+    must) and restart every target's level; an alarm a refit refuses
+    (:mod:`~onlinesparse.stream.refit`) only wakes the kept concepts. Without an alarm, let
+    the memory drop what it holds back. ``memory`` None: a fixed memory (the alarms are
+    cleared, nothing else). Returns whether it cut."""
     since = 0
     for layer in layers:  # (every target's alarm is taken, and cleared)
         since = max(since, layer.take_alarm())
     if memory is None:
         return False
-    keep = memory.plan(model, since, learned) if since else 0
-    if not keep:
+    if not since:
         if memory.holding:
             memory.hold(model, learned)
         return False
+    plan = memory.plan(model, since, learned)
     if concepts is not None:
-        concepts.after_alarm(freeze, learned)
-    if not memory.cut(model, keep, since, learned):
+        if plan.refused:  # (no change to keep a model of; a recurring concept may show)
+            concepts.wake()
+        else:
+            concepts.after_alarm(freeze, learned)
+    if not memory.cut(model, plan, learned):
         return False
     for layer in layers:
         layer.restart()

@@ -29,14 +29,14 @@ trajectory for the first time, and its errors grow there for want of data.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
 from onlinesparse.stream.refit import shorter_memory_wins
 
 __all__ = ["MIN_MEMORY", "RELAX", "DECORRELATED", "MEASURED", "Forgetful",
-           "Horizon", "AdaptiveMemory", "decorrelation_stride"]
+           "Horizon", "Plan", "AdaptiveMemory", "decorrelation_stride"]
 
 # The fewest patterns a cut keeps; how many caps' worth of samples without a change relax
 # the cap on a stream that keeps changing (a stream that drifts throughout is fitted best
@@ -246,6 +246,17 @@ def _autocorrelation(inputs: np.ndarray, spread: np.ndarray) -> np.ndarray:
     return products / ((n - np.arange(n)) * d)
 
 
+class Plan(NamedTuple):
+    """What an alarm does to the memory (:meth:`AdaptiveMemory.plan`): the patterns to
+    keep (0: no cut), the patterns after the change (counted before the cut moves the
+    horizon), the samples since the change, and whether a refit refused the cut."""
+
+    keep: int
+    after: int
+    since: int
+    refused: bool = False
+
+
 @dataclass
 class AdaptiveMemory:
     """The memory's state between alarms.
@@ -285,56 +296,56 @@ class AdaptiveMemory:
 
     def after_alarm(self, model: Forgetful, since: int, learned: int) -> bool:
         """An alarm at sample ``learned`` dating the change ``since`` samples back: cut the
-        window of ``model`` to the patterns after it if :meth:`plan` finds it worth a cut
-        (:meth:`cut`). Returns whether patterns were forgotten."""
-        keep = self.plan(model, since, learned)
-        return bool(keep) and self.cut(model, keep, since, learned)
+        window of ``model`` to the patterns after it as :meth:`plan` decides (:meth:`cut`).
+        Returns whether patterns were forgotten."""
+        return self.cut(model, self.plan(model, since, learned), learned)
 
-    def plan(self, model: Forgetful, since: int, learned: int) -> int:
-        """The patterns to keep after an alarm at sample ``learned`` dating the change
-        ``since`` samples back (0: no cut). None is cut where the memory does not span its
-        horizon (:meth:`Horizon.spans`) or holds less than twice its floor; a model that
-        offers a :class:`~onlinesparse.stream.refit.RidgeView` (``ridge_view()``) is cut
-        only where :func:`~onlinesparse.stream.refit.shorter_memory_wins`, and an alarm it
-        refuses counts in ``vetoed``."""
+    def plan(self, model: Forgetful, since: int, learned: int) -> Plan:
+        """What an alarm at sample ``learned`` dating the change ``since`` samples back
+        does (:class:`Plan`). None is cut where the memory does not span its horizon
+        (:meth:`Horizon.spans`) or holds less than twice its floor; a model that offers a
+        :class:`~onlinesparse.stream.refit.RidgeView` (``ridge_view()``) is cut only where
+        :func:`~onlinesparse.stream.refit.shorter_memory_wins`, and an alarm it refuses
+        counts in ``vetoed``."""
         floor, stored = _floor(model), model.n_stored
         if self.horizon is not None and not self.horizon.spans(learned):
-            return 0  # (a trajectory's young memory: Horizon.spans)
+            return Plan(0, 0, since)  # (a trajectory's young memory: Horizon.spans)
         if stored < 2 * floor:
             # (a memory short of twice its floor is young, or just cut: its model's errors
             # are still falling, and a cut would keep most of it)
-            return 0
+            return Plan(0, 0, since)
         after = self._patterns_in(since, learned)
         keep = max(after, floor)
         view = getattr(model, "ridge_view", None)
         view = view() if view is not None and keep < stored else None
         if view is not None and not shorter_memory_wins(view, keep, after):
             self.vetoed += 1
-            return 0
-        return keep
+            return Plan(0, after, since, refused=True)
+        return Plan(keep, after, since)
 
-    def cut(self, model: Forgetful, keep: int, since: int, learned: int) -> bool:
-        """Cut the memory to its last ``keep`` patterns (:meth:`plan`) after an alarm at
-        sample ``learned`` dating the change ``since`` samples back: the next samples enter
-        whatever the horizon's stride, and the interval between changes sets the cap.
-        Returns whether patterns were forgotten."""
-        floor, stored = _floor(model), model.n_stored
+    def cut(self, model: Forgetful, plan: Plan, learned: int) -> bool:
+        """Carry out ``plan`` (:meth:`plan`) at sample ``learned``: the memory cut to its last
+        ``plan.keep`` patterns, the next samples entering whatever the horizon's stride,
+        and the interval between changes setting the cap. Returns whether patterns were
+        forgotten (none where the plan keeps none)."""
+        if not plan.keep:
+            return False
+        floor, stored, keep = _floor(model), model.n_stored, plan.keep
         if self.horizon is not None:
             self.horizon.alarm(learned, 2 * floor)
         interval = learned - self.last_alarm
         # (an alarm within two floors of the last is the same change, still settling: it
         # cuts, and leaves the interval between changes as it was)
-        if self.last_alarm < 0 or interval >= 2 * max(since, floor):
+        if self.last_alarm < 0 or interval >= 2 * max(plan.since, floor):
             if self.last_alarm >= 0:
                 self.cap = interval
                 self.cap_since = learned
             self.last_alarm = learned
-        after = self._patterns_in(since, learned)
         if keep < stored:
             self._forget(model, stored - keep)
         # (the patterns from before the change kept to reach the floor go as soon as as
         # many new ones have come: hold)
-        self.stale = max(min(keep, stored) - after, 0)
+        self.stale = max(min(keep, stored) - plan.after, 0)
         return keep < stored
 
     def _forget(self, model: Forgetful, count: int) -> None:

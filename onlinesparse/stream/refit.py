@@ -44,8 +44,8 @@ __all__ = ["FOLDS", "SHRINKAGE", "RidgeView", "shorter_memory_wins", "gcv_shrink
 # The blocks the patterns after a change are left out in (ten-fold cross-validation; an
 # alarm dates its change some 10-25 patterns back, so that a block is a pattern or two).
 FOLDS = 10
-# A free column's penalty, relative to the largest diagonal of the Gram matrix: enough to
-# keep a constant beside a model that already has one positive definite.
+# A free column's penalty, relative to its own Gram diagonal: enough to keep a constant
+# beside a model that already has one positive definite.
 FREE = 1e-9
 # The scales of the model's penalties the recent memory is refitted at, by GCV: never
 # below the full window's (a few patterns are no reason to trust the data more; scales
@@ -110,7 +110,7 @@ def gcv_shrinkage(design: np.ndarray, targets: np.ndarray, view: RidgeView) -> f
     leaves a refit to its last M + 10 patterns nearly interpolating them."""
     penalty = np.r_[view.penalty.reshape(view.rows.shape[1], -1).mean(axis=1), 0.0]
     gram = design.T @ design
-    floor = FREE * max(float(np.max(np.diag(gram))), 1e-300)
+    floor = _floor(gram)
     n = design.shape[0]
     best, choice = np.inf, 1.0
     for shrinkage in SHRINKAGE:
@@ -134,11 +134,9 @@ def blocked_errors(design: np.ndarray, targets: np.ndarray, penalty: np.ndarray,
                    blocks: list[np.ndarray]) -> np.ndarray:
     """The squared errors (rows of ``blocks`` × K) of the ridge fit of ``targets`` on
     ``design`` with column penalties ``penalty``, each block's predicted by the fit without
-    it: ``(I − H_BB)⁻¹ e_B``, H the hat matrix. A column of penalty 0 gets ``FREE`` of the
-    Gram matrix's largest diagonal."""
+    it: ``(I − H_BB)⁻¹ e_B``, H the hat matrix. Every penalty is at least :func:`_floor`."""
     gram = design.T @ design
-    floor = FREE * max(float(np.max(np.diag(gram))), 1e-300)
-    gram[np.diag_indices_from(gram)] += np.maximum(penalty, floor)
+    gram[np.diag_indices_from(gram)] += np.maximum(penalty, _floor(gram))
     factor = linalg.cho_factor(gram, check_finite=False)
     residuals = targets - design @ linalg.cho_solve(factor, design.T @ targets,
                                                     check_finite=False)
@@ -150,3 +148,11 @@ def blocked_errors(design: np.ndarray, targets: np.ndarray, penalty: np.ndarray,
         out.append(left_out ** 2)
     return np.concatenate(out)
 
+
+
+def _floor(gram: np.ndarray) -> np.ndarray:
+    """The least penalty of each column: ``FREE`` of its own Gram diagonal, in its own
+    units, so that the decision does not change with an input's (one floor from the
+    largest diagonal shrank the level column of a window with an input in large units, and
+    a step of the target was cut)."""
+    return FREE * np.maximum(np.diag(gram), 1e-300)

@@ -208,9 +208,10 @@ class VBLSMultiTargetRegressor(base.MultiTargetRegressor):
         if not views or any(view is None for view in views):
             return None
         stats = self._stats
-        return RidgeView(stats.stored_rows(), stats.stored_targets().reshape(
-            stats.n_stored, -1), np.column_stack([view.penalty for view in views]),
-            np.ones(len(views)))
+        # (the heads' rows: the Student-t factorisation's units leave out the bias column)
+        return RidgeView(views[0].rows, stats.stored_targets().reshape(stats.n_stored, -1),
+                         np.column_stack([view.penalty for view in views]),
+                         np.ones(len(views)))
 
     def forget_oldest(self, k: int) -> None:
         """Forget the ``k`` oldest patterns of the shared statistics and refit every
