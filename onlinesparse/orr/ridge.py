@@ -317,10 +317,8 @@ class IncrementalRidge(RecordOwner):
         """The window as a ridge regression on the model's columns
         (:class:`~onlinesparse.stream.refit.RidgeView`): what the adaptive memory refits
         to judge a cut."""
-        window = self.window
-        return RidgeView(window.stored_rows(), window.stored_targets().reshape(
-            window.n_stored, -1), self.state.lambdas[: self.size].copy(),
-            np.asarray(self.target_scales, dtype=float))
+        return self.window.ridge_view(self.state.lambdas[: self.size].copy(),
+                                      self.target_scales)
 
     def forget_oldest(self, count: int) -> None:
         """Forget the ``count`` oldest patterns of the window at once: the statistics are

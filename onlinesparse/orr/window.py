@@ -39,6 +39,7 @@ import numpy as np
 from onlinesparse import core
 from onlinesparse.core.state import WINDOW, Field, RecordOwner, new_record
 from onlinesparse.orr.kernels import Basis, BasisSpec
+from onlinesparse.stream.refit import RidgeView
 
 __all__ = ["WindowStatistics", "MEMORY_POLICIES"]
 
@@ -334,6 +335,17 @@ class WindowStatistics(RecordOwner):
         """Stored design rows, oldest first (the model's columns, or every tracked column)."""
         stop = self.n_model if model_only else self.n_columns
         return self._HT[:stop, self._order()].T
+
+    def ridge_view(self, penalty: np.ndarray, scales: np.ndarray | None = None,
+                   first: int = 0) -> RidgeView:
+        """The stored patterns as a ridge regression on the model's columns from ``first``
+        on (:class:`~onlinesparse.stream.refit.RidgeView`), the columns penalised by
+        ``penalty`` (M, or M × K) and the targets weighed by ``scales`` (1 each by
+        default): what the adaptive memory refits to judge a cut."""
+        targets = self.stored_targets().reshape(self.n_stored, -1)
+        weights = np.ones(targets.shape[1]) if scales is None else scales
+        return RidgeView(self.stored_rows()[:, first:], targets, penalty,
+                         np.asarray(weights, dtype=float))
 
     def stored_weights(self) -> np.ndarray:
         """Weight of each stored pattern in the statistics (1 unless forgetting)."""

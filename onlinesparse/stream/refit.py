@@ -38,6 +38,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import linalg
 
+from onlinesparse.core.criteria import gcv
+
 __all__ = ["FOLDS", "SHRINKAGE", "RidgeView", "shorter_memory_wins", "gcv_shrinkage",
            "blocked_errors"]
 
@@ -104,10 +106,11 @@ def _weighed_errors(design: np.ndarray, targets: np.ndarray, view: RidgeView, fr
 
 def gcv_shrinkage(design: np.ndarray, targets: np.ndarray, view: RidgeView) -> float:
     """The scale of the model's penalties (one of ``SHRINKAGE``) that minimises the
-    generalised cross-validation error ``n·RSS/(n − tr H)²`` (Golub, Heath and Wahba 1979;
-    Orr's global λ) of the ridge fit of ``targets`` on ``design`` (the last column a free
-    constant), the targets weighed by ``view.scales``. A penalty chosen on a full window
-    leaves a refit to its last M + 10 patterns nearly interpolating them."""
+    generalised cross-validation error ``n·RSS/(n − tr H)²`` (Orr eq. 5.6,
+    :func:`~onlinesparse.core.criteria.gcv`) of the ridge fit of ``targets`` on ``design``
+    (the last column a free constant), the targets weighed by ``view.scales``. A penalty
+    chosen on a full window leaves a refit to its last M + 10 patterns nearly
+    interpolating them."""
     penalty = np.r_[view.penalty.reshape(view.rows.shape[1], -1).mean(axis=1), 0.0]
     gram = design.T @ design
     floor = _floor(gram)
@@ -123,10 +126,9 @@ def gcv_shrinkage(design: np.ndarray, targets: np.ndarray, view: RidgeView) -> f
                                   check_finite=False)
         k = targets.shape[1]
         rss = float(np.sum((targets - design @ solved[:, :k]) ** 2 @ view.scales))
-        dof = n - float(np.einsum("ij,ji->", design, solved[:, k:]))
-        gcv = n * rss / dof ** 2 if dof > 1e-9 else np.inf
-        if gcv < best:
-            best, choice = gcv, shrinkage
+        score = gcv(rss, float(np.einsum("ij,ji->", design, solved[:, k:])), float(n))
+        if score < best:
+            best, choice = score, shrinkage
     return choice
 
 
@@ -147,7 +149,6 @@ def blocked_errors(design: np.ndarray, targets: np.ndarray, penalty: np.ndarray,
         left_out = np.linalg.solve(np.eye(len(block)) - hat, residuals[block])
         out.append(left_out ** 2)
     return np.concatenate(out)
-
 
 
 def _floor(gram: np.ndarray) -> np.ndarray:

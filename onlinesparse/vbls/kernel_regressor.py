@@ -19,13 +19,7 @@ from river import base, proba
 
 from onlinesparse._blas import single_blas_thread
 from onlinesparse._distributions import gaussian
-from onlinesparse._validation import (
-    Versioned,
-    check_choice,
-    check_int,
-    check_radii,
-    check_real,
-)
+from onlinesparse._validation import Versioned, check_choice, check_int, check_radii, check_real
 from onlinesparse.features import FeatureMap, as_rows
 from onlinesparse.orr.buffer import BufferManager
 from onlinesparse.orr.input_metric import prediction_moves
@@ -514,14 +508,10 @@ class VBLSKernelRegressor(Versioned, base.Regressor):
         return 0 if self._stats is None else int(self._stats.n_model)
 
     def ridge_view(self) -> RidgeView | None:
-        """The window as a ridge regression (as :meth:`VBLSRegressor.ridge_view`; the rows
-        uncentred, the refit's free constant takes the centring); None before the first
-        sweep."""
-        if self._state is None:
-            return None
-        stats, state = self._stats, self._state
-        return RidgeView(stats.stored_rows(), stats.stored_targets().reshape(-1, 1),
-                         state.ridge_penalty(state.total_noise), np.ones(1))
+        """The window as a ridge regression (:meth:`VBLSRegressor.ridge_view`), or None."""
+        state = self._state  # (raw rows: the refit's free constant takes the centring)
+        return None if state is None else self._stats.ridge_view(
+            state.ridge_penalty(state.total_noise))
 
     def forget_oldest(self, k: int) -> None:
         """Forget the ``k`` oldest patterns (the window's statistics recomputed from the

@@ -207,11 +207,9 @@ class VBLSMultiTargetRegressor(base.MultiTargetRegressor):
         views = [head.ridge_view() for head in self._heads]
         if not views or any(view is None for view in views):
             return None
-        stats = self._stats
-        # (the heads' rows: the Student-t factorisation's units leave out the bias column)
-        return RidgeView(views[0].rows, stats.stored_targets().reshape(stats.n_stored, -1),
-                         np.column_stack([view.penalty for view in views]),
-                         np.ones(len(views)))
+        # (a head reads the shared window: its view holds every target, and its rows are
+        # its units' — the Student-t factorisation's leave out the bias column)
+        return views[0]._replace(penalty=np.column_stack([view.penalty for view in views]))
 
     def forget_oldest(self, k: int) -> None:
         """Forget the ``k`` oldest patterns of the shared statistics and refit every

@@ -395,12 +395,9 @@ class VBLSRegressor(Versioned, base.Regressor):
 ridge_penalty` at the model's noise); None before the first sweep."""
         if self._state is None:
             return None
-        stats = self._stats
-        rows = stats.stored_rows()
-        if self._student:  # (its units leave out the bias: the refit's constant is it)
-            rows = rows[:, 1:]
-        return RidgeView(rows, stats.stored_targets().reshape(-1, 1),
-                         self._state.ridge_penalty(self._noise()), np.ones(1))
+        # (the Student-t factorisation's units leave out the bias: the refit's constant)
+        return self._stats.ridge_view(self._state.ridge_penalty(self._noise()),
+                                      first=int(self._student))
 
     def forget_oldest(self, k: int) -> None:
         """Forget the ``k`` oldest patterns (the statistics recomputed from the rest) and
