@@ -593,10 +593,16 @@ def ratio_note(runs: dict[str, Run]) -> str | None:
     ours = min((o for o, _ in pairs), key=rms.get)
     linear = min((li for _, li in pairs), key=rms.get)
     ideal = f"; the ideal {rms['ideal']:.3g} rad" if "ideal" in rms else ""
+    fade = round(FADE / DT)
+    over = int(np.sum(runs[ours].tick_ns[fade:] > BUDGET_NS))
+    met = (rms[ours] <= 0.5 * rms[linear] and over == 0
+           and ("pd" not in rms or rms[ours] < rms["pd"]))
     return (f"ours over river LinearRegression, tracking RMS: {', '.join(parts)}; ours' best "
             f"({ESTIMATORS[runs[ours].acceleration]}) {rms[ours]:.3g} rad against the linear "
             f"model's best ({ESTIMATORS[runs[linear].acceleration]}) {rms[linear]:.3g} rad: "
-            f"{rms[ours] / rms[linear]:.3g}× (target ≤ 0.5){ideal}")
+            f"{rms[ours] / rms[linear]:.3g}×, {over} ticks over 1 ms after {FADE:g} s "
+            f"(target ≤ 0.5×, below PD alone, 0 ticks over: {'met' if met else 'NOT met'})"
+            f"{ideal}")
 
 
 def run_keys(controllers: list[str], accelerations: list[str]) -> list[tuple[str, str]]:

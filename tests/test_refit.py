@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 from sklearn.linear_model import Ridge
 
 from onlinesparse import (
@@ -25,6 +26,7 @@ from onlinesparse.stream.refit import (
     RidgeView,
     blocked_errors,
     gcv_shrinkage,
+    one_standard_error_better,
     shorter_memory_wins,
 )
 
@@ -94,6 +96,25 @@ def test_a_change_of_function_is_worth_a_cut_and_a_shift_of_level_is_not(kind, w
     outcomes = [shorter_memory_wins(_stream(600, 560, kind, np.random.default_rng(s)),
                                     keep=40, after=40) for s in range(20)]
     assert sum(outcomes) >= 18 if wins else sum(outcomes) <= 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(gains=st.lists(st.floats(-1e3, 1e3), min_size=0, max_size=12),
+       scale=st.floats(1e-6, 1e6))
+def test_a_cut_needs_a_gain_beyond_one_standard_error_as_scipys_t_statistic(gains, scale):
+    """The rule is the one-sample t statistic of the blocks' gains (scipy's) above 1, the
+    same in any unit of the errors; fewer than two blocks, or gains that do not vary and
+    are not positive, are no evidence."""
+    gains = np.asarray(gains, dtype=float)
+    decision = one_standard_error_better(gains)
+    if gains.shape[0] < 2:
+        assert not decision and not one_standard_error_better(scale * gains)
+    elif np.ptp(gains) == 0.0:
+        assert decision == (gains[0] > 0.0) == one_standard_error_better(scale * gains)
+    elif np.std(gains) > 1e-9 * np.max(np.abs(gains)):
+        t = stats.ttest_1samp(gains, 0.0).statistic
+        if abs(t - 1.0) > 1e-9:  # (at a tie, rounding decides)
+            assert decision == (t > 1.0) == one_standard_error_better(scale * gains)
 
 
 class _Ridge:

@@ -25,7 +25,12 @@ blocks, not single patterns: consecutive patterns of a time-ordered stream are a
 leaving one out of a short recent memory lets its neighbours predict it (Bergmeir and
 Benítez 2012 for blocked cross-validation of time series). The cut goes ahead when the
 recent memory's squared errors, summed over the targets in the model's own weights, are the
-smaller. O(W·M² + M³) at an alarm, the order of the cut's own refit.
+smaller by more than one standard error of the blocks' paired differences (the
+one-standard-error rule: :func:`one_standard_error_better`). Ten blocks of one or two
+patterns each are a noisy estimate; taking the cut on any point estimate below the full
+memory's cut a linear model's memory on a stationary stream whenever its operating point
+moved (a recent memory fits a misspecified model locally, and it forgot what it needed
+when the stream came back). O(W·M² + M³) at an alarm, the order of the cut's own refit.
 
 Measured on ``benchmarks/memory_alarms.py`` (its results file): the alarms it refuses and
 the cuts that remain, per stream.
@@ -33,6 +38,7 @@ the cuts that remain, per stream.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -41,7 +47,7 @@ from scipy import linalg
 from onlinesparse.core.criteria import gcv
 
 __all__ = ["FOLDS", "SHRINKAGE", "RidgeView", "shorter_memory_wins", "gcv_shrinkage",
-           "blocked_errors"]
+           "blocked_errors", "one_standard_error_better"]
 
 # The blocks the patterns after a change are left out in (ten-fold cross-validation; an
 # alarm dates its change some 10-25 patterns back, so that a block is a pattern or two).
@@ -86,22 +92,42 @@ def shorter_memory_wins(view: RidgeView, keep: int, after: int) -> bool:
     recent = _weighed_errors(design, targets[n - keep:],
                              view._replace(penalty=shrinkage * view.penalty), 1,
                              [b + keep - after for b in blocks])
-    return recent < _weighed_errors(full, targets, view, 2, [b + n - after for b in blocks])
+    gains = _block_sums(_weighed_errors(full, targets, view, 2,
+                                        [b + n - after for b in blocks]) - recent, blocks)
+    return one_standard_error_better(gains)
+
+
+def one_standard_error_better(gains: np.ndarray) -> bool:
+    """Whether the paired gains of the recent memory over the full one, a number per
+    left-out block, are positive by more than their own standard error: the one-standard-
+    error rule of cross-validation (Hastie, Tibshirani and Friedman 2009, 7.10), which keeps
+    the simpler choice — here the full memory, no cut — unless the other wins by more than
+    the scatter of its own estimate. Fewer than two blocks give no scatter: no cut."""
+    if gains.shape[0] < 2:
+        return False
+    spread = float(np.std(gains, ddof=1)) / math.sqrt(gains.shape[0])
+    return float(np.mean(gains)) > spread
 
 
 def _weighed_errors(design: np.ndarray, targets: np.ndarray, view: RidgeView, free: int,
-                    blocks: list[np.ndarray]) -> float:
-    """:func:`blocked_errors` summed over the targets in ``view.scales``: one fit for every
-    target where they share the penalties, one per target where each has its own; the
-    last ``free`` columns of ``design`` unpenalised."""
+                    blocks: list[np.ndarray]) -> np.ndarray:
+    """:func:`blocked_errors` of each left-out pattern, summed over the targets in
+    ``view.scales``: one fit for every target where they share the penalties, one per
+    target where each has its own; the last ``free`` columns of ``design`` unpenalised."""
     penalties = view.penalty.reshape(view.rows.shape[1], -1)
     if penalties.shape[1] == 1:
         errors = blocked_errors(design, targets, np.r_[penalties[:, 0], np.zeros(free)],
                                 blocks)
-        return float(np.sum(errors @ view.scales))
-    return sum(float(view.scales[k] * np.sum(blocked_errors(
-        design, targets[:, k:k + 1], np.r_[penalties[:, k], np.zeros(free)], blocks)))
+        return errors @ view.scales
+    return sum(view.scales[k] * blocked_errors(
+        design, targets[:, k:k + 1], np.r_[penalties[:, k], np.zeros(free)], blocks)[:, 0]
         for k in range(targets.shape[1]))
+
+
+def _block_sums(values: np.ndarray, blocks: list[np.ndarray]) -> np.ndarray:
+    """``values`` (one per left-out pattern, in the blocks' order) summed block by block."""
+    ends = np.cumsum([len(b) for b in blocks])
+    return np.add.reduceat(values, np.r_[0, ends[:-1]])
 
 
 def gcv_shrinkage(design: np.ndarray, targets: np.ndarray, view: RidgeView) -> float:
