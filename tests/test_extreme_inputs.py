@@ -145,6 +145,12 @@ def _scaler_healthy(scaler) -> bool:
 # mixture variance overflowed to an infinite σ; found by hypothesis)
 @example(operations=[(0.0, 0.0, 0.0, None), (0.0, 0.0, 0.0, None), (0.0, 1.0, 0.0, None),
                      (0.0, 0.0, 0.0, ("y", 1e50))], unit=1e-160)
+# (an input of 1e50 on a stream in units of 1e-160: the last target's blend had errors
+# 1e78 over the model's 1e-304, and their ratio made the variance infinite; hypothesis)
+@example(operations=[(0.0, 0.0, 0.0, None), (0.0, 0.0, 0.0, None), (0.0, 0.0, 0.0, None),
+                     (1.0, 0.0, 0.0, None), (0.0, 0.0, 0.0, None),
+                     (0.0, 0.0, 0.0, ("a", 1e-150)), (0.0, 0.0, 0.0, ("a", 1e50))],
+         unit=1e-160)
 @given(operations=st.lists(operation, min_size=1, max_size=24), unit=UNITS)
 def test_extreme_numbers_never_poison(name: str, scaled: bool, operations, unit: float) -> None:
     # ``unit`` scales the whole stream's normal samples, so that "normal" also covers data

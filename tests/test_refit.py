@@ -19,15 +19,19 @@ from onlinesparse import (
     VBLSMultiTargetRegressor,
     VBLSRegressor,
 )
-from onlinesparse.stream.memory import AdaptiveMemory, Horizon
+from onlinesparse.stream import memory as memory_module
+from onlinesparse.stream.memory import REVIEWS, AdaptiveMemory, Horizon
 from onlinesparse.stream.refit import (
+    CUT,
     FREE,
+    LOOK_AGAIN,
+    REFUSE,
     SHRINKAGE,
     RidgeView,
     blocked_errors,
     gcv_shrinkage,
-    one_standard_error_better,
     shorter_memory_wins,
+    verdict,
 )
 
 
@@ -102,19 +106,22 @@ def test_a_change_of_function_is_worth_a_cut_and_a_shift_of_level_is_not(kind, w
 @given(gains=st.lists(st.floats(-1e3, 1e3), min_size=0, max_size=12),
        scale=st.floats(1e-6, 1e6))
 def test_a_cut_needs_a_gain_beyond_one_standard_error_as_scipys_t_statistic(gains, scale):
-    """The rule is the one-sample t statistic of the blocks' gains (scipy's) above 1, the
-    same in any unit of the errors; fewer than two blocks, or gains that do not vary and
-    are not positive, are no evidence."""
+    """The verdict is the one-sample t statistic of the blocks' gains (scipy's): a cut
+    above 1, a second look between 0 and 1, a refusal at or below 0 — the same in any unit
+    of the errors; a single block, or gains that do not vary, have no scatter: a second
+    look if the gain is positive."""
     gains = np.asarray(gains, dtype=float)
-    decision = one_standard_error_better(gains)
-    if gains.shape[0] < 2:
-        assert not decision and not one_standard_error_better(scale * gains)
+    said = verdict(gains)
+    if not gains.shape[0] or not np.mean(gains) > 0.0:
+        assert said == REFUSE
+    elif gains.shape[0] < 2:
+        assert said == LOOK_AGAIN
     elif np.ptp(gains) == 0.0:
-        assert decision == (gains[0] > 0.0) == one_standard_error_better(scale * gains)
+        assert said == CUT
     elif np.std(gains) > 1e-9 * np.max(np.abs(gains)):
         t = stats.ttest_1samp(gains, 0.0).statistic
-        if abs(t - 1.0) > 1e-9:  # (at a tie, rounding decides)
-            assert decision == (t > 1.0) == one_standard_error_better(scale * gains)
+        if abs(t - 1.0) > 1e-9 and t > 1e-9:  # (at a tie, rounding decides)
+            assert said == (CUT if t > 1.0 else LOOK_AGAIN) == verdict(scale * gains)
 
 
 class _Ridge:
@@ -145,6 +152,43 @@ def test_the_memory_cuts_on_a_change_of_function_and_counts_a_refused_alarm():
     assert not memory.after_alarm(shifted, since=40, learned=600)
     assert shifted.n_stored == 600 and memory.vetoed == 1
     assert memory.last_alarm < 0  # (a refused alarm is no change between changes)
+
+
+def test_a_change_the_refit_cannot_yet_judge_is_looked_at_when_its_samples_double(
+        monkeypatch):
+    """``LOOK_AGAIN``: no cut and no refusal; the memory looks again once the samples since
+    the change have doubled, dating the same change, and cuts there on ``CUT``."""
+    said = iter([LOOK_AGAIN] * REVIEWS + [CUT])
+    monkeypatch.setattr(memory_module, "refit_verdict", lambda view, keep, after: next(said))
+    stored = _Ridge(_stream(600, 560, "function", np.random.default_rng(0)))
+    memory = AdaptiveMemory(window_size=1000)
+    since, learned = 20, 580
+    for _ in range(REVIEWS):
+        plan = memory.plan(stored, since, learned)
+        assert plan.pending and not plan.keep and not plan.refused
+        assert memory.review_at == learned + since
+        assert memory.review_due(learned + since - 1) == 0
+        learned, since = learned + since, 2 * since
+        assert memory.review_due(learned) == since and memory.review_change == 560
+        assert memory.review_due(learned + 1) == 0  # (a look is taken once)
+    plan = memory.plan(stored, since, learned)
+    assert plan.keep == since and not plan.pending and memory.vetoed == 0
+    assert memory.cut(stored, plan, learned) and stored.n_stored == since
+
+
+def test_a_change_still_unjudged_after_the_last_look_is_refused(monkeypatch):
+    monkeypatch.setattr(memory_module, "refit_verdict", lambda view, keep, after: LOOK_AGAIN)
+    stored = _Ridge(_stream(600, 560, "function", np.random.default_rng(0)))
+    memory = AdaptiveMemory(window_size=1000)
+    since, learned = 10, 600
+    for _ in range(REVIEWS):
+        assert memory.plan(stored, since, learned).pending
+        learned, since = memory.review_at, 2 * since
+        assert memory.review_due(learned) == since
+    plan = memory.plan(stored, since, learned)
+    assert plan.refused and memory.vetoed == 1 and memory.review_at < 0
+    assert stored.n_stored == 600
+    assert memory.plan(stored, 10, learned + 50).pending  # (a new alarm looks afresh)
 
 
 @settings(max_examples=40, deadline=None)

@@ -149,7 +149,8 @@ def lean_on_last(baseline: np.ndarray, model: float, mean: float, variance: floa
     """The mixture's ``mean`` (p) and ``variance`` moved toward the blend q = f + α(ℓ − f)
     of the ``model``'s prediction f and the last target ℓ by the blend's weight w by its
     evidence: p + w(q − p), the variance scaled by (1 − w) + w·(q's recent mean square
-    error over p's)."""
+    error over p's), held at the largest float as the mixture's is (a blend whose errors
+    dwarf p's, after an input far outside the data, made an infinite σ)."""
     last = baseline[LAST_EXPERT]
     # (no sums without the last target: learn_blend runs only while it is an expert)
     w = weight(last.blend_odds) if last.errors > 0.0 else 0.0
@@ -157,7 +158,7 @@ def lean_on_last(baseline: np.ndarray, model: float, mean: float, variance: floa
         return mean, variance
     q = model + blend_share(baseline) * (last.mean - model)
     ratio = last.blend_errors / last.errors
-    return mean + w * (q - mean), variance * (1.0 - w + w * ratio)
+    return mean + w * (q - mean), min(variance * (1.0 - w + w * ratio), FLOAT_MAX)
 
 
 @jit

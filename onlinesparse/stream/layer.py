@@ -330,20 +330,23 @@ def after_learning(layers: Sequence[StreamLayer], memory: AdaptiveMemory | None,
     change (:class:`~onlinesparse.stream.memory.AdaptiveMemory`; of several targets'
     alarms, the earliest change point, so that no alarm costs the others more than it
     must) and restart every target's level; an alarm a refit refuses
-    (:mod:`~onlinesparse.stream.refit`) only wakes the kept concepts. Without an alarm, let
-    the memory drop what it holds back. ``memory`` None: a fixed memory (the alarms are
-    cleared, nothing else). Returns whether it cut."""
+    (:mod:`~onlinesparse.stream.refit`) only wakes the kept concepts, and one it cannot yet
+    judge is looked at again later (:meth:`AdaptiveMemory.review_due`), as an alarm. Without
+    an alarm, let the memory drop what it holds back. ``memory`` None: a fixed memory (the
+    alarms are cleared, nothing else). Returns whether it cut."""
     since = 0
     for layer in layers:  # (every target's alarm is taken, and cleared)
         since = max(since, layer.take_alarm())
     if memory is None:
         return False
     if not since:
+        since = memory.review_due(learned)  # (a change the refit could not yet judge)
+    if not since:
         if memory.holding:
             memory.hold(model, learned)
         return False
     plan = memory.plan(model, since, learned)
-    if concepts is not None:
+    if concepts is not None and not plan.pending:
         if plan.refused:  # (no change to keep a model of; a recurring concept may show)
             concepts.wake()
         else:

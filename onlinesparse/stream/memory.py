@@ -33,7 +33,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from onlinesparse.stream.refit import shorter_memory_wins
+from onlinesparse.stream.refit import CUT, LOOK_AGAIN, refit_verdict
 
 __all__ = ["MIN_MEMORY", "RELAX", "DECORRELATED", "MEASURED", "Forgetful",
            "Horizon", "Plan", "AdaptiveMemory", "decorrelation_stride"]
@@ -42,6 +42,11 @@ __all__ = ["MIN_MEMORY", "RELAX", "DECORRELATED", "MEASURED", "Forgetful",
 # the cap on a stream that keeps changing (a stream that drifts throughout is fitted best
 # on about the stretch between its changes).
 MIN_MEMORY = 30
+# How many times the memory looks again at a change the refit could not yet judge, each
+# when the samples since it have doubled (an alarm dates a change some 10-25 samples back:
+# the look comes some 20-50 samples after it). Three looks let more of the EMG stream's
+# passing epochs through, and caught no change more (memory_alarms, one-off runs).
+REVIEWS = 1
 RELAX = 4
 
 
@@ -249,12 +254,14 @@ def _autocorrelation(inputs: np.ndarray, spread: np.ndarray) -> np.ndarray:
 class Plan(NamedTuple):
     """What an alarm does to the memory (:meth:`AdaptiveMemory.plan`): the patterns to
     keep (0: no cut), the patterns after the change (counted before the cut moves the
-    horizon), the samples since the change, and whether a refit refused the cut."""
+    horizon), the samples since the change, whether a refit refused the cut, and whether
+    it will look again (:attr:`AdaptiveMemory.review_at`)."""
 
     keep: int
     after: int
     since: int
     refused: bool = False
+    pending: bool = False
 
 
 @dataclass
@@ -279,6 +286,10 @@ class AdaptiveMemory:
         Patterns from before the last change still in the window, kept to reach the floor.
     vetoed
         Alarms a refit found not worth a cut (:meth:`plan`).
+    review_at, review_change, reviews
+        A change the refit could not yet judge (``LOOK_AGAIN``): the sample at which it
+        looks again (−1: none), the sample the change began at, and how many times it has
+        looked since the alarm (at most ``REVIEWS``).
     """
 
     window_size: int
@@ -288,6 +299,9 @@ class AdaptiveMemory:
     cap_since: int = 0
     stale: int = 0
     vetoed: int = 0
+    review_at: int = -1
+    review_change: int = -1
+    reviews: int = 0
 
     @property
     def holding(self) -> bool:
@@ -305,8 +319,10 @@ class AdaptiveMemory:
         does (:class:`Plan`). None is cut where the memory does not span its horizon
         (:meth:`Horizon.spans`) or holds less than twice its floor; a model that offers a
         :class:`~onlinesparse.stream.refit.RidgeView` (``ridge_view()``) is cut only where
-        :func:`~onlinesparse.stream.refit.shorter_memory_wins`, and an alarm it refuses
-        counts in ``vetoed``."""
+        the refit says ``CUT`` (:func:`~onlinesparse.stream.refit.refit_verdict`); where it
+        says ``LOOK_AGAIN`` the memory looks again when the samples since the change have
+        doubled (:meth:`review_due`), at most ``REVIEWS`` times, and then refuses; an alarm
+        refused counts in ``vetoed``. An alarm, or a look, replaces the look owed."""
         floor, stored = _floor(model), model.n_stored
         if self.horizon is not None and not self.horizon.spans(learned):
             return Plan(0, 0, since)  # (a trajectory's young memory: Horizon.spans)
@@ -318,10 +334,26 @@ class AdaptiveMemory:
         keep = max(after, floor)
         view = getattr(model, "ridge_view", None)
         view = view() if view is not None and keep < stored else None
-        if view is not None and not shorter_memory_wins(view, keep, after):
+        said = CUT if view is None else refit_verdict(view, keep, after)
+        self.review_at = -1
+        if said == LOOK_AGAIN and self.reviews < REVIEWS:
+            # (the next look when the samples since the change have doubled)
+            self.reviews += 1
+            self.review_at, self.review_change = learned + since, learned - since
+            return Plan(0, after, since, pending=True)
+        self.reviews = 0
+        if said != CUT:
             self.vetoed += 1
             return Plan(0, after, since, refused=True)
         return Plan(keep, after, since)
+
+    def review_due(self, learned: int) -> int:
+        """The samples since a change the refit said to look at again, when the look is
+        due at sample ``learned`` (0: none due); the look is then taken."""
+        if self.review_at < 0 or learned < self.review_at:
+            return 0
+        self.review_at = -1
+        return learned - self.review_change
 
     def cut(self, model: Forgetful, plan: Plan, learned: int) -> bool:
         """Carry out ``plan`` (:meth:`plan`) at sample ``learned``: the memory cut to its last

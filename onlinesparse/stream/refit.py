@@ -26,11 +26,13 @@ leaving one out of a short recent memory lets its neighbours predict it (Bergmei
 Benítez 2012 for blocked cross-validation of time series). The cut goes ahead when the
 recent memory's squared errors, summed over the targets in the model's own weights, are the
 smaller by more than one standard error of the blocks' paired differences (the
-one-standard-error rule: :func:`one_standard_error_better`). Ten blocks of one or two
-patterns each are a noisy estimate; taking the cut on any point estimate below the full
-memory's cut a linear model's memory on a stationary stream whenever its operating point
-moved (a recent memory fits a misspecified model locally, and it forgot what it needed
-when the stream came back). O(W·M² + M³) at an alarm, the order of the cut's own refit.
+one-standard-error rule, :func:`verdict`); where they are smaller by less, the memory looks
+again once the samples since the change have doubled
+(:class:`~onlinesparse.stream.memory.AdaptiveMemory`). Ten blocks of a pattern or two are
+thin evidence: a cut on any gain let a linear model's memory be cut on a stationary stream
+whenever a passing epoch of its errors favoured a local fit, and a refusal of any gain
+within one standard error missed real changes whose first patterns were still few.
+O(W·M² + M³) at an alarm, the order of the cut's own refit.
 
 Measured on ``benchmarks/memory_alarms.py`` (its results file): the alarms it refuses and
 the cuts that remain, per stream.
@@ -46,8 +48,9 @@ from scipy import linalg
 
 from onlinesparse.core.criteria import gcv
 
-__all__ = ["FOLDS", "SHRINKAGE", "RidgeView", "shorter_memory_wins", "gcv_shrinkage",
-           "blocked_errors", "one_standard_error_better"]
+__all__ = ["FOLDS", "SHRINKAGE", "CUT", "LOOK_AGAIN", "REFUSE", "RidgeView",
+           "shorter_memory_wins", "refit_verdict", "verdict", "gcv_shrinkage",
+           "blocked_errors"]
 
 # The blocks the patterns after a change are left out in (ten-fold cross-validation; an
 # alarm dates its change some 10-25 patterns back, so that a block is a pattern or two).
@@ -59,6 +62,9 @@ FREE = 1e-9
 # below the full window's (a few patterns are no reason to trust the data more; scales
 # below 1 let more of the EMG stream's false alarms through in a one-off run).
 SHRINKAGE = (1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6)
+# What the refit says of an alarm (verdict): cut, look again once more patterns have come,
+# or refuse.
+CUT, LOOK_AGAIN, REFUSE = 1, 0, -1
 
 
 class RidgeView(NamedTuple):
@@ -75,13 +81,21 @@ class RidgeView(NamedTuple):
 
 def shorter_memory_wins(view: RidgeView, keep: int, after: int) -> bool:
     """Whether the last ``keep`` stored patterns predict the last ``after`` of them better
-    than the full memory with a level shift on those ``after`` (module docstring)."""
+    than the full memory with a level shift on those ``after`` (module docstring), beyond
+    one standard error (:func:`verdict` ``CUT``)."""
+    return refit_verdict(view, keep, after) == CUT
+
+
+def refit_verdict(view: RidgeView, keep: int, after: int) -> int:
+    """:func:`verdict` on the gains of the last ``keep`` stored patterns over the full
+    memory with a level shift, in predicting the last ``after`` (module docstring);
+    ``REFUSE`` where the cut would keep everything."""
     rows = view.rows
     n = rows.shape[0]
     keep = min(keep, n)
     after = min(max(after, 1), keep)
     if keep >= n:
-        return False  # (the cut would keep everything)
+        return REFUSE
     blocks = np.array_split(np.arange(after), min(FOLDS, after))
     level = np.zeros(n)
     level[n - after:] = 1.0
@@ -94,19 +108,25 @@ def shorter_memory_wins(view: RidgeView, keep: int, after: int) -> bool:
                              [b + keep - after for b in blocks])
     gains = _block_sums(_weighed_errors(full, targets, view, 2,
                                         [b + n - after for b in blocks]) - recent, blocks)
-    return one_standard_error_better(gains)
+    return verdict(gains)
 
 
-def one_standard_error_better(gains: np.ndarray) -> bool:
-    """Whether the paired gains of the recent memory over the full one, a number per
-    left-out block, are positive by more than their own standard error: the one-standard-
+def verdict(gains: np.ndarray) -> int:
+    """What the paired gains of the recent memory over the full one (a number per left-out
+    block) say: ``CUT`` where their mean exceeds its standard error — the one-standard-
     error rule of cross-validation (Hastie, Tibshirani and Friedman 2009, 7.10), which keeps
-    the simpler choice — here the full memory, no cut — unless the other wins by more than
-    the scatter of its own estimate. Fewer than two blocks give no scatter: no cut."""
+    the simpler choice, here the full memory, unless the other wins by more than the
+    scatter of its own estimate; ``LOOK_AGAIN`` where the mean is positive but within it (a
+    real change gathers evidence as its patterns come, a passing epoch of errors does not);
+    ``REFUSE`` otherwise. Fewer than two blocks give no scatter: ``LOOK_AGAIN`` if the gain
+    is positive."""
+    mean = float(np.mean(gains)) if gains.shape[0] else 0.0
+    if not mean > 0.0:
+        return REFUSE
     if gains.shape[0] < 2:
-        return False
+        return LOOK_AGAIN
     spread = float(np.std(gains, ddof=1)) / math.sqrt(gains.shape[0])
-    return float(np.mean(gains)) > spread
+    return CUT if mean > spread else LOOK_AGAIN
 
 
 def _weighed_errors(design: np.ndarray, targets: np.ndarray, view: RidgeView, free: int,
