@@ -176,6 +176,39 @@ def test_a_change_the_refit_cannot_yet_judge_is_looked_at_when_its_samples_doubl
     assert memory.cut(stored, plan, learned) and stored.n_stored == since
 
 
+def test_a_model_cuts_at_the_second_look_through_its_stream_layer(monkeypatch):
+    """Through ``stream.layer.after_learning``: an alarm the refit cannot yet judge cuts
+    nothing; the look owed, once its samples have doubled, asks the refit again about the
+    same change (its patterns since then) and cuts on its word."""
+    looks, calls = [], []
+    review_due = AdaptiveMemory.review_due
+
+    def spy(memory, learned):
+        since = review_due(memory, learned)
+        if since:
+            looks.append(since)
+        return since
+
+    def said(view, keep, after):
+        calls.append(after)
+        return CUT if looks else LOOK_AGAIN
+
+    monkeypatch.setattr(AdaptiveMemory, "review_due", spy)
+    monkeypatch.setattr(memory_module, "refit_verdict", said)
+    model = SparseRBFRegressor(max_basis=15, window_size=300)
+    rng = np.random.default_rng(3)
+    for i in range(900):
+        x = rng.uniform(-2, 2)
+        y = (np.sin(3 * x) if i < 500 else 2.0 - np.cos(2 * x)) + 0.05 * rng.standard_normal()
+        model.learn_one({"x": x}, y)
+        cuts = getattr(model, "n_memory_cuts", 0)
+        assert bool(cuts) == bool(looks)  # (no cut before the look, one at it)
+        if cuts:
+            break
+    assert len(looks) == 1 and calls[-1] == looks[0] and model.n_memory_cuts == 1
+    assert looks[0] <= model.model.n_patterns <= max(looks[0], 15 + 10)
+
+
 def test_a_change_still_unjudged_after_the_last_look_is_refused(monkeypatch):
     monkeypatch.setattr(memory_module, "refit_verdict", lambda view, keep, after: LOOK_AGAIN)
     stored = _Ridge(_stream(600, 560, "function", np.random.default_rng(0)))
