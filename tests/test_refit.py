@@ -20,7 +20,7 @@ from onlinesparse import (
     VBLSRegressor,
 )
 from onlinesparse.stream import memory as memory_module
-from onlinesparse.stream.memory import REVIEWS, AdaptiveMemory, Horizon
+from onlinesparse.stream.memory import MIN_MEMORY, REVIEWS, AdaptiveMemory, Horizon
 from onlinesparse.stream.refit import (
     CUT,
     FREE,
@@ -206,7 +206,7 @@ def test_a_model_cuts_at_the_second_look_through_its_stream_layer(monkeypatch):
         if cuts:
             break
     assert len(looks) == 1 and calls[-1] == looks[0] and model.n_memory_cuts == 1
-    assert looks[0] <= model.model.n_patterns <= max(looks[0], 15 + 10)
+    assert looks[0] <= model.model.n_patterns <= max(looks[0], 15 + 10, MIN_MEMORY)
 
 
 def test_a_change_still_unjudged_after_the_last_look_is_refused(monkeypatch):
@@ -222,6 +222,23 @@ def test_a_change_still_unjudged_after_the_last_look_is_refused(monkeypatch):
     assert plan.refused and memory.vetoed == 1 and memory.review_at < 0
     assert stored.n_stored == 600
     assert memory.plan(stored, 10, learned + 50).pending  # (a new alarm looks afresh)
+
+
+def test_an_alarm_dating_another_change_gets_looks_of_its_own(monkeypatch):
+    """A look owed for one change is replaced by an alarm dating another, which the refit
+    may again find undecided and look at later; a look the memory grew too young to take
+    ends it, and the next change gets its looks."""
+    monkeypatch.setattr(memory_module, "refit_verdict", lambda view, keep, after: LOOK_AGAIN)
+    stored = _Ridge(_stream(600, 560, "function", np.random.default_rng(0)))
+    memory = AdaptiveMemory(window_size=1000)
+    assert memory.plan(stored, 20, 580).pending
+    assert memory.plan(stored, 10, 590).pending and memory.review_change == 580
+    assert memory.review_due(600) == 20 and memory.vetoed == 0
+    stored.n_parameters = 400  # (the look finds a floor the memory no longer holds twice)
+    plan = memory.plan(stored, 20, 600)
+    assert plan.refused and not plan.keep and memory.vetoed == 0 and memory.review_at < 0
+    stored.n_parameters = 12
+    assert memory.plan(stored, 20, 900).pending  # (the next change: looks of its own)
 
 
 @settings(max_examples=40, deadline=None)

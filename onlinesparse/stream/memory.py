@@ -311,7 +311,8 @@ class AdaptiveMemory:
     def after_alarm(self, model: Forgetful, since: int, learned: int) -> bool:
         """An alarm at sample ``learned`` dating the change ``since`` samples back: cut the
         window of ``model`` to the patterns after it as :meth:`plan` decides (:meth:`cut`).
-        Returns whether patterns were forgotten."""
+        Returns whether patterns were forgotten. (A look the plan owes is taken by the
+        caller that asks :meth:`review_due`: ``stream.layer.after_learning``.)"""
         return self.cut(model, self.plan(model, since, learned), learned)
 
     def plan(self, model: Forgetful, since: int, learned: int) -> Plan:
@@ -321,25 +322,33 @@ class AdaptiveMemory:
         :class:`~onlinesparse.stream.refit.RidgeView` (``ridge_view()``) is cut only where
         the refit says ``CUT`` (:func:`~onlinesparse.stream.refit.refit_verdict`); where it
         says ``LOOK_AGAIN`` the memory looks again when the samples since the change have
-        doubled (:meth:`review_due`), at most ``REVIEWS`` times, and then refuses; an alarm
-        refused counts in ``vetoed``. An alarm, or a look, replaces the look owed."""
+        doubled (:meth:`review_due`), at most ``REVIEWS`` times per change, and then
+        refuses; an alarm refused counts in ``vetoed``. An alarm dating another change
+        replaces the look owed (the change it dates gets its own looks, and the one left
+        undecided is counted nowhere); a look the memory has grown too young to take ends
+        as a refusal, uncounted."""
+        change = learned - since
+        looking = change == self.review_change  # (the look owed, or an alarm dating it)
+        if not looking:
+            self.reviews = 0
+        self.review_at, self.review_change = -1, -1
         floor, stored = _floor(model), model.n_stored
-        if self.horizon is not None and not self.horizon.spans(learned):
-            return Plan(0, 0, since)  # (a trajectory's young memory: Horizon.spans)
-        if stored < 2 * floor:
-            # (a memory short of twice its floor is young, or just cut: its model's errors
-            # are still falling, and a cut would keep most of it)
-            return Plan(0, 0, since)
+        # (a trajectory's young memory, Horizon.spans; or one short of twice its floor,
+        # young or just cut: its model's errors are still falling, and a cut would keep
+        # most of it)
+        if ((self.horizon is not None and not self.horizon.spans(learned))
+                or stored < 2 * floor):
+            self.reviews = 0
+            return Plan(0, 0, since, refused=looking)
         after = self._patterns_in(since, learned)
         keep = max(after, floor)
         view = getattr(model, "ridge_view", None)
         view = view() if view is not None and keep < stored else None
         said = CUT if view is None else refit_verdict(view, keep, after)
-        self.review_at = -1
         if said == LOOK_AGAIN and self.reviews < REVIEWS:
             # (the next look when the samples since the change have doubled)
             self.reviews += 1
-            self.review_at, self.review_change = learned + since, learned - since
+            self.review_at, self.review_change = learned + since, change
             return Plan(0, after, since, pending=True)
         self.reviews = 0
         if said != CUT:

@@ -125,8 +125,9 @@ def verdict(gains: np.ndarray) -> int:
         return REFUSE
     if gains.shape[0] < 2:
         return LOOK_AGAIN
-    spread = float(np.std(gains, ddof=1)) / math.sqrt(gains.shape[0])
-    return CUT if mean > spread else LOOK_AGAIN
+    unit = gains / float(np.max(np.abs(gains)))  # (errors of any unit: no squares underflow)
+    spread = float(np.std(unit, ddof=1)) / math.sqrt(gains.shape[0])
+    return CUT if float(np.mean(unit)) > spread else LOOK_AGAIN
 
 
 def _weighed_errors(design: np.ndarray, targets: np.ndarray, view: RidgeView, free: int,
