@@ -1,0 +1,181 @@
+"""Where a sample's time goes: ours against river LinearRegression behind the same scaler.
+
+Issue 35 asks ``stream_friedman.py``'s median per sample within 3.5× river's
+``LinearRegression`` behind the same ``StandardScaler``. This splits both sides of that
+ratio on the same stream (Friedman #1, seed 42, 5000 samples; medians over samples 1001–5000,
+wall clock, ``predict_one`` + ``learn_one`` per sample as the harness times them):
+
+* river's side: the scaler and the pipeline with a model that learns nothing (predicts 0),
+  then with ``LinearRegression`` (SGD 0.01);
+* ours, ``SparseRBFRegressor(max_basis=100)``: the whole sample; the two compiled calls
+  (``learn_one``'s one call, ``orr.sample.stream_sample``, and ``predict_one``'s,
+  ``orr.sample.prediction``), timed by wrapping their entry points (about 0.2 µs each of
+  the wrapping is in them); the rest is Python (the total less the two); and the samples
+  that compute a new candidate column (one in ``candidate_every`` = 3) apart;
+* the core's kernels alone at the model's state at the end (M basis functions, n tracked
+  columns, W stored patterns), each called 2000 times from Python (the call's own cost, a
+  few hundred ns, included): the window's slide (one rank-two pass over S, M × M, and G,
+  n × n), the input's row over the n columns, the GCV summary, a new column's statistics
+  (O(W·n)).
+
+Run: ``.venv/bin/python benchmarks/sample_cost.py`` (about half a minute). Writes
+``benchmarks/results/sample_cost.json``; the table is shown in docs/rbf_on_streams.md
+(``make performance``).
+"""
+
+from __future__ import annotations
+
+import os
+
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
+
+import harness  # noqa: E402
+import numpy as np  # noqa: E402
+from river import base, datasets, linear_model, optim, preprocessing  # noqa: E402
+
+from onlinesparse import SparseRBFRegressor, core, warm_up  # noqa: E402
+
+SAMPLES, SKIP, CALLS = 5000, 1000, 2000
+RATIO = 3.5  # issue 35's bar on the median
+
+
+class _Nothing(base.Regressor):
+    """A model that learns nothing and predicts 0: the scaler and pipeline alone."""
+
+    def learn_one(self, x: dict, y: float) -> None:
+        pass
+
+    def predict_one(self, x: dict) -> float:
+        return 0.0
+
+
+def per_sample(model: Any, data: list, spy: dict | None = None, skip: int = SKIP
+               ) -> tuple[np.ndarray, list]:
+    """Each sample's predict + learn in µs after the first ``skip``, and for ``spy``
+    (:func:`spied`) the compiled calls' ns and whether the sample made a new column."""
+    times, parts = [], []
+    for x, y in data:
+        if spy is not None:
+            spy.update(learn=0, predict=0)
+            made = spy["columns"]()
+        started = time.perf_counter_ns()
+        model.predict_one(x)
+        model.learn_one(x, y)
+        times.append(time.perf_counter_ns() - started)
+        if spy is not None:
+            parts.append((spy["learn"], spy["predict"], spy["columns"]() != made))
+    return np.asarray(times[skip:]) / 1e3, parts[skip:]
+
+
+def spied(model: SparseRBFRegressor, spy: dict) -> None:
+    """Wrap the model's compiled entry points so that each sample's share is added to
+    ``spy``, and give it the count of columns the window has made (a new column's id is
+    the next one)."""
+    def timed(key: str, call: Callable) -> Callable:
+        def wrapper(*args: Any) -> Any:
+            started = time.perf_counter_ns()
+            result = call(*args)
+            spy[key] += time.perf_counter_ns() - started
+            return result
+        return wrapper
+
+    compiled = model._compiled
+
+    def wrapped() -> Any:
+        c = compiled()
+        return c._replace(sample=timed("learn", c.sample), observe=timed("learn", c.observe),
+                          carry_on=timed("learn", c.carry_on),
+                          predict=timed("predict", c.predict))
+
+    model._compiled = wrapped
+    spy["columns"] = lambda: 0 if model.model is None else model.model.window._next_id
+
+
+def kernels(model: SparseRBFRegressor) -> list[tuple[str, float]]:
+    """The core's kernels alone at ``model``'s state, µs per call (module docstring)."""
+    bundle = model._compiled().bundle
+    t, s, window = bundle.tracked, bundle.state, model.model.window
+    m, n = s.weights.shape[0], int(bundle.window[0]["n_columns"])
+    gram, cross, traffic = t.gram.copy(), t.cross_y.copy(), t.traffic.copy()
+    variance, weights = s.variance.copy(), s.weights.copy()
+    h, y = bundle.row[:n].copy(), np.array([1.0])
+    x = window.stored_inputs()[-1].reshape(1, -1)
+    row = np.empty((1, n))
+    ws = window
+    calls = {
+        "the window's slide (S and G, rank two)": (core.slide_window, (
+            gram, cross, traffic, n, variance, weights, m, h, y, h.copy(), y, 1e-10,
+            np.empty(m), np.empty(5))),
+        "the input's row over the n columns": (core.evaluate_rows, (
+            t.kinds, t.centres, t.inv_r2, t.features, x, 0, n, row)),
+        "the GCV summary (error and γ)": (core.error_and_gamma, (
+            gram, cross, weights, s.lambdas, variance, ws.targets.moments[0],
+            ws.targets.scales, np.empty(1))),
+        "a new column's statistics (O(W·n))": (core.new_column, (
+            *ws.basis.arrays(), ws._XT, ws.targets.values, ws._HT.copy(), gram, cross,
+            n - 1, n, ws._head, ws.n_stored, ws.factor)),
+    }
+    out = []
+    for label, (call, args) in calls.items():
+        call(*args)
+        started = time.perf_counter_ns()
+        for _ in range(CALLS):
+            call(*args)
+        out.append((label, (time.perf_counter_ns() - started) / CALLS / 1e3))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    harness.add_common_args(parser)
+    args = parser.parse_args()
+    warm_up()
+    data = list(datasets.synth.Friedman(seed=harness.SEED).take(SAMPLES))
+    report = harness.Report("sample_cost", __doc__.splitlines()[0],
+                            {"samples": SAMPLES, "skip": SKIP, "seed": harness.SEED},
+                            path=args.results)
+    scaler = preprocessing.StandardScaler
+    nothing, _ = per_sample(scaler() | _Nothing(), data)
+    linear, _ = per_sample(scaler() | linear_model.LinearRegression(
+        optimizer=optim.SGD(0.01)), data)
+    ours_model = SparseRBFRegressor(max_basis=100)
+    spy: dict = {}
+    spied(ours_model, spy)
+    ours, parts = per_sample(scaler() | ours_model, data, spy)
+    learn, predict = (np.array([p[i] for p in parts]) / 1e3 for i in (0, 1))
+    column = np.array([p[2] for p in parts])
+    python = ours - learn - predict
+    rows = [["river StandardScaler, a model that learns nothing", nothing, None],
+            ["river LinearRegression (SGD 0.01) behind it", linear, None],
+            ["ours SparseRBF(max_basis=100) behind it", ours, None],
+            ["  ours: learn_one's compiled call", learn, None],
+            ["  ours: predict_one's compiled call", predict, None],
+            ["  ours: the rest (Python, the scaler and pipeline included)", python, None],
+            ["  ours: samples without a new column", ours[~column], None],
+            ["  ours: samples with a new column", ours[column], None]]
+    lin = float(np.median(linear))
+    table = [[label, f"{np.median(v):.1f}", f"{np.percentile(v, 99):.1f}",
+              f"{np.median(v) / lin:.2f}"] for label, v, _ in rows]
+    table += [[f"kernel alone: {label}", f"{cost:.1f}", "", f"{cost / lin:.2f}"]
+              for label, cost in kernels(ours_model)]
+    m, n = ours_model.model.size, ours_model.model.window.n_columns
+    report.table(f"Friedman #1, {SAMPLES} samples, µs per sample (median and 99th "
+                 f"percentile over samples {SKIP + 1}–{SAMPLES}); at the end M = {m}, "
+                 f"n = {n}, W = {ours_model.model.window.n_stored}",
+                 ["", "µs median", "µs p99", "/ LinearRegression's median"], table)
+    report.note(f"{RATIO}× LinearRegression's median is {RATIO * lin:.1f} µs, of which the "
+                f"scaler and pipeline take {np.median(nothing):.1f}: ours would have "
+                f"{RATIO * lin - np.median(nothing):.1f} µs; its two compiled calls take "
+                f"{np.median(learn) + np.median(predict):.1f} (medians), the rest "
+                f"{np.median(python):.1f}")
+    report.write()
+
+
+if __name__ == "__main__":
+    main()

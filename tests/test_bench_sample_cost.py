@@ -1,0 +1,31 @@
+"""benchmarks/sample_cost.py's instruments: spying on a model's compiled calls changes none
+of its predictions, gives every sample a share of each call, and tells the samples that
+made a new candidate column; the kernels it times run at the model's state."""
+
+from __future__ import annotations
+
+import numpy as np
+from river import datasets
+
+from onlinesparse import SparseRBFRegressor
+from tests.reference import import_benchmarks
+
+(sample_cost,) = import_benchmarks("sample_cost")
+
+
+def test_spying_changes_nothing_and_splits_every_sample():
+    data = list(datasets.synth.Friedman(seed=1).take(300))
+    plain, watched = SparseRBFRegressor(max_basis=15), SparseRBFRegressor(max_basis=15)
+    spy: dict = {}
+    sample_cost.spied(watched, spy)
+    _, parts = sample_cost.per_sample(watched, data, spy, skip=0)
+    for x, y in data:
+        plain.predict_one(x)
+        plain.learn_one(x, y)
+    for x, _ in data[:50]:
+        assert watched.predict_one(x) == plain.predict_one(x)
+    learn, predict, column = (np.array([p[i] for p in parts]) for i in range(3))
+    assert np.all(learn > 0) and np.mean(predict > 0) > 0.9  # (no model: no compiled call)
+    assert 0 < column.sum() < len(data)  # (one sample in candidate_every makes a column)
+    costs = sample_cost.kernels(watched)
+    assert len(costs) == 4 and all(cost > 0.0 for _, cost in costs)
