@@ -10,8 +10,10 @@ wall clock, ``predict_one`` + ``learn_one`` per sample as the harness times them
 * ours, ``SparseRBFRegressor(max_basis=100)``: the whole sample; the two compiled calls
   (``learn_one``'s one call, ``orr.sample.stream_sample``, and ``predict_one``'s,
   ``orr.sample.prediction``), timed by wrapping their entry points (about 0.2 µs each of
-  the wrapping is in them); the rest is Python (the total less the two); and the samples
-  that compute a new candidate column (one in ``candidate_every`` = 3) apart;
+  the wrapping is in them); the rest (the total less the two: the Python around them, the
+  scaler and pipeline, and on one sample in ``candidate_every`` = 3 a new candidate
+  column's statistics, compiled but called apart); and the samples that compute a new
+  column apart;
 * the core's kernels alone at the model's state at the end (M basis functions, n tracked
   columns, W stored patterns), each called 2000 times from Python (the call's own cost, a
   few hundred ns, included): the window's slide (one rank-two pass over S, M × M, and G,
@@ -156,7 +158,8 @@ def main() -> None:
             ["ours SparseRBF(max_basis=100) behind it", ours, None],
             ["  ours: learn_one's compiled call", learn, None],
             ["  ours: predict_one's compiled call", predict, None],
-            ["  ours: the rest (Python, the scaler and pipeline included)", python, None],
+            ["  ours: the rest (Python, the scaler and pipeline, a new column's "
+             "statistics)", python, None],
             ["  ours: samples without a new column", ours[~column], None],
             ["  ours: samples with a new column", ours[column], None]]
     lin = float(np.median(linear))
