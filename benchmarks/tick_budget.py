@@ -4,8 +4,10 @@ Once a loop calls ``maintain()``, the Orr family's ``learn_one`` does a sample's
 only (``onlinesparse.orr.upkeep``): the input's row over the n tracked columns (O(n·d)),
 the window's slide (one rank-two pass over S, M × M, and G, n × n), each target's weights
 (O(M·K)), the pruner's evaluations of this sample (O(M²) each), the stream layer's step per
-target. Two heavy pieces stay in it, both rare: a memory cut after a detected change
-(O(W·n² + M³)) and a refresh of S that its health calls for at once (O(M³)). The others —
+target. Two heavy pieces stay in it, both rare: the response to a detected change (the
+refit that judges the alarm, O(W·M² + M³), at it and at most once more at its second look,
+and a memory cut, O(W·n² + M³)) and a refresh of S that its health calls for at once
+(O(M³)). The others —
 a held move of the pruner (O(W·M)), a deferred refresh of S, a new candidate's column
 (O(W·n)), the memory's measurement of its stride (O(W·d log W)) — are ``maintain()``'s,
 one per ``maintain(1)``.

@@ -17,8 +17,10 @@ A piece owed for ``MAX_DEFERRAL`` samples (a loop that stopped calling ``maintai
 done by ``learn_one`` again.
 
 Not deferred: a refresh of S that a pattern's verdict calls for at once (S is unhealthy;
-the sample cannot go on without it), and the memory's cut after an alarm
-(:mod:`~onlinesparse.stream.memory`, O(W·n² + M³), rare: a change of the stream).
+the sample cannot go on without it), and the memory's response to an alarm
+(:mod:`~onlinesparse.stream.memory`, rare: a change of the stream) — the refit that judges
+it (:mod:`~onlinesparse.stream.refit`, O(W·M² + M³), at the alarm and at most once more at
+its second look) and the cut (O(W·n² + M³)).
 """
 
 from __future__ import annotations
