@@ -39,7 +39,7 @@ from typing import Any  # noqa: E402
 
 import harness  # noqa: E402
 import numpy as np  # noqa: E402
-from river import base, datasets, linear_model, optim, preprocessing  # noqa: E402
+from river import base, datasets, linear_model, optim  # noqa: E402
 
 from onlinesparse import SparseRBFRegressor, core, warm_up  # noqa: E402
 
@@ -57,28 +57,28 @@ class _Nothing(base.Regressor):
         return 0.0
 
 
-def per_sample(model: Any, data: list, spy: dict | None = None, skip: int = SKIP
-               ) -> tuple[np.ndarray, list]:
-    """Each sample's predict + learn in µs after the first ``skip``, and for ``spy``
-    (:func:`spied`) the compiled calls' ns and whether the sample made a new column."""
-    times, parts = [], []
-    for x, y in data:
-        if spy is not None:
-            spy.update(learn=0, predict=0)
-            made = spy["columns"]()
-        started = time.perf_counter_ns()
-        model.predict_one(x)
-        model.learn_one(x, y)
-        times.append(time.perf_counter_ns() - started)
-        if spy is not None:
-            parts.append((spy["learn"], spy["predict"], spy["columns"]() != made))
-    return np.asarray(times[skip:]) / 1e3, parts[skip:]
+def timed_run(label: str, factory: Callable[[], Any], data: list, spy: dict | None = None,
+              skip: int = SKIP) -> tuple[np.ndarray, list, Any]:
+    """``harness.progressive``'s run of ``factory``'s model behind the scaler: each
+    sample's predict + learn in µs after the first ``skip``, for a model built with
+    :func:`spied` the compiled calls' ns and whether the sample made a new column (read
+    after each sample, untimed), and the model."""
+    parts: list = []
+
+    def record(samples: int, pipeline: Any) -> None:
+        made = spy["columns"]()
+        parts.append((spy["learn"], spy["predict"], made != spy["made"]))
+        spy.update(learn=0, predict=0, made=made)
+
+    run = harness.progressive(data, [harness.Model(label, factory)], baselines=False,
+                              checkpoint=None if spy is None else (1, record))[label]
+    return run.seconds[skip:] * 1e6, parts[skip:], run.model
 
 
-def spied(model: SparseRBFRegressor, spy: dict) -> None:
-    """Wrap the model's compiled entry points so that each sample's share is added to
-    ``spy``, and give it the count of columns the window has made (a new column's id is
-    the next one)."""
+def spied(model: SparseRBFRegressor, spy: dict) -> SparseRBFRegressor:
+    """``model``, its compiled entry points wrapped so that each sample's share is added
+    to ``spy``, which also gets the count of columns the window has made (a new column's
+    id is the next one)."""
     def timed(key: str, call: Callable) -> Callable:
         def wrapper(*args: Any) -> Any:
             started = time.perf_counter_ns()
@@ -96,20 +96,21 @@ def spied(model: SparseRBFRegressor, spy: dict) -> None:
                           predict=timed("predict", c.predict))
 
     model._compiled = wrapped
-    spy["columns"] = lambda: 0 if model.model is None else model.model.window._next_id
+    spy.update(learn=0, predict=0, made=0,
+               columns=lambda: 0 if model.model is None else model.model.window._next_id)
+    return model
 
 
 def kernels(model: SparseRBFRegressor) -> list[tuple[str, float]]:
     """The core's kernels alone at ``model``'s state, µs per call (module docstring)."""
     bundle = model._compiled().bundle
-    t, s, window = bundle.tracked, bundle.state, model.model.window
+    t, s, ws = bundle.tracked, bundle.state, model.model.window
     m, n = s.weights.shape[0], int(bundle.window[0]["n_columns"])
     gram, cross, traffic = t.gram.copy(), t.cross_y.copy(), t.traffic.copy()
     variance, weights = s.variance.copy(), s.weights.copy()
     h, y = bundle.row[:n].copy(), np.array([1.0])
-    x = window.stored_inputs()[-1].reshape(1, -1)
+    x = ws.stored_inputs()[-1].reshape(1, -1)
     row = np.empty((1, n))
-    ws = window
     calls = {
         "the window's slide (S and G, rank two)": (core.slide_window, (
             gram, cross, traffic, n, variance, weights, m, h, y, h.copy(), y, 1e-10,
@@ -142,29 +143,27 @@ def main() -> None:
     report = harness.Report("sample_cost", __doc__.splitlines()[0],
                             {"samples": SAMPLES, "skip": SKIP, "seed": harness.SEED},
                             path=args.results)
-    scaler = preprocessing.StandardScaler
-    nothing, _ = per_sample(scaler() | _Nothing(), data)
-    linear, _ = per_sample(scaler() | linear_model.LinearRegression(
+    nothing, _, _ = timed_run("nothing", _Nothing, data)
+    linear, _, _ = timed_run("linear", lambda: linear_model.LinearRegression(
         optimizer=optim.SGD(0.01)), data)
-    ours_model = SparseRBFRegressor(max_basis=100)
     spy: dict = {}
-    spied(ours_model, spy)
-    ours, parts = per_sample(scaler() | ours_model, data, spy)
+    ours, parts, ours_model = timed_run(
+        "ours", lambda: spied(SparseRBFRegressor(max_basis=100), spy), data, spy)
     learn, predict = (np.array([p[i] for p in parts]) / 1e3 for i in (0, 1))
     column = np.array([p[2] for p in parts])
     python = ours - learn - predict
-    rows = [["river StandardScaler, a model that learns nothing", nothing, None],
-            ["river LinearRegression (SGD 0.01) behind it", linear, None],
-            ["ours SparseRBF(max_basis=100) behind it", ours, None],
-            ["  ours: learn_one's compiled call", learn, None],
-            ["  ours: predict_one's compiled call", predict, None],
-            ["  ours: the rest (Python, the scaler and pipeline, a new column's "
-             "statistics)", python, None],
-            ["  ours: samples without a new column", ours[~column], None],
-            ["  ours: samples with a new column", ours[column], None]]
+    rows = [("river StandardScaler, a model that learns nothing", nothing),
+            ("river LinearRegression (SGD 0.01) behind it", linear),
+            ("ours SparseRBF(max_basis=100) behind it", ours),
+            ("  ours: learn_one's compiled call", learn),
+            ("  ours: predict_one's compiled call", predict),
+            ("  ours: the rest (Python, the scaler and pipeline, a new column's "
+             "statistics)", python),
+            ("  ours: samples without a new column", ours[~column]),
+            ("  ours: samples with a new column", ours[column])]
     lin = float(np.median(linear))
     table = [[label, f"{np.median(v):.1f}", f"{np.percentile(v, 99):.1f}",
-              f"{np.median(v) / lin:.2f}"] for label, v, _ in rows]
+              f"{np.median(v) / lin:.2f}"] for label, v in rows]
     table += [[f"kernel alone: {label}", f"{cost:.1f}", "", f"{cost / lin:.2f}"]
               for label, cost in kernels(ours_model)]
     m, n = ours_model.model.size, ours_model.model.window.n_columns

@@ -10,20 +10,20 @@ from river import datasets
 from onlinesparse import SparseRBFRegressor
 from tests.reference import import_benchmarks
 
-(sample_cost,) = import_benchmarks("sample_cost")
+(sample_cost, harness) = import_benchmarks("sample_cost", "harness")
 
 
 def test_spying_changes_nothing_and_splits_every_sample():
     data = list(datasets.synth.Friedman(seed=1).take(300))
-    plain, watched = SparseRBFRegressor(max_basis=15), SparseRBFRegressor(max_basis=15)
     spy: dict = {}
-    sample_cost.spied(watched, spy)
-    _, parts = sample_cost.per_sample(watched, data, spy, skip=0)
-    for x, y in data:
-        plain.predict_one(x)
-        plain.learn_one(x, y)
+    times, parts, watched = sample_cost.timed_run(
+        "watched", lambda: sample_cost.spied(SparseRBFRegressor(max_basis=15), spy), data,
+        spy, skip=0)
+    plain = harness.progressive(data, [harness.Model("plain", lambda: SparseRBFRegressor(
+        max_basis=15))], baselines=False)["plain"]
+    assert len(times) == len(parts) == len(data)
     for x, _ in data[:50]:
-        assert watched.predict_one(x) == plain.predict_one(x)
+        assert watched.predict_one(x) == plain.model.predict_one(x)
     learn, predict, column = (np.array([p[i] for p in parts]) for i in range(3))
     assert np.all(learn > 0) and np.mean(predict > 0) > 0.9  # (no model: no compiled call)
     assert 0 < column.sum() < len(data)  # (one sample in candidate_every makes a column)
