@@ -18,7 +18,13 @@ wall clock, ``predict_one`` + ``learn_one`` per sample as the harness times them
   columns, W stored patterns), each called 2000 times from Python (the call's own cost, a
   few hundred ns, included): the window's slide (one rank-two pass over S, M × M, and G,
   n × n), the input's row over the n columns, the GCV summary, a new column's statistics
-  (O(W·n)).
+  (O(W·n));
+* the pruner's one evaluation per sample (``evaluations_per_sample=1``, O(M²)): the
+  difference of ``learn_one``'s median between two exact copies of one model at sample 4000,
+  one with the evaluation and one without (:func:`evaluation_cost`).
+
+A note gives the floor: the scaler and pipeline and the two compiled calls alone, with no
+Python of ours around them, against 3.5× ``LinearRegression``'s median.
 
 Run: ``.venv/bin/python benchmarks/sample_cost.py`` (about half a minute). Writes
 ``benchmarks/results/sample_cost.json``; the table is shown in docs/rbf_on_streams.md
@@ -33,17 +39,19 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
 import argparse  # noqa: E402
+import copy  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 import harness  # noqa: E402
 import numpy as np  # noqa: E402
-from river import base, datasets, linear_model, optim  # noqa: E402
+from river import base, datasets, linear_model, optim, preprocessing  # noqa: E402
 
 from onlinesparse import SparseRBFRegressor, core, warm_up  # noqa: E402
 
 SAMPLES, SKIP, CALLS = 5000, 1000, 2000
+BRANCH = 4000  # where evaluation_cost's two copies part (samples 4001–SAMPLES timed)
 RATIO = 3.5  # issue 35's bar on the median
 
 
@@ -134,6 +142,36 @@ def kernels(model: SparseRBFRegressor) -> list[tuple[str, float]]:
     return out
 
 
+def evaluation_cost(data: list, branch: int = BRANCH
+                    ) -> list[tuple[float, SparseRBFRegressor]]:
+    """The µs of ``learn_one`` (median over the samples after ``branch``) of two exact
+    copies of the same model at sample ``branch``, one running ``evaluations_per_sample=1``
+    (the default) and one ``0``, with the copies at the end: the difference of the medians
+    is the cost of the pruner's one O(M²) evaluation per sample. (The inputs are scaled
+    once, outside the timing; predictions are made untimed, as the harness makes them.)"""
+    scaler = preprocessing.StandardScaler()
+    rows = []
+    for x, y in data:
+        scaler.learn_one(x)
+        rows.append((scaler.transform_one(x), y))
+    model = SparseRBFRegressor(max_basis=100)
+    for x, y in rows[:branch]:
+        model.predict_one(x)
+        model.learn_one(x, y)
+    out = []
+    for evaluations in (1, 0):
+        copied = copy.deepcopy(model)
+        copied.evaluations_per_sample = evaluations
+        times = []
+        for x, y in rows[branch:]:
+            copied.predict_one(x)
+            started = time.perf_counter_ns()
+            copied.learn_one(x, y)
+            times.append(time.perf_counter_ns() - started)
+        out.append((float(np.median(times)) / 1e3, copied))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     harness.add_common_args(parser)
@@ -166,6 +204,10 @@ def main() -> None:
               f"{np.median(v) / lin:.2f}"] for label, v in rows]
     table += [[f"kernel alone: {label}", f"{cost:.1f}", "", f"{cost / lin:.2f}"]
               for label, cost in kernels(ours_model)]
+    (with_one, _), (with_none, _) = evaluation_cost(data)
+    table.append(["the pruner's one evaluation per sample (learn_one with 1 less with 0, "
+                  f"copies of one model at sample {BRANCH})", f"{with_one - with_none:.1f}",
+                  "", f"{(with_one - with_none) / lin:.2f}"])
     m, n = ours_model.model.size, ours_model.model.window.n_columns
     report.table(f"Friedman #1, {SAMPLES} samples, µs per sample (median and 99th "
                  f"percentile over samples {SKIP + 1}–{SAMPLES}); at the end M = {m}, "
@@ -176,6 +218,11 @@ def main() -> None:
                 f"{RATIO * lin - np.median(nothing):.1f} µs; its two compiled calls take "
                 f"{np.median(learn) + np.median(predict):.1f} (medians), the rest "
                 f"{np.median(python):.1f}")
+    floor = float(np.median(nothing) + np.median(learn) + np.median(predict))
+    report.note(f"with no Python of ours at all (the scaler and pipeline, then the two compiled "
+                f"calls), a sample would take {floor:.1f} µs = {floor / lin:.2f}× "
+                f"LinearRegression's median, before a new column's statistics (on one "
+                f"sample in candidate_every = 3)")
     report.write()
 
 

@@ -29,3 +29,17 @@ def test_spying_changes_nothing_and_splits_every_sample():
     assert 0 < column.sum() < len(data)  # (one sample in candidate_every makes a column)
     costs = sample_cost.kernels(watched)
     assert len(costs) == 4 and all(cost > 0.0 for _, cost in costs)
+
+
+def test_the_evaluation_cost_compares_copies_that_differ_only_in_the_evaluations():
+    data = list(datasets.synth.Friedman(seed=2).take(400))
+    (with_one, evaluating), (with_none, idle) = sample_cost.evaluation_cost(data, branch=300)
+    assert with_one > 0.0 and with_none > 0.0
+    assert evaluating is not idle and evaluating.evaluations_per_sample == 1
+    assert idle.evaluations_per_sample == 0
+    # The copies learned the same 100 samples; only the one that evaluates selected.
+    assert evaluating._n_learned == idle._n_learned == 400
+    moved = evaluating._pruner
+    held = idle._pruner
+    assert (moved.n_added + moved.n_deleted + moved.n_reestimated
+            > held.n_added + held.n_deleted + held.n_reestimated)
