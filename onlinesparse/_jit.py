@@ -112,11 +112,16 @@ def _type_key(value):
     this does not know: such a call takes numba's own ``typeof``). An array's type is its
     class, dtype (with a structured dtype's alignment), dimensions, layout, writability
     and alignment; a tuple's its class and its members'; a Python int's whether it fits
-    in int64. The key holds the dtypes themselves, compared by value."""
+    in int64. The key holds the dtypes themselves, compared by value. The layout is
+    numba's (``C`` when C-contiguous, else ``F`` when Fortran-contiguous, else ``A``), not
+    the two flags: an empty or 1 × 1 matrix is both, so a model's first bundle would key
+    its S apart from a grown model's, and a model unpickled with M ≥ 2 paid numba's 4 ms
+    ``typeof`` on its first prediction."""
     if isinstance(value, np.ndarray):
         flags = value.flags
-        return (type(value), value.dtype, value.dtype.isalignedstruct, value.ndim,
-                flags.c_contiguous, flags.f_contiguous, flags.writeable, flags.aligned)
+        layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else "A"
+        return (type(value), value.dtype, value.dtype.isalignedstruct, value.ndim, layout,
+                flags.writeable, flags.aligned)
     if isinstance(value, tuple):
         members = tuple(_type_key(v) for v in value)
         return None if None in members else (type(value), members)

@@ -24,7 +24,7 @@ from onlinesparse.vbls import (
     VBLSRegressor,
 )
 
-__all__ = ["warm_up", "cache_is_cold", "numba_work", "COLD_SECONDS"]
+__all__ = ["warm_up", "cache_is_cold", "cold_progress", "numba_work", "COLD_SECONDS"]
 
 # What compiling the whole core from nothing takes on the project's 2-core machine, said
 # to the user before the wait: warm_up() on copies of the package without their cache took
@@ -60,7 +60,7 @@ def _cache_index(dispatcher) -> Path:
         return next(folder.glob(name), folder / name)
 
 
-def warm_up(seed: int = 0, progress: bool | Callable[[str], None] = False) -> None:
+def warm_up(seed: int = 0, progress: bool | Callable[[str], None] | None = None) -> None:
     """Load (or compile) every compiled loop the package's estimators use, now.
 
     The numerical core runs through numba: the first call of each compiled function in a
@@ -79,11 +79,15 @@ def warm_up(seed: int = 0, progress: bool | Callable[[str], None] = False) -> No
     it sees (about 1 ms for the RBF network's defaults: its window's arrays, a candidate per
     input), not machine code: the Orr family's ``prepare(x, y)`` does that before a loop.
 
-    ``progress``: ``True`` prints each stage, each function as numba compiles it, and a
-    line every ten seconds of a long compilation, to standard error; a callable receives
-    those lines instead. Worth it when :func:`cache_is_cold`: a minute of silence reads as
-    a hang.
+    ``progress``: by default (``None``) nothing when the machine code is cached, and when
+    :func:`cache_is_cold` a line saying that the core compiles once and how long that
+    takes, then a line every few seconds (:func:`cold_progress`) — a minute of silence
+    reads as a hang; ``True`` prints each stage, each function as numba compiles it, and a
+    line every ten seconds of a long compilation, to standard error; ``False`` nothing; a
+    callable receives the lines instead.
     """
+    if progress is None:
+        progress = cold_progress(sys.stderr) if cache_is_cold() else False
     say = _printer(progress)
     rng = np.random.default_rng(seed)
     started = time.perf_counter()
@@ -194,6 +198,31 @@ _STAGES: tuple[tuple[str, Callable[[np.random.Generator], None]], ...] = (
     ("VBLS classification", _classifier),
     ("several targets", _several_targets),
 )
+
+
+def cold_progress(stream, every: int = 40, seconds: float = 5.0) -> Callable[[str], None]:
+    """:func:`warm_up`'s progress for a person waiting on a cold cache: a line now saying
+    that the core compiles once for this installation and about how long, then each
+    stage, and the count of functions compiled every ``every`` functions or ``seconds``
+    seconds, whichever comes first (a line every few seconds, not one per function), on
+    ``stream``."""
+    print(f"onlinesparse: compiling the numerical core, once for this installation (about "
+          f"{COLD_SECONDS} s on two cores); later runs load it from the cache in under a "
+          "second", file=stream, flush=True)
+    started = time.perf_counter()
+    count, shown = [0], [0, started]
+
+    def progress(line: str) -> None:
+        now = time.perf_counter()
+        if line.startswith("compiling "):
+            count[0] += 1
+            if count[0] - shown[0] < every and now - shown[1] < seconds:
+                return
+            line = f"{count[0]} functions compiled ({now - started:.0f} s)"
+        shown[:] = count[0], now
+        print(f"onlinesparse: {line}", file=stream, flush=True)
+
+    return progress
 
 
 def _printer(progress: bool | Callable[[str], None]) -> Callable[[str], None]:

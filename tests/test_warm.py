@@ -110,14 +110,15 @@ def test_the_cli_prints_compile_progress_every_few_seconds():
     the last line: a slow stretch of the compilation is not silent."""
     import io
 
-    from onlinesparse.replay import cli
+    from onlinesparse.warm import cold_progress
 
     out = io.StringIO()
-    progress = cli._compile_progress(out, every=40, seconds=0.0)
+    progress = cold_progress(out, every=40, seconds=0.0)
     for k in range(3):
         progress(f"compiling {k + 1}: f{k}")
     progress("still compiling (12 s)")
     lines = out.getvalue().splitlines()
+    assert "compiling the numerical core, once for this installation" in lines.pop(0)
     assert lines[:3] == [f"onlinesparse: {k + 1} functions compiled (0 s)" for k in range(3)]
     assert lines[3] == "onlinesparse: still compiling (12 s)"
 
@@ -128,3 +129,50 @@ def test_after_warm_up_the_cache_is_not_cold():
 
     warm_up()
     assert not cache_is_cold()
+
+
+def test_warm_up_says_so_by_default_when_it_has_to_compile_and_nothing_otherwise(
+        monkeypatch, capsys):
+    from onlinesparse import warm
+
+    monkeypatch.setattr(warm, "cache_is_cold", lambda: True)
+    warm.warm_up()
+    said = capsys.readouterr().err
+    assert "compiling the numerical core, once for this installation" in said
+    assert "compiled core ready" in said
+    monkeypatch.setattr(warm, "cache_is_cold", lambda: False)
+    warm.warm_up()
+    assert capsys.readouterr().err == ""
+
+
+def test_a_matrix_that_is_both_c_and_f_contiguous_keys_as_numba_types_it():
+    # numba's layout: C when C-contiguous, else F, else A. An empty or 1 × 1 S (a model's
+    # first bundle) is both, and keyed apart from a grown S it sent every model unpickled
+    # with M ≥ 2 through numba's typeof (4 ms) on its first prediction.
+    key = _jit._type_key
+    assert key(np.zeros((0, 0))) == key(np.zeros((1, 1))) == key(np.zeros((3, 3)))
+    assert key(np.zeros((3, 3), order="F")) != key(np.zeros((3, 3)))
+
+
+def test_a_model_unpickled_grown_finds_its_compiled_calls_without_numba_typeof(monkeypatch):
+    import pickle
+
+    from numba.core.dispatcher import Dispatcher
+
+    from onlinesparse import SparseRBFRegressor
+
+    rng = np.random.default_rng(0)
+    model = SparseRBFRegressor(max_basis=8)
+    for _ in range(200):  # (its first bundle's entry points are found with S empty)
+        x = {f"x{i}": float(v) for i, v in enumerate(rng.uniform(-1, 1, 3))}
+        model.predict_one(x)
+        model.learn_one(x, float(np.sin(3 * x["x0"])))
+    assert model.n_basis >= 2
+    loaded = pickle.loads(pickle.dumps(model))
+    typed = []
+    original = Dispatcher.typeof_pyval
+    monkeypatch.setattr(Dispatcher, "typeof_pyval",
+                        lambda self, value: typed.append(value) or original(self, value))
+    assert loaded.predict_one(x) == model.predict_one(x)
+    loaded.learn_one(x, 0.5)
+    assert typed == []

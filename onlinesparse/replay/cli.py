@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -694,38 +693,15 @@ def _unknown_options(args: argparse.Namespace, unknown: list[str]) -> None:
 
 def compile_first(stream=None) -> bool:
     """On a machine whose compiled core is not cached yet, compile it now, saying so with
-    progress on standard error, rather than spend a minute in silence inside the first
-    sample; returns whether it compiled. (Workers then load it from the cache.)"""
-    from onlinesparse.warm import COLD_SECONDS, cache_is_cold, warm_up
+    progress on standard error (``warm.cold_progress``), rather than spend a minute in
+    silence inside the first sample; returns whether it compiled. (Workers then load it
+    from the cache.)"""
+    from onlinesparse import warm
 
-    if not cache_is_cold():
+    if not warm.cache_is_cold():
         return False
-    stream = sys.stderr if stream is None else stream
-    print(f"onlinesparse: compiling the numerical core, once for this installation (about "
-          f"{COLD_SECONDS} s on two cores); later runs load it from the cache in under a "
-          "second", file=stream, flush=True)
-    warm_up(progress=_compile_progress(stream))
+    warm.warm_up(progress=warm.cold_progress(sys.stderr if stream is None else stream))
     return True
-
-
-def _compile_progress(stream, every: int = 40, seconds: float = 5.0):
-    """warm_up's progress lines for a person: each stage, and the count of functions
-    compiled every ``every`` functions or ``seconds`` seconds, whichever comes first (a
-    line every few seconds, not one per function)."""
-    started = time.perf_counter()
-    count, shown = [0], [0, started]
-
-    def progress(line: str) -> None:
-        now = time.perf_counter()
-        if line.startswith("compiling "):
-            count[0] += 1
-            if count[0] - shown[0] < every and now - shown[1] < seconds:
-                return
-            line = f"{count[0]} functions compiled ({now - started:.0f} s)"
-        shown[:] = count[0], now
-        print(f"onlinesparse: {line}", file=stream, flush=True)
-
-    return progress
 
 
 def main(argv: Sequence[str] | None = None) -> int:
