@@ -176,6 +176,9 @@ class StreamingRBF(Versioned, RecordOwner):
     # Whether the basis set changed since the buffer last looked: a deleted constant or
     # linear function returns to the pool, which may then hold more than its capacity.
     _overfilled = False
+    # The memory's cuts so far (memory="adaptive": stream.layer.after_learning); 0 before
+    # the first sample too.
+    n_memory_cuts = 0
     # The concepts the stream has left (onlinesparse.stream.concepts); None before the first
     # sample, for several targets, and for a model built from a batch fit.
     _concepts: ConceptMemory | None = None
