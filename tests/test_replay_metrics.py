@@ -28,6 +28,36 @@ def test_accumulator_equals_batch_formulas(samples):
     assert acc.coverage == pytest.approx(np.mean(np.abs(err) <= 1.5 * sigma))
 
 
+@given(st.lists(st.tuples(finite, finite), min_size=3, max_size=60))
+def test_the_trivial_predictors_are_scored_on_the_same_samples(samples):
+    # The running mean of the targets before each one and the last target, from the
+    # second sample on, over the variance of every scored target.
+    acc = RegressionAccumulator()
+    for y, mu in samples:
+        acc.update(y, mu)
+    y = np.array([s[0] for s in samples])
+    before = np.cumsum(y)[:-1] / np.arange(1, len(y))
+    if y.var() > 1e-6:
+        assert acc.nmse_running_mean == pytest.approx(
+            np.mean((y[1:] - before) ** 2) / y.var(), rel=1e-6, abs=1e-9)
+        assert acc.nmse_last_target == pytest.approx(
+            np.mean((y[1:] - y[:-1]) ** 2) / y.var(), rel=1e-6, abs=1e-9)
+    restored = pickle.loads(pickle.dumps(acc))
+    assert restored.as_dict() == pytest.approx(acc.as_dict(), nan_ok=True)
+
+
+def test_an_accumulator_from_before_the_trivial_predictors_scores_them_from_its_resumption():
+    acc = RegressionAccumulator()
+    for y in (1.0, 2.0, 4.0):
+        acc.update(y, 0.0)
+    for name in ("last_y", "n_trivial", "mean_sq_sum", "last_sq_sum"):
+        del acc.__dict__[name]  # (as a checkpoint written before them unpickles)
+    assert math.isnan(acc.nmse_last_target)
+    acc.update(3.0, 0.0)  # (no last target known yet: neither is scored)
+    acc.update(5.0, 0.0)
+    assert acc.n_trivial == 1 and math.isfinite(acc.nmse_last_target)
+
+
 def test_coverage_is_none_without_a_predictive_distribution():
     acc = RegressionAccumulator()
     acc.update(1.0, 2.0)

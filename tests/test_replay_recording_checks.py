@@ -9,7 +9,7 @@ import pytest
 
 from onlinesparse.datasets import make_motor_cortex_session
 from onlinesparse.replay.check_report import check_lines
-from onlinesparse.replay.checks import feature_warnings, fold_warnings
+from onlinesparse.replay.checks import corrupt_column_hint, feature_warnings, fold_warnings
 from onlinesparse.replay.cli import main
 from onlinesparse.replay.runner import ReplayConfig, run_replay
 from onlinesparse.replay.stream_checks import RecordingChecks, stuck_length
@@ -188,3 +188,10 @@ def test_checks_resume_where_the_checkpoint_stopped(faulty_csv, tmp_path):
     run_replay(ReplayConfig(path, checkpoint=ck, max_rows=2700, **common))
     resumed = run_replay(ReplayConfig(path, checkpoint=ck, resume=True, **common))
     assert resumed.results[0].metrics["recording_checks"] == whole
+
+
+def test_a_target_of_text_is_named_as_a_target_not_as_an_input():
+    reasons = ["unparseable value '0.438mV' in column 'emg_0'"] * 3
+    said = corrupt_column_hint(reasons, ["emg_0"])
+    assert "a target must hold numbers" in said and "--features" not in said
+    assert "--features" in corrupt_column_hint(reasons, ["velocity"])

@@ -117,10 +117,25 @@ def test_metrics_are_per_target_and_the_time_per_row_is_reported_once(complete, 
         assert 0 < mt["nmse"] < 1 and 0.5 < mt["coverage"] <= 1
         # its own diagnostics: the shared ones with its noise estimate
         assert mt["diagnostics"]["noise_std"] == shared["target_diagnostics"][t]["noise_std"]
+    # Beside each target, the trivial predictors on the samples it scored (after the 20
+    # of the warm-up): the running mean of the targets before each one, the last target.
+    truth = pd.read_csv(complete)
+    for t in TARGETS:
+        y = truth[t].to_numpy()[20:]
+        before = np.cumsum(y)[:-1] / np.arange(1, len(y))
+        mt = m["targets"][t]
+        assert mt["nmse_running_mean"] == pytest.approx(
+            np.mean((y[1:] - before) ** 2) / y.var(), rel=1e-9)
+        assert mt["nmse_last_target"] == pytest.approx(
+            np.mean((y[1:] - y[:-1]) ** 2) / y.var(), rel=1e-9)
     table = format_summary(outcome, cfg)
     assert "\nshared model " in table  # its row, with the time per row
     assert "per row of the model shared by the targets" in table
+    assert "mean, last: the nMSE of the running mean" in table
+    said = "weighs the last target in as an expert"
+    assert (said in table) == cfg.model_params.get("last_target", True)
     page = (out / "report.html").read_text()
+    assert "nMSE of the last target" in page
     assert "id='shared-model'" in page and page.count("latency per row") == 1
     for t in TARGETS:
         assert f"<h2 id='0{TARGETS.index(t)}-{t}'>{t}</h2>" in page
@@ -327,3 +342,10 @@ def test_lin1_and_vbls_share_their_multi_output_forms_with_the_same_policy(gappy
     np.testing.assert_array_equal(got, np.array(expected))
     with pytest.raises(ValueError, match="y2"):
         model.learn_one({"a": 0.0}, {"y1": 1.0, "y3": 1.0})
+
+
+def test_the_summary_says_when_the_model_sees_the_last_target():
+    assert registry.sees_last_target("rbf", {})  # (the stream layer's default)
+    assert not registry.sees_last_target("rbf", {"last_target": False})
+    assert registry.sees_last_target("vbls", {})
+    assert not registry.sees_last_target("lin1", {})  # (no such parameter)

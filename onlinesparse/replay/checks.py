@@ -206,9 +206,10 @@ the inputs with --features; each reason in the report and metrics.json)'
             "inputs with --features; each reason in the report and metrics.json)")
 
 
-def corrupt_column_hint(reasons: Sequence[str]) -> str | None:
+def corrupt_column_hint(reasons: Sequence[str], targets: Sequence[str] = ()) -> str | None:
     """When every reason of ``reasons`` (why rows were corrupt) names the same column: a
-    sentence naming it and saying what to do; else ``None``.
+    sentence naming it and saying what to do (for one of the ``targets``: that a target
+    must hold numbers); else ``None``.
 
     >>> corrupt_column_hint(["unparseable value 'x' in column 'Time'"] * 3).split(" (")[0]
     "column 'Time' made every row corrupt"
@@ -218,6 +219,9 @@ def corrupt_column_hint(reasons: Sequence[str]) -> str | None:
     if len(cols) != 1 or sum(cols.values()) != len(reasons):
         return None
     (col, _), = cols.items()
+    if col in targets:
+        return (f"column {col!r} made every row corrupt ({reasons[0]}): a target must hold "
+                "numbers (units or other text in its cells: convert them before the replay)")
     return (f"column {col!r} made every row corrupt ({reasons[0]}): leave it out with "
             "--features, or give it as --time if it is the time")
 

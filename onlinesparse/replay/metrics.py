@@ -30,12 +30,20 @@ def interval_z(level: float) -> float:
 
 
 class RegressionAccumulator:
-    """MAE, RMSE, nMSE, R² and interval coverage, updated one prediction at a time.
+    """MAE, RMSE, nMSE, R² and interval coverage, updated one prediction at a time, and
+    the nMSE of the two trivial predictors on the same stream.
 
     nMSE is the mean squared error divided by the variance of the truth over the same
     samples (Ting et al.'s measure), so ``R² = 1 − nMSE``. The variance is a Welford running
     variance: summing squares would lose the digits that matter when the target has a large
     mean and a small spread, as EMG often does.
+
+    The trivial predictors are the running mean of the targets scored before and the last
+    target scored (persistence), scored from the second sample on and divided by the same
+    variance: a model below both has learned more than the stream's level and its
+    smoothness. On a smooth target (an EMG envelope, a hand's velocity at 20 ms) the last
+    target alone scores far below the running mean, and a model that weighs it in as an
+    expert (``last_target=True``) can look like a decoder while it mostly repeats it.
 
     Parameters
     ----------
@@ -62,8 +70,20 @@ class RegressionAccumulator:
         self.n_dist = 0
         self.n_covered = 0
 
+    # The trivial predictors' squared errors (class defaults: a checkpoint written before
+    # they were kept scores them from its resumption on).
+    last_y = math.nan
+    n_trivial = 0
+    mean_sq_sum = 0.0
+    last_sq_sum = 0.0
+
     def update(self, y: float, mu: float, sigma: float = math.nan) -> None:
         err = y - mu
+        if self.last_y == self.last_y:  # (a last target known: not the first sample's)
+            self.n_trivial += 1
+            self.mean_sq_sum += (y - self.y_mean) ** 2
+            self.last_sq_sum += (y - self.last_y) ** 2
+        self.last_y = y
         self.n += 1
         self.abs_sum += abs(err)
         self.sq_sum += err * err
@@ -92,6 +112,20 @@ class RegressionAccumulator:
         var = self.y_m2 / self.n if self.n else 0.0
         return self.mse / var if var > 0.0 else math.nan
 
+    def _normalised(self, sq_sum: float) -> float:
+        var = self.y_m2 / self.n if self.n else 0.0
+        return sq_sum / self.n_trivial / var if self.n_trivial and var > 0.0 else math.nan
+
+    @property
+    def nmse_running_mean(self) -> float:
+        """The nMSE of the running mean of the targets scored before each one."""
+        return self._normalised(self.mean_sq_sum)
+
+    @property
+    def nmse_last_target(self) -> float:
+        """The nMSE of the last target scored (persistence)."""
+        return self._normalised(self.last_sq_sum)
+
     @property
     def r2(self) -> float:
         return 1.0 - self.nmse
@@ -117,6 +151,8 @@ class RegressionAccumulator:
             "r2": self.r2,
             "coverage": self.coverage,
             "n_scored": self.n,
+            "nmse_running_mean": self.nmse_running_mean,
+            "nmse_last_target": self.nmse_last_target,
         }
 
 

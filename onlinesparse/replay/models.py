@@ -344,6 +344,19 @@ def resolve(name: str, multi_target: bool = False) -> Callable[..., Any]:
     return obj
 
 
+def sees_last_target(name: str, params: Mapping[str, Any]) -> bool:
+    """Whether model ``name`` built with ``params`` weighs the last target in as an expert
+    (the stream layer's ``last_target``, on by default in ours): its scores then include
+    what persistence gives, which a decoder that never sees past targets will not have."""
+    try:
+        parameter = inspect.signature(resolve(name)).parameters.get("last_target")
+    except (ModelUnavailable, TypeError, ValueError):
+        return False
+    if parameter is None:
+        return False
+    return bool(params.get("last_target", parameter.default))
+
+
 def multi_target_form(name: str) -> Callable[..., Any] | None:
     """The class of model ``name``'s multi-output form, or ``None`` when the registry gives
     it none or it cannot be imported here (the replay then keeps one model per target)."""

@@ -29,6 +29,7 @@ from onlinesparse.replay.config import (
     TargetResult,
 )
 from onlinesparse.replay.errors import UsageError
+from onlinesparse.replay.models import sees_last_target
 from onlinesparse.replay.reader import Columns, Recording, open_recording
 
 __all__ = ["write_outputs", "format_summary", "check_writable"]
@@ -377,7 +378,8 @@ def format_summary(outcome: ReplayOutcome, cfg: ReplayConfig) -> str:
     budget = cfg.budget_us is not None
     shared = outcome.shared
     status = any(r.status != "completed" for r in outcome.results)
-    header = ["target", "MAE", "RMSE", "nMSE", "R²", f"cover {cfg.interval:.0%}",
+    header = ["target", "MAE", "RMSE", "nMSE", "mean", "last", "R²",
+              f"cover {cfg.interval:.0%}",
               "µs med", "µs p99", "µs max", "CPU med", "CPU p99", "CPU max",
               *(["misses"] if budget else []), "rows/s", "scored", "skipped",
               *(["status"] if status else [])]
@@ -385,20 +387,23 @@ def format_summary(outcome: ReplayOutcome, cfg: ReplayConfig) -> str:
     for r in outcome.results:
         m = r.metrics
         rows.append([
-            r.target, _fmt(m["mae"]), _fmt(m["rmse"]), _fmt(m["nmse"]), _fmt(m["r2"]),
+            r.target, _fmt(m["mae"]), _fmt(m["rmse"]), _fmt(m["nmse"]),
+            _fmt(m.get("nmse_running_mean"), 3), _fmt(m.get("nmse_last_target"), 3),
+            _fmt(m["r2"]),
             _fmt(m["coverage"], 3) if r.has_dist else "n/a", *_timing_cells(m, budget),
             str(m["n_scored"]), str(m["corrupt_rows"]),
             *([r.status.replace("_", " ")] if status else []),
         ])
     if shared is not None:
         m = shared.metrics
-        rows.append(["shared model", *[""] * 5, *_timing_cells(m, budget), str(m["n_timed"]),
+        rows.append(["shared model", *[""] * 7, *_timing_cells(m, budget), str(m["n_timed"]),
                      str(m["corrupt_rows"]), *([shared.status.replace("_", " ")] if status
                                                else [])])
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
                        enumerate(zip(row, widths, strict=True))) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append(trivial_note(sees_last_target(cfg.model, cfg.model_params)))
     lines.append("µs: wall-clock, and CPU time of this thread, of predict_one + learn_one per "
                  + ("row of the model shared by the targets (every target at once)"
                     if shared is not None else "scored sample")
@@ -412,12 +417,24 @@ def format_summary(outcome: ReplayOutcome, cfg: ReplayConfig) -> str:
     return "\n".join(lines)
 
 
+def trivial_note(last_target: bool) -> str:
+    """What the ``mean`` and ``last`` columns are, and, for a model that ``last_target``
+    weighs the last target in, that its scores include persistence."""
+    note = ("mean, last: the nMSE of the running mean of the targets before each one and of "
+            "the last target (persistence), on the same samples: a model below both learned "
+            "more than the target's level and its smoothness")
+    if last_target:
+        note += ("; this model weighs the last target in as an expert (last_target=True): "
+                 "a decoder that will not see past targets is --param last_target=False")
+    return note
+
+
 def _timing_cells(m: dict[str, Any], budget: bool) -> list[str]:
     """The latency, deadline-miss and rate cells of one row of the summary table."""
     lat, cpu = m.get("latency_us") or {}, m.get("cpu_us") or {}
     rate = m.get("rows_per_second")
     return [*(_fmt_us(d.get(k, math.nan)) for d in (lat, cpu) for k in ("median", "p99", "max")),
-            *([str(m.get("deadline_misses"))] if budget else []),
+            *([_fmt(m.get("deadline_misses"))] if budget else []),
             f"{rate:,.0f}" if rate else "—"]
 
 

@@ -37,6 +37,8 @@ import numpy as np
 
 from onlinesparse.replay import plots
 from onlinesparse.replay.metrics import interval_z
+from onlinesparse.replay.models import sees_last_target
+from onlinesparse.replay.outputs import trivial_note
 from onlinesparse.replay.plots import TargetReport, relevance_recovery
 
 __all__ = [
@@ -65,6 +67,10 @@ img{max-width:100%;border:1px solid #eee}.note{color:#7a4b00;background:#fff6e0;
 padding:.4em .7em;border-left:3px solid #e0a000;margin:.5em 0}
 .meta td{text-align:left}code{background:#f4f4f4;padding:0 .2em}
 """
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + "."
 
 
 def _fmt(value: Any, digits: int = 4) -> str:
@@ -303,7 +309,10 @@ def write_report(
     for sec in [*sections, *([shared] if shared is not None else [])]:
         for note in sec.notes:
             notes.setdefault(note, []).append(sec.name)
-    body = [_settings_table(summary), _metrics_table(sections, interval, shared=shared)]
+    model = summary.get("model")
+    last = isinstance(model, str) and sees_last_target(model, summary.get("model_params") or {})
+    body = [_settings_table(summary),
+            _metrics_table(sections, interval, shared=shared, last_target=last)]
     if notes:
         body.append("<h2>Notes</h2><ul>" + "".join(
             f"<li>{html.escape(', '.join(names))}: {html.escape(note)}</li>"
@@ -381,11 +390,13 @@ def _us(value: Any) -> str:
 
 
 def _metrics_table(sections: Sequence[TargetSection], level: float, prefix: str = "",
-                   shared: TargetSection | None = None) -> str:
-    """Accuracy per target, then latency per target (wall-clock and CPU, after warm-up), or
-    per row of the ``shared`` model the targets share; each name links to its section, whose
-    anchor starts with ``prefix``."""
-    head = ("<tr><th>target</th><th>MAE</th><th>RMSE</th><th>nMSE</th><th>R²</th>"
+                   shared: TargetSection | None = None, last_target: bool = False) -> str:
+    """Accuracy per target beside the trivial predictors' nMSE (``trivial_note``; the
+    model weighs the last target in when ``last_target``), then latency per target
+    (wall-clock and CPU, after warm-up), or per row of the ``shared`` model the targets
+    share; each name links to its section, whose anchor starts with ``prefix``."""
+    head = ("<tr><th>target</th><th>MAE</th><th>RMSE</th><th>nMSE</th>"
+            "<th>nMSE of the running mean</th><th>nMSE of the last target</th><th>R²</th>"
             f"<th>coverage of {level:.0%} interval</th><th>scored</th><th>skipped rows</th>"
             "<th>status</th></tr>")
     timing = ("<tr><th rowspan='2'>target</th><th colspan='3'>wall-clock µs per sample</th>"
@@ -405,11 +416,14 @@ def _metrics_table(sections: Sequence[TargetSection], level: float, prefix: str 
         cov = _fmt(m.get("coverage"), 3) if sec.has_dist else "n/a"
         rows.append(
             f"<tr>{name}<td>{_fmt(m.get('mae'))}</td><td>{_fmt(m.get('rmse'))}</td>"
-            f"<td>{_fmt(m.get('nmse'))}</td><td>{_fmt(m.get('r2'))}</td><td>{cov}</td>"
+            f"<td>{_fmt(m.get('nmse'))}</td><td>{_fmt(m.get('nmse_running_mean'), 3)}</td>"
+            f"<td>{_fmt(m.get('nmse_last_target'), 3)}</td><td>{_fmt(m.get('r2'))}</td>"
+            f"<td>{cov}</td>"
             f"<td>{_fmt(m.get('n_scored'))}</td><td>{_fmt(m.get('corrupt_rows'))}</td>"
             f"<td>{_fmt(m.get('status'))}</td></tr>"
         )
     return (f"<h2>Accuracy</h2><table>{head}{''.join(rows)}</table>"
+            f"<p>{html.escape(_sentence(trivial_note(last_target)))}</p>"
             "<h2>Latency</h2><p>Time of <code>predict_one</code> + <code>learn_one</code> per "
             "scored sample, measured after the model's warm-up (its compiled code loaded and "
             "its first-call costs paid on a throwaway copy). CPU time is this thread's own: "

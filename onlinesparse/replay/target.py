@@ -596,7 +596,7 @@ def why_nothing_scored(cfg: ReplayConfig, state: Any, name: str) -> str:
     if state.n_samples == 0:
         from onlinesparse.replay.checks import corrupt_column_hint
 
-        hint = corrupt_column_hint([why for _, why in state.corrupt_examples])
+        hint = corrupt_column_hint([why for _, why in state.corrupt_examples], cfg.targets)
         return (f"nothing was scored: all {state.n_corrupt} rows of {name} are corrupt"
                 + (f"; {hint}" if hint else ""))
     if state.n_samples <= cfg.warmup:
