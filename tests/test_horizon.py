@@ -171,6 +171,80 @@ def test_a_trajectorys_memory_is_not_cut_until_it_spans_its_horizon():
     assert model.n_stored == 40
 
 
+def test_an_alarm_before_the_first_measurement_measures_the_memory_as_it_is():
+    # Before MEASURED patterns the stride is unknown: the stored inputs are measured at
+    # the alarm (and not kept), and a memory whose inputs never decorrelate is not cut.
+    class _Stored(_Window):
+        n_parameters, n_stored = 5, 150
+
+        def forget_oldest(self, k: int) -> None:
+            self.n_stored -= k
+
+    young = _Stored(_inputs(_trajectory(150)))
+    horizon = Horizon(1000, max_stride=20)
+    assert not horizon.spans(150, young) and not horizon.measured
+    assert horizon.spans(150)  # (nothing to measure: as before)
+    assert not AdaptiveMemory(1000, horizon).after_alarm(young, since=20, learned=150)
+    assert young.n_stored == 150
+    shuffled = _Stored(_inputs(_shuffled(150)))  # (independent inputs: cut as before)
+    assert AdaptiveMemory(1000, Horizon(1000, max_stride=20)).after_alarm(
+        shuffled, since=40, learned=150)
+    assert shuffled.n_stored == 40
+
+
+def _moving_arm(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A 7-joint arm's (q, q̇, q̈), scaled by their amplitudes, and noisy torques (gravity,
+    inertia, coupling, Coriolis-like and friction terms) at 1 kHz along a 4 s periodic
+    trajectory, already moving at the first sample (learning switched on mid-motion)."""
+    rng = np.random.default_rng(seed)
+    centre = rng.uniform(-0.5, 0.5, 7)
+    amplitude = rng.uniform(0.3, 0.8, (7, 3)) / np.arange(1, 4)
+    phase = rng.uniform(0.0, 2.0 * math.pi, (7, 3))
+    rate = 2.0 * math.pi * np.arange(1, 4) / 4.0
+    angle = rate * (np.arange(n) * 1e-3)[:, None, None] + phase
+    q = centre + (amplitude * np.sin(angle)).sum(-1)
+    qd = (amplitude * rate * np.cos(angle)).sum(-1)
+    qdd = -(amplitude * rate ** 2 * np.sin(angle)).sum(-1)
+    inertia = np.array([3, 3, 1.5, 1.5, 0.2, 0.2, 0.05])
+    ahead = [np.roll(v, -1, axis=-1) for v in (q, qd, qdd)]
+    torque = (np.array([5, 40, 15, 20, 2, 3, 0.2]) * np.sin(np.cumsum(q, axis=-1))
+              + inertia * (1 + 0.3 * np.cos(ahead[0])) * qdd
+              + 0.1 * inertia * np.cos(q - ahead[0]) * ahead[2]
+              + 0.2 * inertia * np.sin(ahead[0]) * qd * ahead[1]
+              + np.array([0.5, 0.5, 0.3, 0.3, 0.05, 0.05, 0.01]) * qd
+              + np.array([1, 1, 0.5, 0.5, 0.1, 0.1, 0.02]) * np.tanh(qd / 0.05))
+    rng = np.random.default_rng(seed + 1)
+    sensed = [v + s * rng.standard_normal(v.shape) for v, s in ((q, 1e-3), (qd, 1e-2),
+                                                                (qdd, 0.1))]
+    torque = torque + 0.01 * np.maximum(np.abs(torque).std(0), 0.1) * rng.standard_normal(
+        torque.shape)
+    scale = np.concatenate([amplitude.sum(1), (amplitude * rate).sum(1),
+                            (amplitude * rate ** 2).sum(1)])
+    offset = np.concatenate([centre, np.zeros(14)])
+    return (np.concatenate(sensed, axis=1) - offset) / scale, torque
+
+
+def test_an_arm_already_moving_keeps_its_young_memory(monkeypatch):
+    """A 1 kHz loop whose arm moves from the first sample: its young memory meets new
+    states, and the refit finds the last few dozen patterns predicting them better; cut
+    then (as before the measurement at the alarm), the memory never reached the
+    measurement and was cut again and again."""
+    def cuts(n: int = 400, seed: int = 1) -> int:
+        inputs, torques = _moving_arm(n, seed)
+        model = SparseRBFMultiTargetRegressor(last_target=False)
+        for row, tau in zip(inputs, torques, strict=True):
+            x = {f"s{j:02d}": float(v) for j, v in enumerate(row)}
+            model.predict_one(x)
+            model.learn_one(x, {f"tau{j}": float(v) for j, v in enumerate(tau)})
+        return model.n_memory_cuts
+
+    assert cuts() == 0
+    unmeasured = Horizon.spans
+    monkeypatch.setattr(Horizon, "spans",
+                        lambda self, learned, window=None: unmeasured(self, learned))
+    assert cuts() >= 1  # (the stream does raise the alarms the measurement answers)
+
+
 def test_a_full_window_on_a_trajectory_holds_one_sample_in_the_stride_exactly():
     """SparseRBFRegressor on a 1 kHz trajectory: once the window is full it holds one sample
     in the stride, spread over stride × window samples, and the weights are the exact ridge

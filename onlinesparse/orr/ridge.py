@@ -320,6 +320,11 @@ class IncrementalRidge(RecordOwner):
         return self.window.ridge_view(self.state.lambdas[: self.size].copy(),
                                       self.target_scales)
 
+    def stored_inputs(self) -> np.ndarray:
+        """The window's stored inputs, oldest first (``stream.memory.StoresInputs``: what
+        the adaptive memory measures its horizon on)."""
+        return self.window.stored_inputs()
+
     def forget_oldest(self, count: int) -> None:
         """Forget the ``count`` oldest patterns of the window at once: the statistics are
         recomputed from the rest and S factorised afresh (O(W·n² + M³)), with the smallest

@@ -54,7 +54,9 @@ class Forgetful(Protocol):
     """What a model offers the adaptive memory: how many patterns it stores, how many
     parameters it fits to them, and forgetting the oldest ``k`` exactly. A model that also
     offers ``ridge_view()`` (:class:`~onlinesparse.stream.refit.RidgeView`) has its alarms
-    judged by a refit before a cut (:meth:`AdaptiveMemory.plan`)."""
+    judged by a refit before a cut (:meth:`AdaptiveMemory.plan`), and one that offers
+    ``stored_inputs()`` (:class:`StoresInputs`) has them measured at an alarm before its
+    horizon's first measurement (:meth:`Horizon.spans`)."""
 
     @property
     def n_stored(self) -> int: ...
@@ -191,16 +193,24 @@ class Horizon:
         f, s = self.full_since, self.stride
         return -(-(hi - f) // s) - -(-(lo - f) // s)
 
-    def spans(self, learned: int) -> bool:
+    def spans(self, learned: int, window: StoresInputs | None = None) -> bool:
         """Whether the memory spans its horizon at sample ``learned``: always unless the
         inputs did not decorrelate within the longest stride (a trajectory sampled fast:
         a control loop, a robot at 100 Hz); then once every stored pattern came in at the
         stride. A memory that spans less of such a trajectory is still meeting parts of
         it for the first time, and its errors grow there for want of data, not because
-        the stream changed. Before the stride is measured, always."""
+        the stream changed. Before the stride's first measurement, the inputs ``window``
+        stores are measured now (not kept: the measurements at ``MEASURED`` patterns and
+        at the full memory decide the stride); without them, always. An arm already
+        moving when learning began had its memory cut at samples 145–181 of a 1 kHz loop,
+        before the first measurement, and again and again after, each cut keeping the
+        memory short of it (one to three cuts in 450 samples, 1.6–2 ms each)."""
         if self.max_stride == 1:
             return True
-        if not self.measured or self.stride < self.max_stride:
+        if not self.measured:
+            return window is None or decorrelation_stride(
+                window.stored_inputs(), self.max_stride) < self.max_stride
+        if self.stride < self.max_stride:
             return True
         return self.full_since >= 0 and learned - self.full_since >= self.stride * self.window_size
 
@@ -336,8 +346,9 @@ class AdaptiveMemory:
         # (a trajectory's young memory, Horizon.spans; or one short of twice its floor,
         # young or just cut: its model's errors are still falling, and a cut would keep
         # most of it)
-        if ((self.horizon is not None and not self.horizon.spans(learned))
-                or stored < 2 * floor):
+        inputs = model if hasattr(model, "stored_inputs") else None
+        if (stored < 2 * floor
+                or (self.horizon is not None and not self.horizon.spans(learned, inputs))):
             self.reviews = 0
             return Plan(0, 0, since, refused=looking)
         after = self._patterns_in(since, learned)

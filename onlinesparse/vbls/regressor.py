@@ -399,6 +399,10 @@ ridge_penalty` at the model's noise); None before the first sweep."""
         return self._stats.ridge_view(self._state.ridge_penalty(self._noise()),
                                       first=int(self._student))
 
+    def stored_inputs(self) -> np.ndarray:
+        """The window's stored inputs, oldest first (``stream.memory.StoresInputs``)."""
+        return np.zeros((0, 0)) if self._stats is None else self._stats.stored_inputs()
+
     def forget_oldest(self, k: int) -> None:
         """Forget the ``k`` oldest patterns (the statistics recomputed from the rest) and
         refit from the neutral point: the posterior of the patterns before a change is no
