@@ -88,6 +88,7 @@ def learned_loop(seconds: float) -> dict:
 
     errors = np.empty((n, ARM))
     tick_ns, idle_ns = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    cpu_ns = np.zeros(n, dtype=np.int64)  # (this thread's CPU time: what the model cost)
     samples = Samples(inputs, "central")  # (what the last ticks measured and sent)
     gc.collect()
     gc.freeze()
@@ -97,7 +98,7 @@ def learned_loop(seconds: float) -> dict:
         errors[k] = q_ref[k] - q
         q_meas, qd_meas = q + noise[k, 0], qd + noise[k, 1]
 
-        start = time.perf_counter_ns()
+        start, cpu = time.perf_counter_ns(), time.thread_time_ns()
         feed_forward = torques(model.predict_one(inputs(q_ref[k], qd_ref[k], qdd_ref[k])))
         tau = feed_forward + kp * (q_ref[k] - q_meas) + kd * (qd_ref[k] - qd_meas)
         tau = np.clip(tau, -sim.effort, sim.effort)
@@ -107,6 +108,7 @@ def learned_loop(seconds: float) -> dict:
         if sample is not None:
             model.learn_one(*sample)
         tick_ns[k] = time.perf_counter_ns() - start
+        cpu_ns[k] = time.thread_time_ns() - cpu
 
         samples.record(q_meas, qd_meas, tau)
         sim.step(tau)  # (the physical world)
@@ -116,7 +118,7 @@ def learned_loop(seconds: float) -> dict:
     gc.enable()
     gc.unfreeze()
     sim.close()
-    return {"errors": errors, "tick_ns": tick_ns, "idle_ns": idle_ns}
+    return {"errors": errors, "tick_ns": tick_ns, "idle_ns": idle_ns, "cpu_ns": cpu_ns}
 
 
 def rms(e: np.ndarray) -> float:
@@ -141,14 +143,19 @@ def main(seconds: float) -> None:
     half = slice(len(learned) // 2, None)
     print(f"{'2nd half':>8s} {rms(pd_only[half]):10.4f} {rms(learned[half]):13.4f}")
 
-    us = result["tick_ns"] / 1e3
-    over = int(np.sum(result["tick_ns"] > BUDGET_NS))
+    us, cpu = result["tick_ns"] / 1e3, result["cpu_ns"] / 1e3
+    after = slice(2 * per, None)  # (the first 2 s: the reference fades in)
+    budget = BUDGET_NS / 1e3
+    print(f"\ncompute per tick (predict and learn 7 joints), µs, wall clock / this thread's "
+          f"CPU: median {np.median(us):.0f} / {np.median(cpu):.0f}, p99 "
+          f"{np.percentile(us, 99):.0f} / {np.percentile(cpu, 99):.0f}, max {us.max():.0f} / "
+          f"{cpu.max():.0f}; after the first 2 s, {int(np.sum(us[after] > budget))} / "
+          f"{int(np.sum(cpu[after] > budget))} of {len(us[after])} ticks over the "
+          f"{budget:.0f} µs budget (a wall clock far above the CPU time is the machine's "
+          "other work)")
     cycle = (result["tick_ns"] + result["idle_ns"]) / 1e3
-    print(f"\ncompute per tick (predict and learn 7 joints), µs: median {np.median(us):.0f}, "
-          f"p99 {np.percentile(us, 99):.0f}, max {us.max():.0f}; {over} of {len(us)} ticks "
-          f"over the {BUDGET_NS / 1e3:.0f} µs budget")
     print(f"with maintain(1) after the step: p99 {np.percentile(cycle, 99):.0f} µs, "
-          f"{int(np.sum(cycle > BUDGET_NS / 1e3))} ticks over the budget")
+          f"{int(np.sum(cycle > budget))} ticks over the budget")
     print(f"wall time {time.perf_counter() - started:.1f} s")
 
 
