@@ -55,21 +55,51 @@ def drop_stale_cache(package: pathlib.Path = PACKAGE) -> bool:
     numba keys a function's cache on its own module's source file only, so a function that
     calls into another module (VBLS's sweeps call the core's) keeps its stale machine code
     when the callee changes, after an upgrade or while developing. A digest of all the
-    compiled sources, kept beside the cache, decides for all of them. A read-only
-    installation keeps whatever cache it shipped with.
+    compiled sources, kept in each directory numba caches them in (:func:`cache_folders`:
+    beside the sources, under ``NUMBA_CACHE_DIR``, or the user's cache for a read-only
+    installation), decides for all of them there. A folder that cannot be written keeps
+    what it holds.
     """
     digest = sources_digest(package)
-    stamp = package / "__pycache__" / STAMP.name
+    dropped = False
+    for folder in cache_folders(package):
+        stamp = folder / STAMP.name
+        try:
+            if stamp.exists() and stamp.read_text() == digest:
+                continue
+            for cached in folder.glob("*.nb[ic]"):
+                cached.unlink()
+            folder.mkdir(parents=True, exist_ok=True)
+            stamp.write_text(digest)
+        except OSError:
+            continue
+        dropped = True
+    return dropped
+
+
+def cache_folders(package: pathlib.Path = PACKAGE) -> list[pathlib.Path]:
+    """The folder numba caches each source folder's compiled functions in, as its own
+    locators choose it (``__pycache__`` beside a writable source, else under
+    ``NUMBA_CACHE_DIR`` when it is set, or the user-wide cache)."""
+    first: dict[pathlib.Path, pathlib.Path] = {}
+    for source in compiled_sources(package):
+        first.setdefault(source.parent, source)
+    return sorted({_cache_folder(source) for source in first.values()})
+
+
+def _cache_folder(source: pathlib.Path) -> pathlib.Path:
+    """Where numba would cache a function compiled from ``source`` (a probe function with
+    that file name, located by numba's own locators), ``__pycache__`` beside it if numba
+    does not say."""
+    from numba.core.caching import CompileResultCacheImpl
+
+    namespace: dict = {}
+    exec(compile("def probe():\n    pass\n", str(source), "exec"), namespace)
     try:
-        if stamp.exists() and stamp.read_text() == digest:
-            return False
-        for cached in package.rglob("__pycache__/*.nb[ic]"):
-            cached.unlink()
-        stamp.parent.mkdir(exist_ok=True)
-        stamp.write_text(digest)
-    except OSError:
-        return False
-    return True
+        return pathlib.Path(
+            CompileResultCacheImpl(namespace["probe"])._locator.get_cache_path())
+    except (AttributeError, OSError, RuntimeError):  # (another numba's layout)
+        return source.parent / "__pycache__"
 
 
 drop_stale_cache()  # (on the first import of compiled code, before any of it loads)

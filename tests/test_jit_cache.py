@@ -63,3 +63,27 @@ def test_every_module_with_compiled_code_takes_the_one_rule():
     names = {str(p.relative_to(package)) for p in _jit.compiled_sources()}
     assert {"vbls/_compiled.py", "core/pruning.py", "stream/level.py",
             "orr/sample.py"} <= names
+
+
+def test_a_cache_under_numba_cache_dir_is_cleared_too(tmp_path, monkeypatch):
+    """Where NUMBA_CACHE_DIR is set (a read-only installation, a container), numba keeps
+    the machine code there and not beside the sources: a stale one there is dropped."""
+    import numba
+
+    package = _package(tmp_path)
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "numba-cache"))
+    folders = _jit.cache_folders(package)
+    assert len(folders) == 3  # (the package root, core/, vbls/)
+    assert all(tmp_path / "numba-cache" in folder.parents for folder in folders)
+    _jit.drop_stale_cache(package)
+    cached = []
+    for folder in folders:
+        cached.append(folder / "f-1.py311.nbi")
+        cached[-1].write_bytes(b"machine code")
+    assert not _jit.drop_stale_cache(package)
+    assert all(path.exists() for path in cached)
+    (package / "core/selection.py").write_text("from onlinesparse._jit import jit\n@jit\n"
+                                               "def a():\n    return 3\n")
+    assert _jit.drop_stale_cache(package)
+    assert not any(path.exists() for path in cached)
+    assert not any((package / "core").glob("__pycache__/*.nbi"))
