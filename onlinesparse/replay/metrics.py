@@ -11,7 +11,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-__all__ = ["RegressionAccumulator", "LatencyHistogram", "Trace", "interval_z", "DIVERGED_NMSE"]
+__all__ = ["RegressionAccumulator", "LatencyHistogram", "Trace", "interval_z", "trivial_note",
+           "DIVERGED_NMSE"]
 
 #: nMSE above which a replay counts as diverged: a squared error a million times the
 #: target's variance, where predicting the target's mean scores 1 and a model that learned
@@ -27,6 +28,18 @@ def interval_z(level: float) -> float:
 
     """
     return NormalDist().inv_cdf(0.5 + level / 2.0)
+
+
+def trivial_note(last_target: bool) -> str:
+    """What the ``mean`` and ``last`` columns are, and, for a model that ``last_target``
+    weighs the last target in, that its scores include persistence."""
+    note = ("mean, last: the nMSE of the running mean of the targets before each one and of "
+            "the last target (persistence), on the same samples: a model below both learned "
+            "more than the target's level and its smoothness")
+    if last_target:
+        note += ("; this model weighs the last target in as an expert (last_target=True): "
+                 "a decoder that will not see past targets is --param last_target=False")
+    return note
 
 
 class RegressionAccumulator:

@@ -29,6 +29,7 @@ from onlinesparse.replay.config import (
     TargetResult,
 )
 from onlinesparse.replay.errors import UsageError
+from onlinesparse.replay.metrics import trivial_note
 from onlinesparse.replay.models import sees_last_target
 from onlinesparse.replay.reader import Columns, Recording, open_recording
 
@@ -415,18 +416,6 @@ def format_summary(outcome: ReplayOutcome, cfg: ReplayConfig) -> str:
                      "scored for the targets they carry, learned by none (--separate learns "
                      "each target from every row that has it)")
     return "\n".join(lines)
-
-
-def trivial_note(last_target: bool) -> str:
-    """What the ``mean`` and ``last`` columns are, and, for a model that ``last_target``
-    weighs the last target in, that its scores include persistence."""
-    note = ("mean, last: the nMSE of the running mean of the targets before each one and of "
-            "the last target (persistence), on the same samples: a model below both learned "
-            "more than the target's level and its smoothness")
-    if last_target:
-        note += ("; this model weighs the last target in as an expert (last_target=True): "
-                 "a decoder that will not see past targets is --param last_target=False")
-    return note
 
 
 def _timing_cells(m: dict[str, Any], budget: bool) -> list[str]:

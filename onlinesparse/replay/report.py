@@ -36,9 +36,8 @@ from typing import Any
 import numpy as np
 
 from onlinesparse.replay import plots
-from onlinesparse.replay.metrics import interval_z
+from onlinesparse.replay.metrics import interval_z, trivial_note
 from onlinesparse.replay.models import sees_last_target
-from onlinesparse.replay.outputs import trivial_note
 from onlinesparse.replay.plots import TargetReport, relevance_recovery
 
 __all__ = [
