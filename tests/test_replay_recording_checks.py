@@ -195,3 +195,25 @@ def test_a_target_of_text_is_named_as_a_target_not_as_an_input():
     said = corrupt_column_hint(reasons, ["emg_0"])
     assert "a target must hold numbers" in said and "--features" not in said
     assert "--features" in corrupt_column_hint(reasons, ["velocity"])
+
+
+def test_behaviour_beside_spike_counts_is_named_unless_it_is_a_named_sibling():
+    # A neuroscientist replaying --target velocity had the EMG envelopes and the
+    # simulator's latent velocity decoded from, without a word.
+    rng = np.random.default_rng(0)
+    counts = rng.poisson(3.0, (500, 10)).astype(float)
+    behaviour = rng.normal(size=(500, 3))
+    names = [f"n{j:02d}" for j in range(10)] + ["emg_0", "emg_1", "latent_vx"]
+    rows = np.column_stack([counts, behaviour])
+    said = feature_warnings(names, ["velocity"], rows)
+    flagged = sorted(w.split("'")[1] for w in said if "fractional numbers beside" in w)
+    assert flagged == ["emg_0", "emg_1", "latent_vx"]
+    # emg_1 beside target emg_0 is named once, as the sibling it is.
+    said = feature_warnings([n for n in names if n != "emg_0"], ["emg_0"],
+                            np.delete(rows, 10, axis=1))
+    assert [w for w in said if "emg_1" in w and "fractional" in w] == []
+    assert any("named like target 'emg_0'" in w for w in said)
+    # Without an array of counts (a robot's joints), fractional inputs are what inputs are.
+    assert feature_warnings(["q1", "q2", "qd1"], ["tau1"], rng.normal(size=(500, 3))) == []
+    assert "fractional numbers beside count channels: emg_0, emg_1, latent_vx" in \
+        fold_warnings(feature_warnings(names, ["velocity"], rows))

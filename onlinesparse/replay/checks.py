@@ -1,8 +1,10 @@
 """Checks of a replay's inputs that catch silent misuse before (and after) it runs.
 
 By default every column but the targets and the time is a feature, which is convenient and
-easy to get wrong: a sibling target (another muscle's EMG), a trial number, a row counter or
-a condition code fed to the model looks like skill or like noise. :func:`feature_warnings`
+easy to get wrong: a sibling target (another muscle's EMG), a trial number, a row counter,
+a condition code or, beside an array of spike counts, the behaviour recorded with them (a
+velocity, a simulator's ground truth: fractional numbers among counts) fed to the model
+looks like skill or like noise. :func:`feature_warnings`
 reads the first rows and says which columns look like that; :func:`corrupt_column_hint`
 names the column when one column made every row corrupt.
 
@@ -49,14 +51,19 @@ def _stem(name: str) -> str:
     return match.group(0).lower() if match else ""
 
 
+def _siblings(features: Sequence[str], target: str) -> list[str]:
+    """The features named like ``target`` (same stem, a separator after it)."""
+    stem = _stem(target)
+    if len(stem) < 2 or len(stem) == len(target):
+        return []  # no separator in the target's name: nothing to compare
+    return [f for f in features if _stem(f) == stem and f != target]
+
+
 def _sibling_warnings(features: Sequence[str], targets: Sequence[str]) -> list[str]:
     """Features named like a target (same stem, separator after it): likely another target."""
     out = []
     for target in targets:
-        stem = _stem(target)
-        if len(stem) < 2 or len(stem) == len(target):
-            continue  # no separator in the target's name: nothing to compare
-        siblings = [f for f in features if _stem(f) == stem and f != target]
+        siblings = _siblings(features, target)
         if siblings:
             shown = ", ".join(siblings[:6]) + (" …" if len(siblings) > 6 else "")
             out.append(
@@ -159,11 +166,27 @@ def feature_warnings(features: Sequence[str], targets: Sequence[str],
     if first_rows is not None:
         rows = np.asarray(first_rows, dtype=float)
         arrays = _count_blocks(features, rows)
+        named = {f for target in targets for f in _siblings(features, target)}
         for j, name in enumerate(features):
-            message = _column_warning(name, rows[:, j], j in arrays)
+            message = (_column_warning(name, rows[:, j], j in arrays)
+                       or (_beside_counts(name, rows[:, j], len(arrays))
+                           if arrays and j not in arrays and name not in named else None))
             if message:
                 out.append(message)
     return out
+
+
+def _beside_counts(name: str, values: np.ndarray, channels: int) -> str | None:
+    """Why a column of fractional numbers beside an array of ``channels`` count channels
+    looks like behaviour rather than an input, if it does: a recording of spike counts
+    usually carries its behaviour too (another muscle's EMG, the hand's velocity, a
+    simulator's ground truth), and decoding from it reads the answer's neighbours."""
+    finite = values[np.isfinite(values)]
+    if len(finite) < 3 or np.all(finite == np.round(finite)):
+        return None
+    return (f"feature {name!r} holds fractional numbers beside {channels} count channels "
+            "(behaviour recorded with them: another target, a velocity, a ground truth?); "
+            "the model decodes from it too unless you choose the inputs with --features")
 
 
 _KINDS = (
@@ -173,6 +196,7 @@ _KINDS = (
     ("named like an identifier", "identifiers or time stamps"),
     ("non-decreasing integer", "counters"),
     ("integer values only", "codes"),
+    ("fractional numbers beside", "fractional numbers beside count channels"),
 )
 
 
