@@ -292,6 +292,8 @@ def test_the_grid_command_reports_the_best_and_how_to_replay_it(recording, tmp_p
 
     best = next(line for line in lines if line.startswith("best: "))
     assert best.startswith(f"best: {table[0][1]} with ")
+    # (what it was built with: --l2 0.0 is the linear model's setting too)
+    assert ("l2=0.0" if table[0][1] == "linear" else "with its defaults") in best
     command = next(line for line in lines if line.startswith("replay it with: "))
     words = shlex.split(command.removeprefix("replay it with: "))
     assert words[:2] == ["onlinesparse", "replay"]

@@ -535,7 +535,9 @@ def _cmd_grid(args: argparse.Namespace) -> int:
     if best is None:
         print("onlinesparse: error: no setting of the grid completed", file=sys.stderr)
         return 1
-    settings = ", ".join(f"{k}={v!r}" for k, v in best.setting.items()) or "its defaults"
+    # (the keywords it was built with: the grid's setting and the --param ones it takes)
+    built = best.results[0].job.params
+    settings = ", ".join(f"{k}={v!r}" for k, v in built.items()) or "its defaults"
     print(f"best: {best.model} with {settings} ({label} {best.score:.4g})")
     print("replay it with: "
           + _replay_command(args, best.model, best.results[0].job.params))
