@@ -68,12 +68,12 @@ def drop_stale_cache(package: pathlib.Path = PACKAGE) -> bool:
             if stamp.exists() and stamp.read_text() == digest:
                 continue
             for cached in folder.glob("*.nb[ic]"):
-                cached.unlink()
+                dropped = True
+                cached.unlink(missing_ok=True)  # (another process may clear it too)
             folder.mkdir(parents=True, exist_ok=True)
             stamp.write_text(digest)
-        except OSError:
+        except OSError:  # (left unstamped: the next import tries again)
             continue
-        dropped = True
     return dropped
 
 
@@ -91,14 +91,14 @@ def _cache_folder(source: pathlib.Path) -> pathlib.Path:
     """Where numba would cache a function compiled from ``source`` (a probe function with
     that file name, located by numba's own locators), ``__pycache__`` beside it if numba
     does not say."""
-    from numba.core.caching import CompileResultCacheImpl
-
     namespace: dict = {}
     exec(compile("def probe():\n    pass\n", str(source), "exec"), namespace)
     try:
+        from numba.core.caching import CompileResultCacheImpl
+
         return pathlib.Path(
             CompileResultCacheImpl(namespace["probe"])._locator.get_cache_path())
-    except (AttributeError, OSError, RuntimeError):  # (another numba's layout)
+    except (AttributeError, ImportError, OSError, RuntimeError):  # (another numba's layout)
         return source.parent / "__pycache__"
 
 

@@ -182,7 +182,7 @@ def test_an_alarm_before_the_first_measurement_measures_the_memory_as_it_is():
 
     young = _Stored(_inputs(_trajectory(150)))
     horizon = Horizon(1000, max_stride=20)
-    assert not horizon.spans(150, young) and not horizon.measured
+    assert not horizon.spans(150, young.stored_inputs()) and not horizon.measured
     assert horizon.spans(150)  # (nothing to measure: as before)
     assert not AdaptiveMemory(1000, horizon).after_alarm(young, since=20, learned=150)
     assert young.n_stored == 150
@@ -190,6 +190,13 @@ def test_an_alarm_before_the_first_measurement_measures_the_memory_as_it_is():
     assert AdaptiveMemory(1000, Horizon(1000, max_stride=20)).after_alarm(
         shuffled, since=40, learned=150)
     assert shuffled.n_stored == 40
+    # A step of independent inputs (a covariate shift of 5 sd, 50 patterns back) reads as
+    # smoothness over the whole memory: the inputs before the change are measured.
+    stepped = _Stored(_inputs(_shuffled(150)) + 10.0 * (np.arange(150) >= 100)[:, None])
+    assert decorrelation_stride(stepped.stored_inputs(), 20) == 20
+    assert AdaptiveMemory(1000, Horizon(1000, max_stride=20)).after_alarm(
+        stepped, since=50, learned=150)
+    assert stepped.n_stored == 50
 
 
 def _moving_arm(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

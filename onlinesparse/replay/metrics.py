@@ -33,9 +33,9 @@ def interval_z(level: float) -> float:
 def trivial_note(last_target: bool) -> str:
     """What the ``mean`` and ``last`` columns are, and, for a model that ``last_target``
     weighs the last target in, that its scores include persistence."""
-    note = ("mean, last: the nMSE of the running mean of the targets before each one and of "
-            "the last target (persistence), on the same samples: a model below both learned "
-            "more than the target's level and its smoothness")
+    note = ("mean, last: the nMSE of the running mean of the scored targets before each one "
+            "and of the last one (persistence), from the second scored sample on: a model "
+            "below both learned more than the target's level and its smoothness")
     if last_target:
         note += ("; this model weighs the last target in as an expert (last_target=True): "
                  "a decoder that will not see past targets is --param last_target=False")

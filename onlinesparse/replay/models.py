@@ -350,7 +350,7 @@ def sees_last_target(name: str, params: Mapping[str, Any]) -> bool:
     what persistence gives, which a decoder that never sees past targets will not have."""
     try:
         parameter = inspect.signature(resolve(name)).parameters.get("last_target")
-    except (ModelUnavailable, TypeError, ValueError):
+    except (UsageError, ModelUnavailable, TypeError, ValueError):  # (no such model here)
         return False
     if parameter is None:
         return False

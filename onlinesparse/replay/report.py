@@ -516,7 +516,8 @@ def _run_part(name: str, sections: Sequence[TargetSection | None], interval: flo
     prefix = f"{_safe_id(name)}-"
     drawn = [sec for sec in sections if sec is not None]
     parts = [f"<h2 id='{html.escape(prefix[:-1])}'>{html.escape(name)}</h2>",
-             _demote(_metrics_table(drawn, interval, prefix))]
+             _demote(_metrics_table(drawn, interval, prefix,
+                                    last_target=sees_last_target(name, {})))]
     if len(drawn) < len(sections):
         parts.append(f"<p class='note'>{len(sections) - len(drawn)} target(s) of "
                      f"{html.escape(name)} could not be drawn (see the run's messages).</p>")

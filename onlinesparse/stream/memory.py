@@ -193,23 +193,25 @@ class Horizon:
         f, s = self.full_since, self.stride
         return -(-(hi - f) // s) - -(-(lo - f) // s)
 
-    def spans(self, learned: int, window: StoresInputs | None = None) -> bool:
+    def spans(self, learned: int, inputs: np.ndarray | None = None) -> bool:
         """Whether the memory spans its horizon at sample ``learned``: always unless the
         inputs did not decorrelate within the longest stride (a trajectory sampled fast:
         a control loop, a robot at 100 Hz); then once every stored pattern came in at the
         stride. A memory that spans less of such a trajectory is still meeting parts of
         it for the first time, and its errors grow there for want of data, not because
-        the stream changed. Before the stride's first measurement, the inputs ``window``
-        stores are measured now (not kept: the measurements at ``MEASURED`` patterns and
-        at the full memory decide the stride); without them, always. An arm already
+        the stream changed. Before the stride's first measurement, the stored ``inputs``
+        given (an alarm's: those before the change it dates, so that a step of the inputs
+        is not read as smoothness) are measured now (not kept: the measurements at
+        ``MEASURED`` patterns and at the full memory decide the stride); without them,
+        always. An arm already
         moving when learning began had its memory cut at samples 145–181 of a 1 kHz loop,
         before the first measurement, and again and again after, each cut keeping the
         memory short of it (one to three cuts in 450 samples, 1.6–2 ms each)."""
         if self.max_stride == 1:
             return True
         if not self.measured:
-            return window is None or decorrelation_stride(
-                window.stored_inputs(), self.max_stride) < self.max_stride
+            return inputs is None or decorrelation_stride(inputs, self.max_stride) < \
+                self.max_stride
         if self.stride < self.max_stride:
             return True
         return self.full_since >= 0 and learned - self.full_since >= self.stride * self.window_size
@@ -222,6 +224,15 @@ class Horizon:
     def restart(self) -> None:
         """After a cut the memory is not full: every sample enters until it is again."""
         self.full_since = -1
+
+
+def _inputs_before(model: object, after: int) -> np.ndarray | None:
+    """The inputs ``model`` stores from before the last ``after`` patterns, oldest first,
+    where it offers them (:class:`StoresInputs`); else None."""
+    if not hasattr(model, "stored_inputs"):
+        return None
+    inputs = model.stored_inputs()
+    return inputs[: max(len(inputs) - after, 0)]
 
 
 def decorrelation_stride(inputs: np.ndarray, max_stride: int) -> int:
@@ -346,12 +357,12 @@ class AdaptiveMemory:
         # (a trajectory's young memory, Horizon.spans; or one short of twice its floor,
         # young or just cut: its model's errors are still falling, and a cut would keep
         # most of it)
-        inputs = model if hasattr(model, "stored_inputs") else None
+        after = self._patterns_in(since, learned)
         if (stored < 2 * floor
-                or (self.horizon is not None and not self.horizon.spans(learned, inputs))):
+                or (self.horizon is not None
+                    and not self.horizon.spans(learned, _inputs_before(model, after)))):
             self.reviews = 0
             return Plan(0, 0, since, refused=looking)
-        after = self._patterns_in(since, learned)
         keep = max(after, floor)
         view = getattr(model, "ridge_view", None)
         view = view() if view is not None and keep < stored else None

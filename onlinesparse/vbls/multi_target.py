@@ -211,6 +211,10 @@ class VBLSMultiTargetRegressor(base.MultiTargetRegressor):
         # its units' — the Student-t factorisation's leave out the bias column)
         return views[0]._replace(penalty=np.column_stack([view.penalty for view in views]))
 
+    def stored_inputs(self) -> np.ndarray:
+        """The shared window's stored inputs, oldest first (``stream.memory.StoresInputs``)."""
+        return np.zeros((0, 0)) if self._stats is None else self._stats.stored_inputs()
+
     def forget_oldest(self, k: int) -> None:
         """Forget the ``k`` oldest patterns of the shared statistics and refit every
         target's posterior from the neutral point."""
