@@ -275,6 +275,7 @@ def test_the_grid_command_reports_the_best_and_how_to_replay_it(recording, tmp_p
     out = capsys.readouterr().out
     assert "5 settings of 'linear' (with each model's defaults and the lin1 linear baseline) " \
            "on rec.parquet, 2 targets, ranked by nMSE" in out
+    assert "RMSE and MAE are averaged over the targets in their own units" in out
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("rank"))
     assert lines[header].split()[:5] == ["rank", "model", "row", "lr", "nMSE"]

@@ -215,8 +215,9 @@ def test_one_checkpoint_for_the_shared_model_and_a_resume_continues_bit_for_bit(
     first = run_replay(_cfg(complete, part, checkpoint=ckpt, max_rows=130, every=50))
     assert {r.status for r in first.results} == {"stopped"}
     assert ckpt.exists() and not list(tmp_path.glob("run.*.ckpt"))
-    with pytest.raises(UsageError, match="run.y1.ckpt: nothing to resume"):  # one model each
+    with pytest.raises(UsageError, match="run.y1.ckpt: nothing to resume") as refused:
         run_replay(_cfg(complete, part, checkpoint=ckpt, resume=True, separate=True))
+    assert "beside it: run.ckpt" in str(refused.value)  # (the shared model's, named)
     second = run_replay(_cfg(complete, part, checkpoint=ckpt, resume=True))
     assert second.exit_code == 0
     a = pd.read_parquet(whole / "predictions.parquet")

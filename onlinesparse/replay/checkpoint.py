@@ -255,7 +255,12 @@ def load_checkpoint(
     path = Path(path)
     remove_stale_temporaries(path)
     if not path.exists():
-        raise UsageError(f"no checkpoint at {path}: nothing to resume (drop --resume to start)")
+        others = (sorted(p.name for p in path.parent.glob(f"*{path.suffix}") if p != path)
+                  if path.suffix and path.parent.is_dir() else [])
+        beside = (f" (beside it: {', '.join(others[:3])}; several targets keep one checkpoint "
+                  "for a shared model, or one per target with --separate)" if others else "")
+        raise UsageError(f"no checkpoint at {path}: nothing to resume (drop --resume to "
+                         f"start){beside}")
     if path.is_dir():
         raise UsageError(f"checkpoint {path} is a directory")
     body, payload = _read_verified(path)

@@ -525,6 +525,9 @@ def _cmd_grid(args: argparse.Namespace) -> int:
           "averaged over the targets (progressive validation"
           + (f", first {args.warmup} samples not scored)" if args.warmup else ")"))
     print(format_grid(result))
+    if len(args.target) > 1:  # (RMSE and MAE are in each target's unit)
+        print("RMSE and MAE are averaged over the targets in their own units: where the "
+              "targets' units differ, rank by nMSE or R² (--metric)")
     for row in result.rows:
         for r in row.results:
             if not r.ok:
