@@ -31,7 +31,9 @@ class RowProgress:
         enabled = cfg.progress if cfg.progress is not None else stream.isatty()
         self.bar = tqdm(
             total=total,
-            unit="row",
+            # (with several targets a row counts once per target: the summary's rows/s
+            # counts it once)
+            unit="row" if len(cfg.targets) == 1 else "target-row",
             unit_scale=True,
             file=stream,
             disable=not enabled,
