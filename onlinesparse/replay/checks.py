@@ -51,6 +51,11 @@ def _stem(name: str) -> str:
     return match.group(0).lower() if match else ""
 
 
+def _whole(values: np.ndarray) -> bool:
+    """Whether every one of ``values`` is a whole number."""
+    return bool(np.all(values == np.round(values)))
+
+
 def _siblings(features: Sequence[str], target: str) -> list[str]:
     """The features named like ``target`` (same stem, a separator after it)."""
     stem = _stem(target)
@@ -91,7 +96,7 @@ def _count_blocks(features: Sequence[str], rows: np.ndarray) -> set[int]:
     def counts(j: int) -> bool:
         col = rows[:, j]
         col = col[np.isfinite(col)]
-        return bool(len(col)) and bool(np.all(col >= 0)) and bool(np.all(col == np.round(col)))
+        return bool(len(col)) and bool(np.all(col >= 0)) and _whole(col)
 
     out: set[int] = set()
     j = 0
@@ -121,7 +126,7 @@ def _column_warning(name: str, values: np.ndarray, in_array: bool = False) -> st
     if _ID_NAMES.match(name):
         return (f"feature {name!r} is named like an identifier or a time stamp; a model that "
                 "is given it can learn the recording's order instead of its physics")
-    if not np.all(finite == np.round(finite)):
+    if not _whole(finite):
         return None
     steps = np.diff(finite)
     distinct = len(np.unique(finite))
@@ -182,7 +187,7 @@ def _beside_counts(name: str, values: np.ndarray, channels: int) -> str | None:
     usually carries its behaviour too (another muscle's EMG, the hand's velocity, a
     simulator's ground truth), and decoding from it reads the answer's neighbours."""
     finite = values[np.isfinite(values)]
-    if len(finite) < 3 or np.all(finite == np.round(finite)):
+    if len(finite) < 3 or _whole(finite):
         return None
     return (f"feature {name!r} holds fractional numbers beside {channels} count channels "
             "(behaviour recorded with them: another target, a velocity, a ground truth?); "

@@ -543,7 +543,7 @@ def _cmd_grid(args: argparse.Namespace) -> int:
     settings = ", ".join(f"{k}={v!r}" for k, v in built.items()) or "its defaults"
     print(f"best: {best.model} with {settings} ({label} {best.score:.4g})")
     print("replay it with: "
-          + _replay_command(args, best.model, best.results[0].job.params))
+          + _replay_command(args, best.model, built))
     return 0
 
 

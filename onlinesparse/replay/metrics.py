@@ -121,12 +121,17 @@ class RegressionAccumulator:
         return math.sqrt(self.mse) if self.n else math.nan
 
     @property
+    def _variance(self) -> float:
+        """The variance of the scored targets (0 before any)."""
+        return self.y_m2 / self.n if self.n else 0.0
+
+    @property
     def nmse(self) -> float:
-        var = self.y_m2 / self.n if self.n else 0.0
+        var = self._variance
         return self.mse / var if var > 0.0 else math.nan
 
     def _normalised(self, sq_sum: float) -> float:
-        var = self.y_m2 / self.n if self.n else 0.0
+        var = self._variance
         return sq_sum / self.n_trivial / var if self.n_trivial and var > 0.0 else math.nan
 
     @property

@@ -203,10 +203,10 @@ class Horizon:
         given (an alarm's: those before the change it dates, so that a step of the inputs
         is not read as smoothness) are measured now (not kept: the measurements at
         ``MEASURED`` patterns and at the full memory decide the stride); without them,
-        always. An arm already
-        moving when learning began had its memory cut at samples 145–181 of a 1 kHz loop,
-        before the first measurement, and again and again after, each cut keeping the
-        memory short of it (one to three cuts in 450 samples, 1.6–2 ms each)."""
+        always. An arm already moving when learning began had its memory cut at samples
+        145–181 of a 1 kHz loop, before the first measurement, and again and again after,
+        each cut keeping the memory short of it (one to three cuts in 450 samples,
+        1.6–2 ms each)."""
         if self.max_stride == 1:
             return True
         if not self.measured:
