@@ -48,10 +48,15 @@ FRIEDMAN_INPUTS = 10
 
 
 class Stream(NamedTuple):
+    """``altered`` (drifting streams): per sample, whether its target comes from a concept
+    other than the one in force before the last change — what a detector can see of the
+    change at that sample."""
+
     title: str
     data: list[tuple[dict, float]]
     changes: tuple[int, ...] = ()
     about: str = ""
+    altered: np.ndarray | None = None
 
 
 # -- spike counts ---------------------------------------------------------------------
@@ -213,6 +218,60 @@ def drift_geometry(kind: str, n: int) -> tuple[tuple[int, ...], int]:
 LEA_SHARE = (2 * 0.3**4, 2 * 0.3**3, 2 * 0.3**2)
 
 
+def lea_region(X: np.ndarray, concept: int) -> np.ndarray:
+    """Whether each raw input (a row of ``X``) lies where lea's ``concept`` (1, 2, 3: after
+    its first, second, third change; 0: before any) differs from the original function:
+    river's two regions (``FriedmanDrift.__lea_in_r1`` and ``__lea_in_r2``), whose last
+    ``3 - concept`` conditions are dropped as the concepts expand."""
+    if concept == 0:
+        return np.zeros(len(X), dtype=bool)
+    low = (X[:, 1] < 0.3) & (X[:, 2] < 0.3)
+    high = (X[:, 1] > 0.7) & (X[:, 2] > 0.7)
+    if concept <= 2:
+        low, high = low & (X[:, 3] > 0.7), high & (X[:, 3] < 0.3)
+    if concept == 1:
+        low, high = low & (X[:, 4] < 0.3), high & (X[:, 4] > 0.7)
+    return low | high
+
+
+def lea_altered(X: np.ndarray, change: int) -> np.ndarray:
+    """Whether lea's ``change`` (1, 2, 3) alters the target at each raw input: in the new
+    concept's region, not in the last one's (there the target changed before)."""
+    return lea_region(X, change) & ~lea_region(X, change - 1)
+
+
+def _gsg_new(index: np.ndarray, position: tuple[int, ...], window: int, seed: int
+             ) -> np.ndarray:
+    """Whether each sample of river's gsg stream is drawn from the concept after the last
+    change: in a transition window a random bit (river's own generator, ``Random(seed)``,
+    drawn at the same samples in the same order) keeps half of them on the one before."""
+    import random
+
+    bits = random.Random(seed)
+    new = index >= position[0]
+    for start in position:
+        for i in range(start, min(start + window, len(index))):
+            new[i] = not bits.getrandbits(1)
+    return new
+
+
+def _altered(kind: str, data: list[tuple[dict, float]], position: tuple[int, ...],
+             window: int, seed: int) -> np.ndarray:
+    """``Stream.altered`` of a FriedmanDrift stream."""
+    index = np.arange(len(data))
+    if kind == "gsg":
+        return _gsg_new(index, position, window, seed)
+    concept = np.searchsorted(np.array(position), index, side="right")
+    if kind == "gra":  # (every target changes at each change: the features are swapped)
+        return concept > 0
+    X = np.array([[x[j] for j in range(FRIEDMAN_INPUTS)] for x, _ in data])
+    altered = np.zeros(len(data), dtype=bool)
+    for change in range(1, len(position) + 1):
+        at = concept == change
+        altered[at] = lea_altered(X[at], change)
+    return altered
+
+
 def friedman_drift(kind: str, n: int, seed: int = SEED) -> Stream:
     from river import datasets
 
@@ -225,7 +284,8 @@ def friedman_drift(kind: str, n: int, seed: int = SEED) -> Stream:
     if kind == "lea":
         about = ("share of the input space the concept in force alters after each change: "
                  + ", ".join(f"{100 * s:.1f} %" for s in LEA_SHARE))
-    return Stream(title, list(stream.take(n)), position, about)
+    data = list(stream.take(n))
+    return Stream(title, data, position, about, _altered(kind, data, position, window, seed))
 
 
 GENERATORS = {"spikes": spikes, "emg": emg, "panda": panda, "hetero": heteroscedastic,

@@ -101,3 +101,73 @@ def test_the_oracle_restarts_at_each_change_before_predicting_it():
     got = memory_alarms.after_changes(run, (10, 500))
     expected = [np.sqrt(np.mean(errors[c:c + w] ** 2)) for c in (10, 500) for w in (150, 1000)]
     assert got == expected
+
+
+def _concept_free(kind: str, X: np.ndarray, concept: np.ndarray) -> np.ndarray:
+    """river's noise-free targets of ``kind`` for each concept index (0: the first)."""
+    x = [X[:, j] for j in range(10)]
+    f0 = 10 * np.sin(np.pi * x[0] * x[1]) + 20 * (x[2] - 0.5) ** 2 + 10 * x[3] + 5 * x[4]
+    if kind == "gsg":
+        f1 = 10 * np.sin(np.pi * x[3] * x[4]) + 20 * (x[1] - 0.5) ** 2 + 10 * x[0] + 5 * x[2]
+        f2 = 10 * np.sin(np.pi * x[1] * x[4]) + 20 * (x[3] - 0.5) ** 2 + 10 * x[2] + 5 * x[0]
+        return np.choose(concept, [f0, f1, f2])
+    out = f0.copy()  # lea: river's two regions, expanding with the concept
+    for c in (1, 2, 3):
+        at = concept == c
+        region = alarm_streams.lea_region(X, c) & at
+        low, high = region & (x[1] < 0.3), region & (x[1] > 0.7)
+        out[low] = (10 * x[0] * x[1] + 20 * (x[2] - 0.5) + 10 * x[3] + 5 * x[4])[low]
+        out[high] = (10 * np.cos(x[0] * x[1]) + 20 * (x[2] - 0.5) + np.exp(x[3])
+                     + 5 * x[4] ** 2)[high]
+    return out
+
+
+def test_the_samples_a_change_alters_are_those_whose_target_left_the_old_concept():
+    """``Stream.altered`` against river's own targets: an altered sample is within the noise
+    (sd 1) of the concept after the last change and, where the two differ by more, not of
+    the one before; every other sample after a change is of the one before. gsg's flags
+    must reproduce river's own random bits in its transition windows."""
+    for kind in ("gsg", "lea"):
+        stream = alarm_streams.build(kind, 8000)
+        X = np.array([[x[j] for j in range(10)] for x, _ in stream.data])
+        y = np.array([t for _, t in stream.data])
+        index = np.arange(len(y))
+        concept = np.searchsorted(np.array(stream.changes), index, side="right")
+        before = np.maximum(concept - 1, 0)
+        new, old = _concept_free(kind, X, concept), _concept_free(kind, X, before)
+        drawn = np.where(stream.altered, new, old)
+        assert np.max(np.abs(y - drawn)) < 5.5  # (noise N(0, 1): 8000 draws stay within)
+        apart = (np.abs(new - old) > 12) & (concept > 0)
+        assert np.all(np.abs(y - np.where(stream.altered, old, new))[apart] > 6)
+        assert not stream.altered[:stream.changes[0]].any()
+    gra = alarm_streams.build("gra", 4000)
+    assert np.array_equal(gra.altered, np.arange(4000) >= gra.changes[0])
+
+
+def test_the_recorder_dates_each_refused_alarm_to_the_sample_that_raised_it():
+    adaptive = type("Memory", (), {"vetoed": 0})()
+    model, recorder = _Counter(), memory_alarms.CutRecorder()
+    model._adaptive = adaptive
+    for samples in range(1, 11):
+        if samples in (4, 9):
+            adaptive.vetoed += 1
+        recorder(samples, model)
+    assert recorder.refused_indices == [3, 8] and recorder.refused == 2
+
+
+def test_the_local_oracle_forgets_exactly_the_old_patterns_in_the_altered_region():
+    from onlinesparse import SparseRBFRegressor
+
+    stream = alarm_streams.build("lea", 1200)  # (changes at 300, 600, 900)
+    model = memory_alarms.ForgetsAlteredAt(SparseRBFRegressor, stream.changes, delay=15)
+    X = np.array([[x[j] for j in range(10)] for x, _ in stream.data])
+    for x, y in stream.data[:615]:
+        model.learn_one(x, y)
+    # (the window, of 1000, holds every sample learned but those forgotten 15 samples
+    # after each change: the ones before it whose target the change alters)
+    first = alarm_streams.lea_altered(X[:300], 1)
+    second = alarm_streams.lea_altered(X[:600], 2) & ~np.r_[first, np.zeros(300, bool)]
+    assert first.sum() > 0 and second.sum() > 0
+    ridge = model.model.model
+    assert ridge.n_stored == 615 - int(first.sum()) - int(second.sum())
+    assert model.model.n_memory_cuts == 0

@@ -333,6 +333,14 @@ class IncrementalRidge(RecordOwner):
         self.window.drop_oldest(count)
         self._refactor(statistics=False)
 
+    def forget_where(self, keep: np.ndarray) -> None:
+        """Forget the stored patterns ``keep`` (booleans, oldest first) marks False, at
+        once, as :meth:`forget_oldest` forgets the oldest: the statistics recomputed from
+        the rest and S factorised afresh. State unchanged on a ``keep`` of the wrong
+        shape or type."""
+        self.window.drop_where(keep)
+        self._refactor(statistics=False)
+
     def _refactor(self, statistics: bool = True) -> None:
         """Refresh (the statistics too unless ``statistics=False``); where G + Λ is
         singular, raise every λ to 1e-12 of G's largest diagonal first."""

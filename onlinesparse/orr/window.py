@@ -627,6 +627,24 @@ class WindowStatistics(RecordOwner):
         self.n_stored -= count
         self.refresh()
 
+    def drop_where(self, keep: np.ndarray) -> None:
+        """Forget the stored patterns ``keep`` (booleans, oldest first) marks False and
+        recompute the statistics from the rest (exact: O(W·n²)); the kept ones stay in
+        their order, moved to the front of the ring. For a memory that forgets the region
+        of the input space where the function changed, not its oldest patterns."""
+        if self.memory != "window":
+            raise ValueError(f"memory={self.memory!r} does not drop patterns")
+        keep = np.asarray(keep)
+        if keep.dtype != bool or keep.shape != (self.n_stored,):
+            raise ValueError(f"keep must be {self.n_stored} booleans, one per stored "
+                             f"pattern; got {keep.dtype} of shape {keep.shape}")
+        order = self._order()[keep]
+        kept = len(order)
+        for ring in (self._XT, self.targets.values, self._HT):
+            ring[:, :kept] = ring[:, order]  # (a gathered copy: no slot read after written)
+        self._head, self.n_stored = 0, kept
+        self.refresh()
+
     def column_error(self) -> float:
         """The largest relative rounding error of a model column's Gram diagonal, in
         units of ε (``core.statistics.column_error``): past the owner's threshold the
