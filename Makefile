@@ -50,7 +50,7 @@ bench: $(VENV)/.installed-bench
 # The benchmarks whose results files docs/performance.md is generated from, each run in full.
 RESULT_BENCHMARKS := stream_real river_more robot_panda stream_friedman sample_cost friedman_seeds \
 	rbf_metric vbls_stream vbls_kernel_cost target_offset target_units stream_memory \
-	vbls_synthetic vbls_kernel memory_alarms neural_decoding control_panda
+	vbls_synthetic vbls_kernel memory_alarms neural_decoding control_panda tick_budget first_ticks
 # Runs of the same scripts with other options, each writing its own results file.
 RESULT_RUNS := "robot_panda.py --multi" "neural_decoding.py --multi"
 
