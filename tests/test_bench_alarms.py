@@ -144,15 +144,21 @@ def test_the_samples_a_change_alters_are_those_whose_target_left_the_old_concept
     assert np.array_equal(gra.altered, np.arange(4000) >= gra.changes[0])
 
 
-def test_the_recorder_dates_each_refused_alarm_to_the_sample_that_raised_it():
-    adaptive = type("Memory", (), {"vetoed": 0})()
+def test_the_recorder_dates_each_judged_alarm_to_the_sample_that_raised_it():
+    """An alarm refused at once counts where ``vetoed`` rises; one left to a second look
+    counts where the look is set (``review_at``), and its later refusal adds nothing."""
+    memory = type("Memory", (), {"vetoed": 0, "review_at": -1})()
     model, recorder = _Counter(), memory_alarms.CutRecorder()
-    model._adaptive = adaptive
-    for samples in range(1, 11):
-        if samples in (4, 9):
-            adaptive.vetoed += 1
+    model._adaptive = memory
+    for samples in range(1, 21):
+        if samples == 4:
+            memory.vetoed += 1  # (refused at once)
+        if samples == 9:
+            memory.review_at = 30  # (a second look owed at sample 30)
+        if samples == 15:
+            memory.review_at, memory.vetoed = -1, memory.vetoed + 1  # (the look refused)
         recorder(samples, model)
-    assert recorder.refused_indices == [3, 8] and recorder.refused == 2
+    assert recorder.alarm_indices == [3, 8] and recorder.refused == 2
 
 
 def test_the_local_oracle_forgets_exactly_the_old_patterns_in_the_altered_region():
@@ -171,3 +177,21 @@ def test_the_local_oracle_forgets_exactly_the_old_patterns_in_the_altered_region
     ridge = model.model.model
     assert ridge.n_stored == 615 - int(first.sum()) - int(second.sum())
     assert model.model.n_memory_cuts == 0
+
+
+def test_the_local_oracles_raw_inputs_stay_those_of_the_stored_patterns():
+    """Through the window's slide (1000 patterns) and the forgetting 15 samples after each
+    change, the raw inputs the oracle keeps are the stored patterns', in order: each
+    stored (scaled) row is the one the scaler made of that raw input when it was learned."""
+    from onlinesparse import SparseRBFRegressor
+
+    stream = alarm_streams.build("lea", 1600)  # (changes at 400, 800, 1200)
+    model = memory_alarms.ForgetsAlteredAt(SparseRBFRegressor, stream.changes, delay=15)
+    scaled = {}
+    for x, y in stream.data[:1300]:
+        model.learn_one(x, y)
+        scaled[tuple(x[k] for k in sorted(x))] = model.scaler.transform_one(x)
+    ridge, names = model.model.model, model.model._features.names
+    assert model.seen == 1300 and ridge.n_stored == len(model.raw) < 1000
+    expected = np.array([[scaled[tuple(r)][n] for n in names] for r in model.raw])
+    np.testing.assert_array_equal(ridge.stored_inputs(), expected)
