@@ -267,6 +267,25 @@ def test_the_latency_title_promises_markers_only_when_it_draws_them():
     assert "markers at the bottom" in titles["rising"][0] and titles["rising"][1] == 1
 
 
+def test_each_kind_of_heavy_work_gets_a_row_of_its_own_below_the_curves():
+    """Two kinds of heavy work in every interval: on one row their markers merged into a
+    band; each now has its own height, and both lie below the slowest sample drawn."""
+    from onlinesparse.replay.plots import latency_figure
+
+    latency = LatencyHistogram()
+    latency.add(10.0)
+    trace = Trace(every=1)
+    for i in range(30):
+        trace.offer(float(i), {"latency_max_us": 200.0 + i, "cpu_max_us": 190.0,
+                               "n_added": float(i), "n_deleted": float(i)})
+    ax = latency_figure(TargetReport("y", _pred(), {}, trace, latency), "s").axes[1]
+    marks = [line for line in ax.get_lines() if line.get_marker() not in ("None", None, "")]
+    heights = [set(np.asarray(line.get_ydata(), dtype=float)) for line in marks]
+    assert len(marks) == 2 and all(len(h) == 1 for h in heights)
+    assert heights[0] != heights[1]
+    assert max(max(h) for h in heights) < 190.0 and ax.get_ylim()[0] < min(min(h) for h in heights)
+
+
 def test_the_comparison_page_stands_alone_with_every_runs_results(tmp_path):
     from onlinesparse.replay.report import render_target, write_comparison_report
 

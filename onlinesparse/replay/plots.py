@@ -85,6 +85,8 @@ HEAVY_COUNTERS = {
     "n_admitted": "kernel admitted",
     "n_pruned": "kernel pruned",
 }
+#: The latency plot's rows of heavy-work markers, a factor apart on its log scale.
+ROW_STEP = 1.25
 
 
 def grid(width: float, height: float, rows: int = 1, *, sharex: bool = False,
@@ -531,20 +533,21 @@ def _latency_over_time(ax: Any, times: np.ndarray, values: Mapping[str, np.ndarr
     if budget:
         ax.axhline(float(budget), color=BUDGET_COLOR, lw=1.5, ls="--", label="budget")
     ax.set_yscale("log")
-    ymin = ax.get_ylim()[0]
-    markers = ("v", "^", "x", "+", "1")
-    counted, marked = False, 0
-    for (key, what), marker in zip(HEAVY_COUNTERS.items(), markers, strict=True):
-        counts = values.get(key)
-        if counts is None or not np.isfinite(counts).any():
-            continue
-        counted = True
-        # The counter rose during the interval ending at this point: heavy work happened.
-        rose = np.flatnonzero(np.diff(np.nan_to_num(counts)) > 0) + 1
-        if len(rose):
-            marked += 1
-            ax.plot(times[rose], np.full(len(rose), ymin * 1.15), marker, ms=5,
-                    color=TRUTH_COLOR, alpha=0.7, ls="none", label=f"{what} ({len(rose)})")
+    markers = dict(zip(HEAVY_COUNTERS, ("v", "^", "x", "+", "1"), strict=True))
+    counted = [key for key in HEAVY_COUNTERS
+               if values.get(key) is not None and np.isfinite(values[key]).any()]
+    # The counter rose during the interval ending at a point: heavy work happened there.
+    rises = {key: np.flatnonzero(np.diff(np.nan_to_num(values[key])) > 0) + 1
+             for key in counted}
+    rises = {key: rose for key, rose in rises.items() if len(rose)}
+    marked = len(rises)
+    # Each kind on a row of its own below the curves (on one row they merged into a band).
+    bottom = ax.get_ylim()[0] / ROW_STEP ** (marked + 0.5)
+    ax.set_ylim(bottom=bottom)
+    for row, (key, rose) in enumerate(rises.items(), 1):
+        ax.plot(times[rose], np.full(len(rose), bottom * ROW_STEP ** row), markers[key],
+                ms=5, color=TRUTH_COLOR, alpha=0.7, ls="none",
+                label=f"{HEAVY_COUNTERS[key]} ({len(rose)})")
     ax.set_xlabel(time_label)
     ax.set_ylabel("µs (log scale)")
     # The title promises markers only when some are drawn.
