@@ -105,3 +105,60 @@ def test_warm_up_reports_its_stages_to_a_callable():
     lines = []
     warm_up(progress=lines.append)
     assert lines[-1].startswith("compiled core ready")
+
+
+def test_the_command_starts_without_loading_the_estimators():
+    """The command's module loads neither numba, scipy nor river: those come inside
+    ``main``, whose Ctrl-C handler then covers them (a Ctrl-C in the 1.4 s the package
+    took to import printed a traceback). Every public name still resolves, and ``__all__``
+    lists exactly them."""
+    import subprocess
+    import sys
+
+    code = ("import sys, onlinesparse.replay.cli; "
+            "print(sorted(m for m in ('numba', 'scipy', 'river') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr
+    # (and the console script imports nothing but the standard library before its handler)
+    code = ("import sys; before = set(sys.modules); import onlinesparse.replay.console; "
+            "print(sorted(m for m in set(sys.modules) - before "
+            "if m.split('.')[0] not in sys.stdlib_module_names and m != 'onlinesparse' "
+            "and not m.startswith(('onlinesparse._', 'onlinesparse.replay'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr
+    assert set(onlinesparse.__all__) == {"__version__", *onlinesparse._PUBLIC}
+    for name in onlinesparse._PUBLIC:
+        assert getattr(onlinesparse, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = onlinesparse.nothing
+
+
+def test_a_ctrl_c_while_the_command_loads_says_one_line_and_exits_130():
+    import subprocess
+    import sys
+
+    code = """
+import sys
+class Interrupting:
+    def find_spec(self, name, path=None, target=None):
+        if name == "onlinesparse.replay.cli":
+            raise KeyboardInterrupt
+sys.meta_path.insert(0, Interrupting())
+from onlinesparse.replay.console import main
+sys.exit(main(["models"]))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 130
+    assert proc.stderr == "onlinesparse: interrupted before it started\n"
+
+
+def test_the_replay_package_names_each_public_name_once():
+    import onlinesparse.replay as replay
+
+    assert set(replay.__all__) == {*replay._PUBLIC, "ReplayError", "ReplayFailure",
+                                   "UsageError"}
+    for name in replay.__all__:
+        assert getattr(replay, name) is not None

@@ -96,7 +96,9 @@ def test_the_activated_venv_holds_the_command():
     assert "$(BIN)/onlinesparse demo" in makefile
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     module, _, name = scripts["onlinesparse"].partition(":")
-    assert getattr(__import__(module, fromlist=[name]), name) is main
+    from onlinesparse.replay import console
+
+    assert getattr(__import__(module, fromlist=[name]), name) is console.main
 
 
 def _run_walkthrough(commands: list[list[str]], capsys) -> list[str]:

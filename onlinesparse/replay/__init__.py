@@ -4,7 +4,9 @@ Everything here is the application built on the estimators (its command line, re
 scale-out); the estimators themselves never import it. It needs the ``replay`` extra
 (``pip install 'onlinesparse[replay]'``: matplotlib, pyarrow, tqdm).
 
-* :mod:`~onlinesparse.replay.cli`: the ``onlinesparse`` command;
+* :mod:`~onlinesparse.replay.cli`: the ``onlinesparse`` command
+  (:mod:`~onlinesparse.replay.console`: its console script, which loads it inside a Ctrl-C
+  handler);
 * :mod:`~onlinesparse.replay.reader`: CSV, Parquet, NPZ
   (:mod:`~onlinesparse.replay.npz_source`) and NWB (:mod:`~onlinesparse.replay.nwb_source`)
   recordings read in chunks, one float64 per number (:mod:`~onlinesparse.replay.values`);
@@ -30,13 +32,47 @@ scale-out); the estimators themselves never import it. It needs the ``replay`` e
 * :mod:`~onlinesparse.replay.demo`: the simulated motor-cortex demonstration.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from onlinesparse._lazy import lazy_names
 from onlinesparse.replay.errors import ReplayError, ReplayFailure, UsageError
-from onlinesparse.replay.grid import evaluate_grid
-from onlinesparse.replay.jobs import JobResult, ReplayJob
-from onlinesparse.replay.models import MODELS, ModelParam, ModelSpec, build_model
-from onlinesparse.replay.parallel import replay_many
-from onlinesparse.replay.reader import Columns, Recording, open_recording
-from onlinesparse.replay.runner import ReplayConfig, ReplayOutcome, TargetResult, run_replay
+
+# Where the rest live, imported on first use (onlinesparse._lazy): the console script
+# imports this package before its Ctrl-C handler runs.
+_PUBLIC = {
+    "evaluate_grid": "onlinesparse.replay.grid",
+    "JobResult": "onlinesparse.replay.jobs",
+    "ReplayJob": "onlinesparse.replay.jobs",
+    "MODELS": "onlinesparse.replay.models",
+    "ModelParam": "onlinesparse.replay.models",
+    "ModelSpec": "onlinesparse.replay.models",
+    "build_model": "onlinesparse.replay.models",
+    "replay_many": "onlinesparse.replay.parallel",
+    "Columns": "onlinesparse.replay.reader",
+    "Recording": "onlinesparse.replay.reader",
+    "open_recording": "onlinesparse.replay.reader",
+    "ReplayConfig": "onlinesparse.replay.runner",
+    "ReplayOutcome": "onlinesparse.replay.runner",
+    "TargetResult": "onlinesparse.replay.runner",
+    "run_replay": "onlinesparse.replay.runner",
+}
+
+if TYPE_CHECKING:  # (what static tools see)
+    from onlinesparse.replay.grid import evaluate_grid
+    from onlinesparse.replay.jobs import JobResult, ReplayJob
+    from onlinesparse.replay.models import MODELS, ModelParam, ModelSpec, build_model
+    from onlinesparse.replay.parallel import replay_many
+    from onlinesparse.replay.reader import Columns, Recording, open_recording
+    from onlinesparse.replay.runner import (
+        ReplayConfig,
+        ReplayOutcome,
+        TargetResult,
+        run_replay,
+    )
+
+__getattr__, __dir__ = lazy_names(__name__, _PUBLIC, globals())
 
 __all__ = [
     "MODELS",
