@@ -173,6 +173,10 @@ class SparseRBFRegressor(StreamingRBF, base.Regressor):
     model
         The :class:`~onlinesparse.orr.ridge.IncrementalRidge` (``None`` before the first sample);
         it fits the targets minus the first target learned.
+    n_memory_cuts
+        How many times the adaptive memory has cut the window after a change of the stream
+        (``memory="adaptive"``; also ``diagnostics()["memory_cuts"]``). An alarm the refit
+        refuses is not a cut (``docs/rbf_on_streams.md``, the adaptive memory).
 
     Examples
     --------

@@ -151,6 +151,12 @@ class VBLSRegressor(Versioned, base.Regressor):
         to predict again if their stretch returns (:mod:`onlinesparse.stream.concepts`);
         each costs M numbers and O(M) per sample while it is awake.
 
+    Attributes
+    ----------
+    n_memory_cuts
+        How many times the adaptive memory has cut the window after a change of the stream
+        (``memory="adaptive"``). An alarm the refit refuses is not a cut.
+
     Examples
     --------
     >>> from river import datasets, evaluate, metrics, preprocessing
