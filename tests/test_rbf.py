@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from river import checks, datasets, preprocessing, proba
+from scipy.stats import norm
 
 from onlinesparse import SparseRBFRegressor, core
 from onlinesparse.core.state import REFRESH_STATE
@@ -605,6 +606,33 @@ def test_intervals_are_calibrated_on_a_heavy_tailed_stream():
         model.learn_one({"a": float(x[0]), "b": float(x[1])}, float(y))
     assert 0.93 <= np.mean(covered) <= 0.97
 
+
+def _steps_and_jumps(n: int, seed: int) -> list[tuple[dict, float]]:
+    """A sensor's level: small steps (sd 0.05) and, one sample in fifty, a jump of sd 5,
+    read against the hour of a day: the last target carries the prediction, and the mean
+    square of its steps is dominated by the jumps."""
+    rng = np.random.default_rng(seed)
+    level = np.cumsum(rng.normal(0.0, 0.05, n) + (rng.random(n) < 0.02) * rng.normal(0, 5, n))
+    hours = np.arange(n) % 24
+    return [({"sin": math.sin(2 * math.pi * h / 24), "cos": math.cos(2 * math.pi * h / 24)},
+             float(v)) for h, v in zip(hours, level, strict=True)]
+
+
+@pytest.mark.parametrize("coverage", [0.5, 0.9])
+def test_the_interval_as_returned_is_calibrated_where_the_last_target_carries_it(coverage):
+    """The interval a user gets is the calibrated one (stream.calibration, κ_o on the
+    prediction as returned): on a stream of small steps and rare jumps the last target's
+    variance, a mean square of the steps, made every interval cover 98 % or more of the
+    errors whatever ``coverage`` asked for (a river user's sensor recording)."""
+    model = SparseRBFRegressor(max_basis=20, window_size=200, coverage=coverage)
+    quantile = float(norm.ppf(0.5 + coverage / 2))
+    covered = []
+    for k, (x, y) in enumerate(_steps_and_jumps(2000, 4)):
+        d = model.predict_one(x, with_dist=True)
+        if k >= 200:
+            covered.append(abs(y - d.mu) <= quantile * d.sigma)
+        model.learn_one(x, y)
+    assert abs(np.mean(covered) - coverage) <= 0.04
 
 
 def test_adaptive_memory_forgets_after_a_change_and_not_on_a_stationary_stream():

@@ -99,7 +99,7 @@ def test_the_calibration_is_its_recursion_written_out(errors, level_variance):
         outer_deviation = math.exp(outer) * math.sqrt(spread + level_variance)
         inner, outer = (step(inner, error, math.sqrt(spread)),
                         step(outer, made, outer_deviation))
-        assert calibration.calibrate(record, spread, error, made, level_variance)
+        assert calibration.calibrate(record, spread, error, made, spread + level_variance)
         assert (record[0]["log_scale"], record[0]["outer_log_scale"]) == pytest.approx(
             (inner, outer), abs=1e-12)
     before = record.copy()
@@ -264,8 +264,18 @@ def test_observe_and_predictive_are_the_steps_called_one_by_one():
         made = error - parts.level[0]["offset"]
         own = noise * (1 + leverage) + parts.level[0]["variance"] * math.exp(
             -2.0 * parts.calibration[0]["log_scale"])
-        if calibration.calibrate(parts.calibration, spread, error, made,
-                                 parts.level[0]["variance"]):
+        # (the prediction as returned, recomposed from the records before this step)
+        lv = parts.level[0]
+        own_var = spread + lv["variance"]
+        b = parts.baseline
+        mixed, mixed_var = mixture.mixture(
+            np.array([1.0 - b["weight"].sum(), *b["weight"]]),
+            np.array([y - error + lv["offset"], *b["mean"]]),
+            np.array([own_var, *b["variance"]]))
+        returned, returned_var = baseline.lean_on_last(b, y - error + lv["offset"], mixed,
+                                                       mixed_var)
+        if calibration.calibrate(parts.calibration, spread, error, y - returned,
+                                 returned_var):
             c = parts.calibration[0]
             change.watch_errors(parts.change, made, own, c["quantile"], c["miss_rate"])
         baseline.weigh_baselines(parts.baseline, y, made, count, total, variance, True)
@@ -276,13 +286,13 @@ def test_observe_and_predictive_are_the_steps_called_one_by_one():
             np.testing.assert_array_equal(a, b)
     mean, var = layer.predictive(composed, 1.5, 0.4, 0.1)
     c, lv, b = parts.calibration[0], parts.level[0], parts.baseline
-    own = ((0.4 * math.exp(2 * c["log_scale"]) + lv["variance"])
-           * math.exp(2 * c["outer_log_scale"]) + 0.1)
+    own = 0.4 * math.exp(2 * c["log_scale"]) + lv["variance"] + 0.1
     mixed, spread = mixture.mixture(np.array([1.0 - b["weight"].sum(), *b["weight"]]),
                                     np.array([1.5 + lv["offset"], *b["mean"]]),
                                     np.array([own, *b["variance"]]))
+    returned, returned_var = baseline.lean_on_last(b, 1.5 + lv["offset"], mixed, spread)
     assert (mean, var) == pytest.approx(
-        baseline.lean_on_last(b, 1.5 + lv["offset"], mixed, spread), rel=1e-12)
+        (returned, returned_var * math.exp(2 * c["outer_log_scale"])), rel=1e-12)
 
 
 def _discounts(n: int) -> np.ndarray:

@@ -172,7 +172,7 @@ class SparseRBFMultiTargetRegressor(StreamingRBF, base.MultiTargetRegressor):
 
     def target_diagnostics(self) -> dict[Hashable, dict[str, float]]:
         """Each target's numbers: ``noise_std`` (in its unit), ``calibration``, ``level``,
-        ``level_calibration``, ``model_weight`` (the stream layer's, per target)."""
+        ``interval_calibration``, ``model_weight`` (the stream layer's, per target)."""
         if self.model is None:
             return {}
         return {name: self._target_diagnostics(k) for k, name in enumerate(self._targets)}

@@ -10,9 +10,15 @@ a scale). Two factors are kept:
 * κ (``log_scale``), of the model's own deviation, on the model's own error (the change
   detector, :mod:`~onlinesparse.stream.change`, measures errors in a slower factor of its
   own, which a change cannot absorb);
-* κ_o (``outer_log_scale``), of the deviation of the prediction as made (the model plus the
-  errors' level, :mod:`~onlinesparse.stream.level`), on that prediction's error: where the
-  level explains part of the errors, κ alone would leave the interval too wide.
+* κ_o (``outer_log_scale``), of the deviation of the prediction as returned (the model
+  plus the errors' level, :mod:`~onlinesparse.stream.level`, mixed with the experts and
+  blended with the last target, :mod:`~onlinesparse.stream.baseline`), on that
+  prediction's error: the interval a user gets is the one calibrated. Where the level
+  explains part of the errors, κ alone would leave it too wide; where the last target
+  carries the prediction, its variance (a mean square of the stream's steps) would, on a
+  stream of small steps and rare jumps, leave it many times too wide whatever
+  ``coverage`` asked for (a sensor's flow recording: 98 % of errors inside a 50 %
+  interval).
 
 ``coverage`` is the one parameter: the interval's quantile and the miss rate both follow
 from it (:func:`new_calibration`).
@@ -73,19 +79,18 @@ def calibration_step(log_scale: float, error: float, deviation: float, quantile:
 
 
 @jit
-def calibrate(calibration: np.ndarray, spread: float, error: float, made: float,
-              level_variance: float) -> bool:
+def calibrate(calibration: np.ndarray, spread: float, error: float, returned: float,
+              returned_variance: float) -> bool:
     """One target's step of both factors (module docstring). ``spread`` is the model's
     calibrated predictive variance ``κ²σ²(1 + hᵀSh)`` before this step and ``error`` its
-    error; ``made`` is the error of the prediction as made, whose deviation is
-    ``κ_o√(spread + level_variance)``. Returns False (nothing stepped) when there is no
-    spread."""
+    error; ``returned`` is the error of the prediction as returned, whose deviation is
+    ``κ_o√returned_variance``. Returns False (nothing stepped) when there is no spread."""
     c = calibration[0]
     if not spread > 0.0:
         return False
     deviation = math.sqrt(spread)
-    outer = math.exp(c.outer_log_scale) * math.sqrt(spread + level_variance)
+    outer = math.exp(c.outer_log_scale) * math.sqrt(returned_variance)
     c.log_scale = calibration_step(c.log_scale, error, deviation, c.quantile, c.miss_rate)
-    c.outer_log_scale = calibration_step(c.outer_log_scale, made, outer, c.quantile,
+    c.outer_log_scale = calibration_step(c.outer_log_scale, returned, outer, c.quantile,
                                          c.miss_rate)
     return True

@@ -42,11 +42,11 @@ from onlinesparse.stream.concepts import ConceptMemory, Predictor
 from onlinesparse.stream.evidence import LOG_ODDS_LIMIT
 from onlinesparse.stream.level import level_mixture, new_level_state, new_levels, track_level
 from onlinesparse.stream.memory import AdaptiveMemory, Forgetful
-from onlinesparse.stream.mixture import mixture
+from onlinesparse.stream.mixture import FLOAT_MAX, mixture
 from onlinesparse.stream.prior import shrink_to_prior
 
 __all__ = ["Stream", "StreamLayer", "Streams", "after_learning", "calibrated_spread",
-           "new_streams", "observe", "observe_without_model", "predictive",
+           "composed", "new_streams", "observe", "observe_without_model", "predictive",
            "predictive_without_model", "target_stream"]
 
 
@@ -114,10 +114,13 @@ def observe(stream: Stream, error: float, noise: float, leverage: float, y: floa
     spread = calibrated_spread(stream.calibration, noise, leverage)  # (κ before this step)
     level = stream.level[0]
     made = error - level.offset
+    # (the prediction as returned, recomposed from the records as they were when it was
+    # made: the model's f = y − error and its variance, no novelty term)
+    returned, returned_variance = composed(stream, y - error, noise * (1.0 + leverage), 0.0)
     # (the detector's variance leaves κ out: it calibrates its own factor, held in a change)
     own = noise * (1.0 + leverage) + level.variance * math.exp(
         -2.0 * stream.calibration[0].log_scale)
-    if calibrate(stream.calibration, spread, error, made, level.variance):
+    if calibrate(stream.calibration, spread, error, y - returned, returned_variance):
         c = stream.calibration[0]
         watch_errors(stream.change, made, own, c.quantile, c.miss_rate)
     weigh_baselines(stream.baseline, y, made, count, total, variance, True)
@@ -137,15 +140,25 @@ def observe_without_model(stream: Stream, y: float, count: float, total: float,
 @jit
 def predictive(stream: Stream, mean: float, variance: float, novelty: float
                ) -> tuple[float, float]:
-    """The prediction as made from the model's ``mean`` and uncalibrated predictive
-    ``variance``: κ² on the model's variance, the level's offset and variance added, κ_o²
-    on the sum, ``novelty`` (what the model cannot know at x) added, then the mixture with
-    the running mean and the last target by the evidence, and with the blend of the model
-    and the last target by its own (:func:`~onlinesparse.stream.baseline.lean_on_last`)."""
+    """The prediction as returned from the model's ``mean`` and uncalibrated predictive
+    ``variance``: :func:`composed`, its variance times κ_o², the factor calibrated on the
+    errors of what is returned (:mod:`~onlinesparse.stream.calibration`)."""
+    mean, variance = composed(stream, mean, variance, novelty)
+    return mean, min(variance * math.exp(2.0 * stream.calibration[0].outer_log_scale),
+                     FLOAT_MAX)
+
+
+@jit
+def composed(stream: Stream, mean: float, variance: float, novelty: float
+             ) -> tuple[float, float]:
+    """The prediction before its outer factor: κ² on the model's variance, the level's
+    offset and variance and ``novelty`` (what the model cannot know at x) added, then the
+    mixture with the running mean and the last target by the evidence, and with the blend
+    of the model and the last target by its own
+    (:func:`~onlinesparse.stream.baseline.lean_on_last`)."""
     c = stream.calibration[0]
     level = stream.level[0]
-    variance *= math.exp(2.0 * c.log_scale)
-    variance = (variance + level.variance) * math.exp(2.0 * c.outer_log_scale) + novelty
+    variance = variance * math.exp(2.0 * c.log_scale) + level.variance + novelty
     mean += level.offset
     w = model_share(stream.baseline)
     mixed = mean
@@ -316,7 +329,7 @@ class StreamLayer:
         c, level = self.bundle.calibration[0], self.bundle.level[0]
         return {"calibration": math.exp(float(c["log_scale"])),
                 "level": float(level["offset"]),
-                "level_calibration": math.exp(float(c["outer_log_scale"])),
+                "interval_calibration": math.exp(float(c["outer_log_scale"])),
                 "model_weight": self.model_weight}
 
 
