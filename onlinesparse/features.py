@@ -21,7 +21,8 @@ Every estimator turns ``x`` (a dict) into a fixed-order float vector through a
 * ``strict=False`` (default, river's convention that models cope with emerging and
   disappearing features): a missing feature takes its running mean over the samples
   learned so far (the neutral value, which is 0 behind a ``StandardScaler``), and a feature
-  first seen after the first sample is ignored; its name is kept in ``ignored``.
+  first seen after the first sample is ignored; its name is kept in ``ignored``, and an
+  :class:`IgnoredFeatureWarning` says so once per name.
 
 Nothing is changed by :meth:`FeatureMap.transform`; an estimator calls :meth:`commit` only
 after its own update has succeeded, so a rejected sample leaves the model exactly as it was.
@@ -32,6 +33,7 @@ from __future__ import annotations
 import copy
 import math
 import numbers
+import warnings
 from collections.abc import Hashable, Iterable, Mapping
 from operator import itemgetter
 
@@ -39,7 +41,13 @@ import numpy as np
 
 from onlinesparse import core
 
-__all__ = ["FeatureMap", "MAX_MAGNITUDE", "as_target", "as_rows"]
+__all__ = ["FeatureMap", "IgnoredFeatureWarning", "MAX_MAGNITUDE", "as_target", "as_rows"]
+
+
+class IgnoredFeatureWarning(UserWarning):
+    """A feature that was not in the first sample, ignored (once per name): river's
+    ``OneHotEncoder`` emits a category's column only once the category has been seen, so
+    every category first seen later is lost to a model without a word."""
 
 
 #: Largest magnitude of a feature or a target (module docstring: fourth powers stay finite).
@@ -269,7 +277,13 @@ class FeatureMap:
             self.index = {n: i for i, n in enumerate(self.names)}
             self.means = np.zeros(len(self.names))
         if not (known or self.strict or x.keys() <= self.index.keys()):
-            self.ignored.update(n for n in x if n not in self.index)
+            new = [n for n in x if n not in self.index and n not in self.ignored]
+            self.ignored.update(new)
+            for name in new:  # (once per name: a one-hot encoder's late categories, say)
+                warnings.warn(f"feature {name!r} was not in the first sample, which fixed "
+                              f"the input space: it is ignored (give the first sample every "
+                              f"feature; docs/input_policy.md)", IgnoredFeatureWarning,
+                              stacklevel=4)
         self.n_committed += 1
         core.running_mean(self.means, vector, self.n_committed)
 

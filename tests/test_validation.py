@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from onlinesparse import SparseRBFRegressor, VBLSClassifier, VBLSKernelRegressor, VBLSRegressor
@@ -88,3 +90,27 @@ def test_every_named_record_is_in_the_pickles_stamp():
     assert found and all(ok for *_, ok in found), [f for f in found if not f[2]]
     version, _, digest = _stamp().partition("+")
     assert version == onlinesparse.__version__ and len(digest) == 12
+
+
+@pytest.mark.parametrize("name", ["SparseRBFRegressor", "VBLSRegressor", "Lin1Regressor"])
+def test_a_feature_first_seen_late_is_ignored_with_one_warning_per_name(name):
+    """river's OneHotEncoder emits a category's column once the category is seen: a model
+    whose input space the first sample fixed ignores every later one, and now says so, once
+    per name; the model is the one that never saw them."""
+    import warnings
+
+    import onlinesparse
+    from onlinesparse.features import IgnoredFeatureWarning
+
+    cls = getattr(onlinesparse, name)
+    late, twin = cls(), cls()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in range(60):
+            x = {"a": math.sin(0.3 * i)}
+            extra = {"c_red": 1.0} if i % 2 else {"c_blue": 1.0, "c_red": 0.0}
+            late.learn_one({**x, **extra} if i else x, 2.0 * x["a"])
+            twin.learn_one(x, 2.0 * x["a"])
+    said = [str(w.message) for w in caught if issubclass(w.category, IgnoredFeatureWarning)]
+    assert len(said) == 2 and "'c_red'" in said[0] and "'c_blue'" in said[1]
+    assert late.predict_one({"a": 0.4, "c_red": 1.0}) == twin.predict_one({"a": 0.4})
